@@ -1,0 +1,107 @@
+"""The one exception tree of binlake.
+
+Every problem with the bytes of a binlog is a :class:`BinlogError` (or a child of it) that carries where it
+happened: the file (when the bytes came from a file) and the byte position of the event, and, where known, the
+offset inside the event.  Nothing else escapes the decoder for bad input: a ``struct.error``, ``IndexError`` or
+``UnicodeDecodeError`` met while decoding is a bug, and the decoder turns it into a :class:`MalformedError`.
+
+Example::
+
+    >>> err = ChecksumError("CRC32 mismatch", pos=620)
+    >>> str(err.at_file("binlog.000024"))
+    'binlog.000024: at 620: CRC32 mismatch'
+"""
+
+from __future__ import annotations
+
+import copy
+
+__all__ = [
+    "BinlogError",
+    "ChecksumError",
+    "DecompressionError",
+    "EncryptedError",
+    "MalformedError",
+    "TruncatedError",
+    "UnknownEventError",
+    "UnsupportedError",
+]
+
+
+class BinlogError(Exception):
+    """Root of every error binlake raises about binlog bytes.
+
+    ``file`` is the path the bytes came from (``None`` for bytes fed directly to the sans-IO decoder), ``pos`` the
+    byte position of the event in that file (or stream), ``offset`` the offset inside the event when known.
+    """
+
+    def __init__(
+        self, message: str, *, file: str | None = None, pos: int | None = None, offset: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.file = file
+        self.pos = pos
+        self.offset = offset
+
+    def at_file(self, file: str) -> BinlogError:
+        """Return a copy that names ``file`` (the reader calls this; the sans-IO core knows no file names)."""
+        err = copy.copy(self)
+        err.file = file
+        return err
+
+    def at_pos(self, pos: int) -> BinlogError:
+        """Return a copy that names event position ``pos`` unless a position is already set."""
+        err = copy.copy(self)
+        if err.pos is None:
+            err.pos = pos
+        return err
+
+    def __str__(self) -> str:
+        where = []
+        if self.file is not None:
+            where.append(self.file)
+        if self.pos is not None:
+            at = f"at {self.pos}"
+            if self.offset is not None:
+                at += f" (+{self.offset})"
+            where.append(at)
+        return ": ".join([*where, self.message])
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # keep file/pos across pickling (Spark ships exceptions between processes)
+        return (_rebuild, (type(self), self.message, self.file, self.pos, self.offset))
+
+
+def _rebuild(
+    cls: type[BinlogError], message: str, file: str | None, pos: int | None, offset: int | None
+) -> BinlogError:
+    return cls(message, file=file, pos=pos, offset=offset)
+
+
+class TruncatedError(BinlogError):
+    """The bytes end inside an event or a field (a partial event at the end of a file, a short field)."""
+
+
+class ChecksumError(BinlogError):
+    """An event's CRC32 does not match its bytes."""
+
+
+class MalformedError(BinlogError):
+    """A field holds a value no server writes (a length past the event end, an unknown code where one is needed)."""
+
+
+class UnsupportedError(BinlogError):
+    """The bytes are valid but use a feature binlake does not decode (said plainly rather than misparsed)."""
+
+
+class UnknownEventError(UnsupportedError):
+    """An event type binlake does not know, raised only when unknown events are asked to be errors."""
+
+
+class EncryptedError(BinlogError):
+    """The binlog is encrypted (MariaDB ``encrypt_binlog``) and no usable key was given."""
+
+
+class DecompressionError(MalformedError):
+    """A compressed payload or value does not decompress, or would decompress past the configured limit."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from binlake.errors import MalformedError, TruncatedError
 
@@ -48,8 +48,8 @@ class ColumnType(enum.IntEnum):
     DATETIME2 = 18
     TIME2 = 19
     TYPED_ARRAY = 20
-    VARCHAR_COMPRESSED = 140  # MariaDB
-    BLOB_COMPRESSED = 141  # MariaDB
+    BLOB_COMPRESSED = 140  # MariaDB
+    VARCHAR_COMPRESSED = 141  # MariaDB
     VECTOR = 242
     INVALID = 243
     BOOL = 244
@@ -104,8 +104,18 @@ _META_SIZE: dict[int, int] = {
 
 _NUMERIC = frozenset({T.TINY, T.SHORT, T.INT24, T.LONG, T.LONGLONG, T.NEWDECIMAL, T.DECIMAL, T.FLOAT, T.DOUBLE})
 _CHARACTER = frozenset(
-    {T.STRING, T.VAR_STRING, T.VARCHAR, T.BLOB, T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB,
-     T.VARCHAR_COMPRESSED, T.BLOB_COMPRESSED}
+    {
+        T.STRING,
+        T.VAR_STRING,
+        T.VARCHAR,
+        T.BLOB,
+        T.TINY_BLOB,
+        T.MEDIUM_BLOB,
+        T.LONG_BLOB,
+        T.VARCHAR_COMPRESSED,
+        T.BLOB_COMPRESSED,
+        T.VECTOR,
+    }  # VECTOR: a binary string type in MySQL 9
 )
 
 
@@ -135,7 +145,8 @@ def parse_field_metadata(types: Sequence[int], block: bytes | memoryview) -> lis
         raw = bytes(block[pos : pos + n])
         if len(raw) != n:
             raise TruncatedError(
-                f"column metadata of a {ColumnType.name_of(code)} column runs past the metadata block", offset=pos
+                f"column metadata of a {ColumnType.name_of(code)} column runs past the metadata block",
+                offset=pos,
             )
         pos += n
         if n == 0:
@@ -183,7 +194,6 @@ class Column:
     pk_prefix: int | None = None
     visible: bool | None = None
     vector_dimension: int | None = None
-    extra: dict[str, object] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def type(self) -> str:
@@ -235,10 +245,16 @@ class Column:
                 real = T.STRING
         elif type_code in (T.ENUM, T.SET):
             length = raw[1]
-        elif type_code in (T.VARCHAR, T.VAR_STRING, T.VARCHAR_COMPRESSED):
-            length = meta
-        elif type_code in (T.BLOB, T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB, T.GEOMETRY, T.JSON,
-                           T.BLOB_COMPRESSED, T.VECTOR):
+        elif type_code in (T.VARCHAR, T.VAR_STRING, T.VARCHAR_COMPRESSED) or type_code in (
+            T.BLOB,
+            T.TINY_BLOB,
+            T.MEDIUM_BLOB,
+            T.LONG_BLOB,
+            T.GEOMETRY,
+            T.JSON,
+            T.BLOB_COMPRESSED,
+            T.VECTOR,
+        ):
             length = meta
         elif type_code in (T.NEWDECIMAL, T.DECIMAL):
             precision, scale = raw[0], raw[1]
@@ -249,6 +265,15 @@ class Column:
         elif type_code in (T.FLOAT, T.DOUBLE):
             length = meta
         return cls(
-            index=index, type_code=type_code, meta=meta, meta_bytes=raw, nullable=nullable, real_type_code=real,
-            length=length, precision=precision, scale=scale, fsp=fsp, bits=bits,
+            index=index,
+            type_code=type_code,
+            meta=meta,
+            meta_bytes=raw,
+            nullable=nullable,
+            real_type_code=real,
+            length=length,
+            precision=precision,
+            scale=scale,
+            fsp=fsp,
+            bits=bits,
         )

@@ -131,7 +131,7 @@ class Cursor:
         p = self._need(8, what)
         return float(F64.unpack_from(self.buf, p)[0])
 
-    def bytes(self, n: int, what: str = "bytes") -> bytes:
+    def take(self, n: int, what: str = "bytes") -> bytes:
         p = self._need(n, what)
         return bytes(self.buf[p : p + n])
 
@@ -158,13 +158,15 @@ class Cursor:
 
     def packed_bytes(self, what: str = "length-prefixed bytes") -> bytes:
         n = self.packed_int(what)
-        return self.bytes(n, what)
+        return self.take(n, what)
 
     def cstring(self, what: str = "NUL-terminated string") -> bytes:
         """Bytes up to (not including) the next NUL, which is consumed."""
         buf = self.buf
-        idx = bytes(buf[self.pos : self.end]).find(b"\0") if isinstance(buf, memoryview) else buf.find(
-            b"\0", self.pos, self.end
+        idx = (
+            bytes(buf[self.pos : self.end]).find(b"\0")
+            if isinstance(buf, memoryview)
+            else buf.find(b"\0", self.pos, self.end)
         )
         if idx < 0:
             raise TruncatedError(f"{what}: no terminating NUL", offset=self.pos - self.base)

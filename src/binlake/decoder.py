@@ -1,0 +1,280 @@
+"""The sans-IO decoder: feed it bytes, take typed events out.  No files, sockets or clocks in here (like ``h11``).
+
+It checks the magic ``\\xfebin`` (unless told the stream has none, as a replication stream), splits the bytes into
+events by their size field, verifies CRC32 checksums, dispatches each event to its family's decoder, and keeps the
+state later events need: the format description in force (post-header lengths, checksum algorithm, several of them
+in relay logs), the table maps in scope, and whether the log is encrypted from here on.  A TRANSACTION_PAYLOAD is
+followed by the events it carries, each marked with the payload's position.
+
+Example::
+
+    >>> d = Decoder()
+    >>> d.feed(b"\\xfebin")
+    >>> list(d.events()), d.position
+    ([], 4)
+
+A binlog still being written ends in a partial event: :meth:`Decoder.events` simply stops there and waits for more
+bytes; :meth:`Decoder.finish` says whether anything incomplete is left.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterator
+
+from binlake.errors import (
+    BinlogError,
+    ChecksumError,
+    EncryptedError,
+    MalformedError,
+    TruncatedError,
+    UnknownEventError,
+)
+from binlake.events.base import HEADER, HEADER_V1, Event, EventHeader, EventType, RawEvent, registry
+from binlake.events.context import DecodeContext, DecodeOptions
+from binlake.events.format import FormatDescriptionEvent, StartV3Event, checksum_aware
+from binlake.wire import crc32
+
+__all__ = ["MAGIC", "Decoder", "Decryptor", "decode_event"]
+
+MAGIC = b"\xfebin"
+_LOG_EVENT_IGNORABLE_F = 0x80
+_FOREIGN = (IndexError, KeyError, ValueError, OverflowError, UnicodeDecodeError, TypeError, ArithmeticError)
+
+# (event bytes as stored, event position) -> event bytes as written before encryption
+Decryptor = Callable[[bytes, int], bytes]
+
+
+def _remember_table_map(ctx: DecodeContext, ev: Event) -> None:
+    from binlake.events.table_map import TableMapEvent
+
+    if isinstance(ev, TableMapEvent):
+        ctx.table_maps[ev.table_id] = ev
+
+
+def decode_event(
+    raw: bytes, pos: int, ctx: DecodeContext, *, checksummed: bool = True, in_payload: int | None = None
+) -> Event:
+    """Decode one whole event ``raw`` found at ``pos`` under ``ctx``, without changing ``ctx``.
+
+    ``checksummed=False`` for events that carry no checksum whatever the FDE says (inside a TRANSACTION_PAYLOAD).
+    Every failure is a :class:`~binlake.errors.BinlogError` naming ``pos``.
+    """
+    try:
+        return _decode(raw, pos, ctx, checksummed, in_payload)
+    except BinlogError as e:
+        raise e.at_pos(pos) from None
+    except _FOREIGN as e:  # a decoder met bytes it did not expect: malformed input, never a foreign crash
+        raise MalformedError(
+            f"malformed {EventType.name_of(raw[4]) if len(raw) > 4 else 'event'}: {e!r}", pos=pos
+        ) from e
+
+
+def _decode(raw: bytes, pos: int, ctx: DecodeContext, checksummed: bool, in_payload: int | None) -> Event:
+    hlen = ctx.header_len
+    if len(raw) < hlen:
+        raise TruncatedError(f"event of {len(raw)} bytes is shorter than the {hlen}-byte header")
+    if hlen == 13:
+        ts, code, server_id, size = HEADER_V1.unpack_from(raw)
+        log_pos, flags = 0, 0
+    else:
+        ts, code, server_id, size, log_pos, flags = HEADER.unpack_from(raw)
+    if code == EventType.FORMAT_DESCRIPTION_EVENT:
+        version = raw[hlen + 2 : hlen + 52].split(b"\0", 1)[0].decode("ascii", "replace")
+        # A checksum-aware server's FDE always carries a CRC, unless its algorithm byte is UNDEF (255).
+        csum_len = 4 if checksum_aware(version) and len(raw) >= hlen + 57 + 5 and raw[-5] != 255 else 0
+    else:
+        csum_len = ctx.checksum_len if checksummed else 0
+    checksum = None
+    if csum_len:
+        if len(raw) < hlen + csum_len:
+            raise TruncatedError("event too short for its checksum")
+        checksum = int.from_bytes(raw[-4:], "little")
+        if ctx.options.verify_checksum:
+            actual = crc32(raw[:-4])
+            if actual != checksum and code == EventType.FORMAT_DESCRIPTION_EVENT and flags & 1:
+                # the server computes an FDE's CRC before setting LOG_EVENT_BINLOG_IN_USE_F
+                # (MYSQL_BIN_LOG::open / Binlog_event_writer); it clears the flag again on close
+                actual = crc32(raw[:17] + bytes([raw[17] & 0xFE]) + raw[18:-4])
+            if actual != checksum:
+                raise ChecksumError(
+                    f"CRC32 mismatch in {EventType.name_of(code)}: stored 0x{checksum:08x}, computed 0x{actual:08x}"
+                )
+    header = EventHeader(ts, code, server_id, size, log_pos, flags, pos, checksum, in_payload)
+    body = raw[hlen : len(raw) - csum_len]
+    fn = registry().get(code)
+    if fn is None:
+        if ctx.options.unknown_events == "error" and not flags & _LOG_EVENT_IGNORABLE_F:
+            raise UnknownEventError(f"unknown event type {code}")
+        return RawEvent(header, bytes(body))
+    return fn(header, body, ctx)
+
+
+class Decoder:
+    """Incremental binlog decoder; see the module docstring.
+
+    ``start_pos``: the absolute position of the first byte fed (4 or more when resuming mid-file; the magic is then
+    not expected).  ``magic=False`` for a replication stream.  ``context`` lets a reader resume with the format
+    description of the file's start (see :meth:`restart`).  ``decryptor`` decrypts events after a MariaDB
+    START_ENCRYPTION_EVENT; without one such events raise :class:`~binlake.errors.EncryptedError`.
+    """
+
+    def __init__(
+        self,
+        options: DecodeOptions | None = None,
+        *,
+        start_pos: int = 0,
+        magic: bool = True,
+        context: DecodeContext | None = None,
+        decryptor: Decryptor | None = None,
+    ) -> None:
+        self.ctx = context if context is not None else DecodeContext(options or DecodeOptions())
+        self._buf = bytearray()
+        self._off = 0  # consumed bytes of _buf
+        self._pos = start_pos  # absolute position of _buf[_off]
+        self._need_magic = magic and start_pos == 0
+        self._first = start_pos <= 4
+        self._inner: deque[Event] = deque()
+        self._payload: Event | None = None  # a TRANSACTION_PAYLOAD whose inner events are still to come
+        self.decryptor = decryptor
+
+    @property
+    def position(self) -> int:
+        """Absolute position of the next event (all events before it were yielded)."""
+        return self._pos
+
+    @property
+    def buffered(self) -> int:
+        """Bytes fed but not yet decoded (a partial event)."""
+        return len(self._buf) - self._off
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        if self._off and self._off > len(self._buf) // 2:
+            del self._buf[: self._off]
+            self._off = 0
+        self._buf += data
+
+    def restart(self, pos: int) -> None:
+        """Drop buffered bytes and continue at ``pos`` (same file, same context), e.g. to decode a byte range."""
+        self._buf.clear()
+        self._off = 0
+        self._pos = pos
+        self._need_magic = pos == 0
+        self._inner.clear()
+        self._payload = None
+
+    def skip_event(self) -> int:
+        """Step over the event at the current position without decoding it (recovery after an error).
+
+        Returns its size; raises :class:`TruncatedError` if its bytes are not all buffered yet.
+        """
+        size = self.next_size()
+        if size is None or size < self.ctx.header_len or self.buffered < size:
+            raise TruncatedError("cannot skip: the event is not complete or its size is invalid", pos=self._pos)
+        self._off += size
+        self._pos += size
+        self._inner.clear()
+        self._payload = None
+        return size
+
+    def next_size(self) -> int | None:
+        """Size of the event at the current position, if its header is buffered (readers use it to skip ahead)."""
+        avail = len(self._buf) - self._off
+        if self._need_magic or avail < 13:
+            return None
+        if self.ctx.encrypted:  # MariaDB swaps the length into the first 4 bytes of encrypted events
+            return int.from_bytes(self._buf[self._off : self._off + 4], "little")
+        return int.from_bytes(self._buf[self._off + 9 : self._off + 13], "little")
+
+    def events(self) -> Iterator[Event]:
+        """Yield every event complete in the buffer; stop (without error) at a partial one."""
+        while True:
+            if self._payload is not None:
+                payload, self._payload = self._payload, None
+                self._inner.extend(self._payload_events(payload))
+            while self._inner:
+                yield self._inner.popleft()
+            if self._need_magic:
+                if len(self._buf) - self._off < 4:
+                    return
+                if bytes(self._buf[self._off : self._off + 4]) != MAGIC:
+                    raise MalformedError(
+                        f"not a binlog: starts with {bytes(self._buf[self._off : self._off + 4])!r}, not {MAGIC!r}",
+                        pos=self._pos,
+                    )
+                self._off += 4
+                self._pos += 4
+                self._need_magic = False
+            size = self.next_size()
+            if size is None:
+                return
+            pos = self._pos
+            if self._first:
+                self._detect_v1(size)
+            if size < self.ctx.header_len:
+                raise MalformedError(f"event size {size} is smaller than the event header", pos=pos)
+            if len(self._buf) - self._off < size:
+                return
+            raw = bytes(self._buf[self._off : self._off + size])
+            if self.ctx.encrypted:
+                if self.decryptor is None:
+                    raise EncryptedError(
+                        "the binlog is encrypted from here on (MariaDB encrypt_binlog); give the server's key file",
+                        pos=pos,
+                    )
+                raw = self.decryptor(raw, pos)
+            ev = decode_event(raw, pos, self.ctx)
+            self._off += size
+            self._pos += size
+            self._first = False
+            self._apply(ev)
+            yield ev
+
+    def _detect_v1(self, size: int) -> None:
+        """A 3.23 binlog (v1) starts with a START_EVENT_V3 of 69 bytes under a 13-byte header."""
+        b = self._buf
+        if b[self._off + 4] == EventType.START_EVENT_V3 and size == 13 + 56:
+            self.ctx.header_len = 13
+
+    def _apply(self, ev: Event) -> None:
+        """Update the context for the events after ``ev``."""
+        ctx = self.ctx
+        if isinstance(ev, FormatDescriptionEvent):
+            ctx.fde = ev
+            ctx.header_len = ev.header_length if ev.header_length in (13, 19) else 19
+        elif isinstance(ev, StartV3Event):
+            ctx.fde = ev.as_format_description()
+        elif ev.header.type_code == EventType.TABLE_MAP_EVENT:
+            _remember_table_map(ctx, ev)
+        elif ev.header.type_code == EventType.START_ENCRYPTION_EVENT:
+            ctx.encrypted = True
+        elif ev.header.type_code == EventType.TRANSACTION_PAYLOAD_EVENT:
+            self._payload = ev
+
+    def _payload_events(self, ev: Event) -> Iterator[Event]:
+        """The events inside a TRANSACTION_PAYLOAD (no checksums; positions are offsets in the payload)."""
+        data: bytes = ev.uncompressed(self.ctx.options.max_decompressed)  # type: ignore[attr-defined]
+        at, hlen = 0, self.ctx.header_len
+        while at < len(data):
+            if len(data) - at < hlen:
+                raise TruncatedError(
+                    "partial event header at the end of a transaction payload", pos=ev.header.pos, offset=at
+                )
+            size = int.from_bytes(data[at + 9 : at + 13], "little")
+            if size < hlen or at + size > len(data):
+                raise MalformedError(
+                    f"event of size {size} does not fit its transaction payload", pos=ev.header.pos, offset=at
+                )
+            inner = decode_event(data[at : at + size], at, self.ctx, checksummed=False, in_payload=ev.header.pos)
+            _remember_table_map(self.ctx, inner)
+            yield inner
+            at += size
+
+    def finish(self) -> None:
+        """Call at the end of input: raise :class:`TruncatedError` if a partial event is left."""
+        if self._need_magic and self.buffered == 0 and self._pos == 0:
+            raise TruncatedError("empty input: no binlog magic", pos=0)
+        if self.buffered:
+            size = self.next_size()
+            what = f"a {size}-byte event" if size is not None else "an event header"
+            raise TruncatedError(f"the input ends inside {what} ({self.buffered} bytes present)", pos=self._pos)

@@ -1,0 +1,226 @@
+"""The common event header, the event base class, the type-code table and the decoder registry.
+
+Every event starts with the v4 common header (``libs/mysql/binlog/event/binlog_event.h``, ``Log_event_header``):
+
+=======  ====  ================================================
+offset   size  field
+=======  ====  ================================================
+0        4     timestamp (seconds since the epoch)
+4        1     type code
+5        4     server id
+9        4     event size (header + body + checksum)
+13       4     log position (end of this event in the source log; 0 in v1 and in some relay-log events)
+17       2     flags (``LOG_EVENT_*_F``)
+=======  ====  ================================================
+
+v1 (MySQL 3.23) headers stop after the event size (13 bytes).  Each event family module decodes the bytes after the
+header with a function registered here by type code; a type code nobody registered decodes to :class:`RawEvent`.
+
+Example::
+
+    >>> EventType.name_of(19), EventType.name_of(162), EventType.name_of(99)
+    ('TABLE_MAP_EVENT', 'GTID_EVENT', 'UNKNOWN_EVENT_99')
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from binlake.events.context import DecodeContext
+
+__all__ = [
+    "HEADER",
+    "LOG_EVENT_FLAGS",
+    "Event",
+    "EventDecoder",
+    "EventHeader",
+    "EventType",
+    "RawEvent",
+    "register",
+    "registry",
+]
+
+HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server_id, size, log_pos, flags
+HEADER_V1 = struct.Struct("<IBII")  # 3.23: no log_pos, no flags
+
+
+class EventType(enum.IntEnum):
+    """``Log_event_type`` of MySQL (``binlog_event.h``) and MariaDB (``sql/log_event.h``)."""
+
+    UNKNOWN_EVENT = 0
+    START_EVENT_V3 = 1
+    QUERY_EVENT = 2
+    STOP_EVENT = 3
+    ROTATE_EVENT = 4
+    INTVAR_EVENT = 5
+    LOAD_EVENT = 6
+    SLAVE_EVENT = 7
+    CREATE_FILE_EVENT = 8
+    APPEND_BLOCK_EVENT = 9
+    EXEC_LOAD_EVENT = 10
+    DELETE_FILE_EVENT = 11
+    NEW_LOAD_EVENT = 12
+    RAND_EVENT = 13
+    USER_VAR_EVENT = 14
+    FORMAT_DESCRIPTION_EVENT = 15
+    XID_EVENT = 16
+    BEGIN_LOAD_QUERY_EVENT = 17
+    EXECUTE_LOAD_QUERY_EVENT = 18
+    TABLE_MAP_EVENT = 19
+    PRE_GA_WRITE_ROWS_EVENT = 20
+    PRE_GA_UPDATE_ROWS_EVENT = 21
+    PRE_GA_DELETE_ROWS_EVENT = 22
+    WRITE_ROWS_EVENT_V1 = 23
+    UPDATE_ROWS_EVENT_V1 = 24
+    DELETE_ROWS_EVENT_V1 = 25
+    INCIDENT_EVENT = 26
+    HEARTBEAT_LOG_EVENT = 27
+    IGNORABLE_LOG_EVENT = 28
+    ROWS_QUERY_LOG_EVENT = 29
+    WRITE_ROWS_EVENT = 30
+    UPDATE_ROWS_EVENT = 31
+    DELETE_ROWS_EVENT = 32
+    GTID_LOG_EVENT = 33
+    ANONYMOUS_GTID_LOG_EVENT = 34
+    PREVIOUS_GTIDS_LOG_EVENT = 35
+    TRANSACTION_CONTEXT_EVENT = 36
+    VIEW_CHANGE_EVENT = 37
+    XA_PREPARE_LOG_EVENT = 38
+    PARTIAL_UPDATE_ROWS_EVENT = 39
+    TRANSACTION_PAYLOAD_EVENT = 40
+    HEARTBEAT_LOG_EVENT_V2 = 41
+    GTID_TAGGED_LOG_EVENT = 42
+    # MariaDB (sql/log_event.h)
+    ANNOTATE_ROWS_EVENT = 160
+    BINLOG_CHECKPOINT_EVENT = 161
+    GTID_EVENT = 162
+    GTID_LIST_EVENT = 163
+    START_ENCRYPTION_EVENT = 164
+    QUERY_COMPRESSED_EVENT = 165
+    WRITE_ROWS_COMPRESSED_EVENT_V1 = 166
+    UPDATE_ROWS_COMPRESSED_EVENT_V1 = 167
+    DELETE_ROWS_COMPRESSED_EVENT_V1 = 168
+    WRITE_ROWS_COMPRESSED_EVENT = 169
+    UPDATE_ROWS_COMPRESSED_EVENT = 170
+    DELETE_ROWS_COMPRESSED_EVENT = 171
+
+    @classmethod
+    def name_of(cls, code: int) -> str:
+        try:
+            return cls(code).name
+        except ValueError:
+            return f"UNKNOWN_EVENT_{code}"
+
+
+# LOG_EVENT_*_F of binlog_event.h / MariaDB log_event.h
+LOG_EVENT_FLAGS: dict[int, str] = {
+    0x0001: "LOG_EVENT_BINLOG_IN_USE_F",
+    0x0002: "LOG_EVENT_FORCED_ROTATE_F",
+    0x0004: "LOG_EVENT_THREAD_SPECIFIC_F",
+    0x0008: "LOG_EVENT_SUPPRESS_USE_F",
+    0x0010: "LOG_EVENT_UPDATE_TABLE_MAP_VERSION_F",
+    0x0020: "LOG_EVENT_ARTIFICIAL_F",
+    0x0040: "LOG_EVENT_RELAY_LOG_F",
+    0x0080: "LOG_EVENT_IGNORABLE_F",
+    0x0100: "LOG_EVENT_NO_FILTER_F",
+    0x0200: "LOG_EVENT_MTS_ISOLATE_F",
+    0x0400: "LOG_EVENT_SKIP_REPLICATION_F",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class EventHeader:
+    """The common header of one event, plus where the event was found.
+
+    ``pos`` is the byte position of the event in its file or stream (for an event inside a TRANSACTION_PAYLOAD: its
+    offset in the uncompressed payload, with ``in_payload`` the payload event's position).  ``checksum`` is the
+    stored CRC32 (``None`` when the log has no checksums).
+    """
+
+    timestamp: int
+    type_code: int
+    server_id: int
+    event_size: int
+    log_pos: int
+    flags: int
+    pos: int
+    checksum: int | None = None
+    in_payload: int | None = None
+
+    @property
+    def type(self) -> str:
+        """The server's name of the type, e.g. ``TABLE_MAP_EVENT``."""
+        return EventType.name_of(self.type_code)
+
+    @property
+    def end_pos(self) -> int:
+        return self.pos + self.event_size
+
+    @property
+    def flag_names(self) -> list[str]:
+        return [name for bit, name in LOG_EVENT_FLAGS.items() if self.flags & bit] + (
+            [f"0x{self.flags & ~sum(LOG_EVENT_FLAGS):04x}"] if self.flags & ~sum(LOG_EVENT_FLAGS) else []
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Base of every decoded event: the header, and a one-line human summary."""
+
+    header: EventHeader
+
+    type_codes: ClassVar[tuple[int, ...]] = ()
+
+    @property
+    def type(self) -> str:
+        return self.header.type
+
+    @property
+    def type_code(self) -> int:
+        return self.header.type_code
+
+    def summary(self) -> str:
+        """One line for ``binlake events``; families override it."""
+        return ""
+
+
+@dataclass(frozen=True, slots=True)
+class RawEvent(Event):
+    """An event whose type binlake does not decode: its bytes after the common header, checksum excluded."""
+
+    body: bytes
+
+    def summary(self) -> str:
+        return f"{len(self.body)} bytes not decoded"
+
+
+EventDecoder = Callable[[EventHeader, bytes, "DecodeContext"], Event]
+_REGISTRY: dict[int, EventDecoder] = {}
+
+
+def register(*codes: int) -> Callable[[EventDecoder], EventDecoder]:
+    """Register a decoder for type codes: ``@register(EventType.XID_EVENT)`` over ``def decode(header, body, ctx)``.
+
+    ``body`` is the event's bytes after the common header and before the checksum (post-header + payload).
+    """
+
+    def wrap(fn: EventDecoder) -> EventDecoder:
+        for code in codes:
+            if code in _REGISTRY:
+                raise RuntimeError(f"two decoders for {EventType.name_of(code)}")
+            _REGISTRY[code] = fn
+        return fn
+
+    return wrap
+
+
+def registry() -> dict[int, EventDecoder]:
+    """The decoders of every event family (importing the families fills the table)."""
+    import binlake.events.families  # noqa: F401  (each family module registers itself)
+
+    return _REGISTRY

@@ -1,0 +1,85 @@
+"""What an event decoder may know besides its own bytes: the format description in force, the table maps in
+scope, and the caller's options.  The sans-IO :class:`~binlake.decoder.Decoder` owns one context and updates it as
+FORMAT_DESCRIPTION, TABLE_MAP and START_ENCRYPTION events go by; family decoders only read it.
+
+Example::
+
+    >>> ctx = DecodeContext()
+    >>> ctx.post_header_len(19)   # TABLE_MAP_EVENT under a MySQL 5.x/8.x format description
+    8
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from binlake.wire import Cursor
+
+if TYPE_CHECKING:
+    from binlake.events.format import FormatDescriptionEvent
+    from binlake.events.table_map import TableMapEvent
+
+__all__ = ["DEFAULT_MAX_DECOMPRESSED", "DecodeContext", "DecodeOptions"]
+
+# A compressed payload or column that claims to grow past this is refused (a zstd/zlib bomb is an error, not an
+# allocation).  MySQL caps a transaction payload at binlog_transaction_compression's 1 GiB max_allowed_packet.
+DEFAULT_MAX_DECOMPRESSED = 1 << 30
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeOptions:
+    """How strict the decoder is.
+
+    ``verify_checksum``: a CRC32 mismatch raises :class:`~binlake.errors.ChecksumError` (default) or is ignored.
+    ``unknown_events``: ``"raw"`` yields unknown types as :class:`~binlake.events.base.RawEvent`, ``"error"`` raises
+    :class:`~binlake.errors.UnknownEventError` (events flagged LOG_EVENT_IGNORABLE_F are always raw).
+    ``max_decompressed``: the bound on any decompressed size.
+    """
+
+    verify_checksum: bool = True
+    unknown_events: Literal["raw", "error"] = "raw"
+    max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
+
+
+@dataclass(slots=True)
+class DecodeContext:
+    """Mutable decoding state; see the module docstring."""
+
+    options: DecodeOptions = field(default_factory=DecodeOptions)
+    fde: FormatDescriptionEvent | None = None
+    table_maps: dict[int, TableMapEvent] = field(default_factory=dict)
+    header_len: int = 19
+    encrypted: bool = False
+    # set by `binlake explain`: a list that records every field a decoder reads (see binlake.trace)
+    trace: list[object] | None = None
+
+    def cursor(self, body: bytes | memoryview) -> Cursor:
+        """A cursor over an event body (after the common header), offsets reported from the event start.
+
+        Decoders read through this rather than building a Cursor themselves, so that explain mode can record every
+        field (name, offset, size, value) without a second copy of each layout.
+        """
+        if self.trace is None:
+            return Cursor(body, base=-self.header_len)
+        from binlake.trace import TracingCursor  # type: ignore[import-not-found,unused-ignore]
+
+        cursor: Cursor = TracingCursor(body, base=-self.header_len, trace=self.trace)
+        return cursor
+
+    @property
+    def checksum_len(self) -> int:
+        """4 when the format description in force says CRC32, else 0."""
+        return 4 if self.fde is not None and self.fde.checksum_alg == 1 else 0
+
+    @property
+    def is_mariadb(self) -> bool:
+        return self.fde is not None and "mariadb" in self.fde.server_version.lower()
+
+    def post_header_len(self, type_code: int) -> int:
+        """Post-header length of ``type_code`` per the format description (MySQL 8 defaults before one is seen)."""
+        if self.fde is not None:
+            return self.fde.post_header_len(type_code)
+        from binlake.events.format import DEFAULT_POST_HEADER_LENGTHS
+
+        return DEFAULT_POST_HEADER_LENGTHS.get(type_code, 0)

@@ -1,0 +1,337 @@
+"""TABLE_MAP_EVENT (19): table id → schema, table and the column layout the following row events use.
+
+Layout (``Table_map_event`` in ``libs/mysql/binlog/event/rows_event.h``, read in ``rows_event.cpp``; the seed
+article ``000`` walks one byte by byte)::
+
+    post-header  table_id      6 (4 when the FDE's post-header length for type 19 is 6: MySQL < 5.1.?)
+                 flags         2   TM_BIT_LEN_EXACT_F 0x1, TM_REFERRED_FK_DB_F 0x2, TM_GENERATED_INVISIBLE_PK_F 0x4
+    body         schema        packed length + bytes + NUL
+                 table         packed length + bytes + NUL
+                 column_count  packed
+                 column_types  one byte per column
+                 metadata      packed length + per-column metadata (coltypes.parse_field_metadata)
+                 null_bits     (column_count + 7) / 8 bytes, LSB first, 1 = nullable
+                 optional      TLV entries to the end (Table_map_event::Optional_metadata_fields, rows_event.cpp)
+
+Optional-metadata entries are decoded into the per-column :class:`~binlake.coltypes.Column` views and also kept as
+:class:`OptionalField` (type code, offset, raw bytes, decoded value) so ``binlake explain`` can show each one.
+
+Example (the seed 000 event, checksum excluded)::
+
+    >>> from binlake.decoder import decode_event
+    >>> from binlake.events.context import DecodeContext
+    >>> from binlake.events.format import synthetic_fde
+    >>> raw = bytes.fromhex("32103568 13 01000000 44000000 b0020000 0000 5f0000000000 0100 0c70726573656e74"
+    ...     "6174696f6e00 06706572736f6e00 02 030f 02 5802 02 010100 0203fcff00 fba8d0d8")
+    >>> tm = decode_event(raw, 620, DecodeContext(fde=synthetic_fde()))
+    >>> tm.table_id, tm.schema, tm.table, [c.type for c in tm.columns], tm.columns[1].length
+    (95, 'presentation', 'person', ['LONG', 'VARCHAR'], 600)
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from binlake.coltypes import Column, ColumnType, parse_field_metadata
+from binlake.errors import MalformedError
+from binlake.events.base import Event, EventHeader, EventType, register
+from binlake.events.context import DecodeContext
+from binlake.wire import Cursor, bits_lsb_first, bits_msb_first
+
+__all__ = ["TM_FLAGS", "OptionalField", "OptionalMetadataType", "TableMapEvent", "decode_table_map"]
+
+TM_FLAGS = {0x1: "TM_BIT_LEN_EXACT_F", 0x2: "TM_REFERRED_FK_DB_F", 0x4: "TM_GENERATED_INVISIBLE_PK_F"}
+
+
+class OptionalMetadataType(enum.IntEnum):
+    """``Table_map_event::Optional_metadata_field_type`` (rows_event.h)."""
+
+    SIGNEDNESS = 1
+    DEFAULT_CHARSET = 2
+    COLUMN_CHARSET = 3
+    COLUMN_NAME = 4
+    SET_STR_VALUE = 5
+    ENUM_STR_VALUE = 6
+    GEOMETRY_TYPE = 7
+    SIMPLE_PRIMARY_KEY = 8
+    PRIMARY_KEY_WITH_PREFIX = 9
+    ENUM_AND_SET_DEFAULT_CHARSET = 10
+    ENUM_AND_SET_COLUMN_CHARSET = 11
+    COLUMN_VISIBILITY = 12
+    VECTOR_DIMENSIONALITY = 13
+
+    @classmethod
+    def name_of(cls, code: int) -> str:
+        try:
+            return cls(code).name
+        except ValueError:
+            return f"UNKNOWN_{code}"
+
+
+@dataclass(frozen=True, slots=True)
+class OptionalField:
+    """One optional-metadata TLV entry: ``offset`` is from the start of the event (common header included)."""
+
+    type_code: int
+    offset: int
+    raw: bytes
+    value: object
+
+    @property
+    def type(self) -> str:
+        return OptionalMetadataType.name_of(self.type_code)
+
+
+@dataclass(frozen=True, slots=True)
+class TableMapEvent(Event):
+    """A decoded table map.  ``columns`` holds one :class:`~binlake.coltypes.Column` view per column."""
+
+    table_id: int
+    flags: int
+    schema: str
+    table: str
+    column_types: tuple[int, ...]
+    metadata: bytes
+    null_bitmap: bytes
+    optional: tuple[OptionalField, ...]
+    columns: tuple[Column, ...]
+
+    @property
+    def flag_names(self) -> list[str]:
+        return [name for bit, name in TM_FLAGS.items() if self.flags & bit]
+
+    @property
+    def column_count(self) -> int:
+        return len(self.column_types)
+
+    @property
+    def column_names(self) -> list[str]:
+        """Names from COLUMN_NAME metadata, ``col_N`` (1-based) where the map does not log them."""
+        return [c.name if c.name is not None else f"col_{c.index + 1}" for c in self.columns]
+
+    @property
+    def primary_key(self) -> tuple[int, ...]:
+        """Indexes of the primary-key columns in key order (empty when not logged or no key)."""
+        pk = sorted((c.pk_position, c.index) for c in self.columns if c.pk_position is not None)
+        return tuple(i for _, i in pk)
+
+    def summary(self) -> str:
+        return f"table_id {self.table_id}: `{self.schema}`.`{self.table}` ({self.column_count} columns)"
+
+
+def _name(c: Cursor, what: str) -> str:
+    n = c.packed_int(what)
+    raw = c.take(n, what)
+    c.skip(1, f"{what} NUL")
+    return raw.decode("utf-8", "surrogateescape")
+
+
+@register(EventType.TABLE_MAP_EVENT)
+def decode_table_map(header: EventHeader, body: bytes, ctx: DecodeContext) -> TableMapEvent:
+    """Decode a TABLE_MAP_EVENT body (post-header + payload, checksum excluded)."""
+    id_len = 4 if ctx.post_header_len(EventType.TABLE_MAP_EVENT) == 6 else 6
+    c = ctx.cursor(body)
+    table_id = c.uint(id_len, "table_id")
+    flags = c.u16("flags")
+    schema = _name(c, "schema name")
+    table = _name(c, "table name")
+    ncols = c.packed_int("column count")
+    types = tuple(c.take(ncols, "column types"))
+    meta_len = c.packed_int("metadata length")
+    metadata = c.take(meta_len, "column metadata")
+    nulls = c.take((ncols + 7) // 8, "null bitmap")
+    opt_start = c.pos
+    optional, columns = _layout(types, metadata, nulls, bytes(body[opt_start:]), opt_start + ctx.header_len)
+    return TableMapEvent(header, table_id, flags, schema, table, types, metadata, nulls, optional, columns)
+
+
+@lru_cache(maxsize=4096)
+def _layout(
+    types: tuple[int, ...], metadata: bytes, nulls: bytes, opt: bytes, opt_offset: int
+) -> tuple[tuple[OptionalField, ...], tuple[Column, ...]]:
+    """Columns and optional fields of a table map (cached: a busy binlog repeats the same map per transaction)."""
+    try:
+        metas = parse_field_metadata(types, metadata)
+    except MalformedError as e:
+        raise MalformedError(f"table map metadata: {e.message}", offset=e.offset) from None
+    nullable = bits_lsb_first(nulls, len(types))
+    cols = [Column.build(i, t, raw, nullable[i]) for i, (t, (_, raw)) in enumerate(zip(types, metas, strict=True))]
+    fields = []
+    c = Cursor(opt, base=-opt_offset)
+    for code, off, value in c.iter_tlv("optional metadata"):
+        parser = _OPTIONAL.get(code)
+        decoded = parser(bytes(value), cols) if parser is not None else None
+        fields.append(OptionalField(code, off, bytes(value), decoded))
+    return tuple(fields), tuple(cols)
+
+
+# --- optional metadata: each parser decodes one entry and applies it to the column views in place --------------
+
+
+def _packed_list(value: bytes, what: str) -> list[int]:
+    c = Cursor(value)
+    out = []
+    while c.remaining:
+        out.append(c.packed_int(what))
+    return out
+
+
+def _strings_per_column(value: bytes, what: str) -> list[list[str]]:
+    """SET_STR_VALUE / ENUM_STR_VALUE: per column a packed count, then packed-length strings."""
+    c = Cursor(value)
+    out = []
+    while c.remaining:
+        n = c.packed_int(what)
+        if n > c.remaining:
+            raise MalformedError(f"{what}: {n} values cannot fit in {c.remaining} bytes")
+        out.append([c.packed_bytes(what).decode("utf-8", "surrogateescape") for _ in range(n)])
+    return out
+
+
+def _assign(cols: list[Column], which: Sequence[int], values: Sequence[object], attr: str, what: str) -> None:
+    """Set ``attr`` of the columns at ``which`` to ``values`` in order; more values than columns is malformed."""
+    if len(values) > len(which):
+        raise MalformedError(f"{what}: {len(values)} entries for {len(which)} columns")
+    for i, v in zip(which, values, strict=False):
+        cols[i] = cols[i].with_(**{attr: v})
+
+
+def _idx(cols: list[Column], pred: Callable[[Column], bool]) -> list[int]:
+    return [c.index for c in cols if pred(c)]
+
+
+def _signedness(value: bytes, cols: list[Column]) -> list[bool]:
+    numeric = _idx(cols, lambda c: c.is_numeric)
+    bits = bits_msb_first(value, min(len(numeric), len(value) * 8))
+    _assign(cols, numeric, bits, "unsigned", "SIGNEDNESS")
+    return bits
+
+
+def _charsets(pred: Callable[[Column], bool], what: str) -> Callable[[bytes, list[Column]], object]:
+    def default(value: bytes, cols: list[Column]) -> dict[str, object]:
+        """DEFAULT_CHARSET: the default collation, then (index among these columns, collation) pairs."""
+        which = _idx(cols, pred)
+        nums = _packed_list(value, what)
+        if not nums:
+            raise MalformedError(f"{what}: empty")
+        dflt, rest = nums[0], nums[1:]
+        if len(rest) % 2:
+            raise MalformedError(f"{what}: odd number of override values")
+        per = [dflt] * len(which)
+        overrides = list(zip(rest[::2], rest[1::2], strict=True))
+        for k, coll in overrides:
+            if k >= len(per):
+                raise MalformedError(f"{what}: override for column {k} of {len(per)}")
+            per[k] = coll
+        _assign(cols, which, per, "charset", what)
+        return {"default": dflt, "overrides": overrides}
+
+    return default
+
+
+def _column_charsets(pred: Callable[[Column], bool], what: str) -> Callable[[bytes, list[Column]], object]:
+    def column(value: bytes, cols: list[Column]) -> list[int]:
+        ids = _packed_list(value, what)
+        _assign(cols, _idx(cols, pred), ids, "charset", what)
+        return ids
+
+    return column
+
+
+def _column_names(value: bytes, cols: list[Column]) -> list[str]:
+    c = Cursor(value)
+    names = []
+    while c.remaining:
+        names.append(c.packed_bytes("COLUMN_NAME").decode("utf-8", "surrogateescape"))
+    _assign(cols, range(len(cols)), names, "name", "COLUMN_NAME")
+    return names
+
+
+def _str_values(real: int, attr: str, what: str) -> Callable[[bytes, list[Column]], object]:
+    def parse(value: bytes, cols: list[Column]) -> list[list[str]]:
+        lists = _strings_per_column(value, what)
+        _assign(cols, _idx(cols, lambda c: c.real_type_code == real), [tuple(x) for x in lists], attr, what)
+        return lists
+
+    return parse
+
+
+def _geometry(value: bytes, cols: list[Column]) -> list[int]:
+    kinds = _packed_list(value, "GEOMETRY_TYPE")
+    _assign(
+        cols,
+        _idx(cols, lambda c: c.real_type_code == ColumnType.GEOMETRY),
+        kinds,
+        "geometry_type",
+        "GEOMETRY_TYPE",
+    )
+    return kinds
+
+
+def _pk(pairs: list[tuple[int, int]], cols: list[Column], what: str) -> None:
+    for pos, (i, prefix) in enumerate(pairs):
+        if i >= len(cols):
+            raise MalformedError(f"{what}: column {i} of {len(cols)}")
+        cols[i] = cols[i].with_(pk_position=pos, pk_prefix=prefix)
+
+
+def _simple_pk(value: bytes, cols: list[Column]) -> list[int]:
+    idx = _packed_list(value, "SIMPLE_PRIMARY_KEY")
+    _pk([(i, 0) for i in idx], cols, "SIMPLE_PRIMARY_KEY")
+    return idx
+
+
+def _prefix_pk(value: bytes, cols: list[Column]) -> list[tuple[int, int]]:
+    nums = _packed_list(value, "PRIMARY_KEY_WITH_PREFIX")
+    if len(nums) % 2:
+        raise MalformedError("PRIMARY_KEY_WITH_PREFIX: odd number of values")
+    pairs = list(zip(nums[::2], nums[1::2], strict=True))
+    _pk(pairs, cols, "PRIMARY_KEY_WITH_PREFIX")
+    return pairs
+
+
+def _visibility(value: bytes, cols: list[Column]) -> list[bool]:
+    bits = bits_msb_first(value, min(len(cols), len(value) * 8))
+    _assign(cols, range(len(cols)), bits, "visible", "COLUMN_VISIBILITY")
+    return bits
+
+
+def _vector(value: bytes, cols: list[Column]) -> list[int]:
+    dims = _packed_list(value, "VECTOR_DIMENSIONALITY")
+    _assign(
+        cols,
+        _idx(cols, lambda c: c.real_type_code == ColumnType.VECTOR),
+        dims,
+        "vector_dimension",
+        "VECTOR_DIMENSIONALITY",
+    )
+    return dims
+
+
+def _is_char(c: Column) -> bool:
+    return c.is_character
+
+
+def _is_enum_set(c: Column) -> bool:
+    return c.is_enum_or_set
+
+
+M = OptionalMetadataType
+_OPTIONAL: dict[int, Callable[[bytes, list[Column]], object]] = {
+    M.SIGNEDNESS: _signedness,
+    M.DEFAULT_CHARSET: _charsets(_is_char, "DEFAULT_CHARSET"),
+    M.COLUMN_CHARSET: _column_charsets(_is_char, "COLUMN_CHARSET"),
+    M.COLUMN_NAME: _column_names,
+    M.SET_STR_VALUE: _str_values(ColumnType.SET, "set_values", "SET_STR_VALUE"),
+    M.ENUM_STR_VALUE: _str_values(ColumnType.ENUM, "enum_values", "ENUM_STR_VALUE"),
+    M.GEOMETRY_TYPE: _geometry,
+    M.SIMPLE_PRIMARY_KEY: _simple_pk,
+    M.PRIMARY_KEY_WITH_PREFIX: _prefix_pk,
+    M.ENUM_AND_SET_DEFAULT_CHARSET: _charsets(_is_enum_set, "ENUM_AND_SET_DEFAULT_CHARSET"),
+    M.ENUM_AND_SET_COLUMN_CHARSET: _column_charsets(_is_enum_set, "ENUM_AND_SET_COLUMN_CHARSET"),
+    M.COLUMN_VISIBILITY: _visibility,
+    M.VECTOR_DIMENSIONALITY: _vector,
+}

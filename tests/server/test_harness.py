@@ -213,3 +213,24 @@ def test_strict_skips_fail_a_module_skipped_at_collection(
     strict.assert_outcomes(passed=1, skipped=1)
     assert strict.ret == pytest.ExitCode.TESTS_FAILED
     strict.stdout.fnmatch_lines(["*modules skipped at collection (failure)*", "*test_module_skip.py*corpus absent*"])
+
+
+@pytest.mark.skipif(mariadb_mod.find_tool("mariadb-binlog") is None, reason="mariadb-binlog (MariaDB) not installed")
+def test_bundled_example_is_a_complete_small_binlog(repo_root: Path) -> None:
+    path = repo_root / "examples" / "example-bin.000001"
+    assert path.read_bytes()[:4] == BINLOG_MAGIC and path.stat().st_size < 300 * 1024
+    rc, out, err = mariadb_mod.run_mariadb_binlog(["-vv", "--base64-output=DECODE-ROWS"], path)
+    assert rc == 0, err
+    text = out.decode("utf-8")
+    assert "\tStop" in text.rsplit("# at ", 1)[-1]
+    # the row changes examples/README.md promises
+    for change, count in {
+        "INSERT INTO `shop`.`customers`": 121,
+        "INSERT INTO `shop`.`orders`": 302,
+        "UPDATE `shop`.`customers`": 122,
+        "UPDATE `shop`.`orders`": 309,
+        "DELETE FROM `shop`.`customers`": 2,
+        "DELETE FROM `shop`.`orders`": 10,
+    }.items():
+        assert text.count(f"### {change}\n") == count, change
+    assert "ADD COLUMN loyalty_points" in text and "'first order 🎉'" in text

@@ -35,7 +35,7 @@ from binlake.events.context import DecodeContext, DecodeOptions
 from binlake.events.format import FormatDescriptionEvent, StartV3Event, checksum_aware
 from binlake.wire import crc32
 
-__all__ = ["MAGIC", "Decoder", "Decryptor", "decode_event"]
+__all__ = ["MAGIC", "Decoder", "Decryptor", "computed_checksum", "decode_event"]
 
 MAGIC = b"\xfebin"
 _LOG_EVENT_IGNORABLE_F = 0x80
@@ -70,6 +70,18 @@ def decode_event(
         ) from e
 
 
+def computed_checksum(raw: bytes, stored: int) -> int:
+    """The CRC32 of a whole event ``raw`` (its last 4 bytes excluded) as the server computed it: ``stored`` when intact.
+
+    The server computes an FDE's CRC before setting LOG_EVENT_BINLOG_IN_USE_F (MYSQL_BIN_LOG::open /
+    Binlog_event_writer) and clears the flag again on close, so an FDE of an open log also matches without the flag.
+    """
+    actual = crc32(raw[:-4])
+    if actual != stored and raw[4] == EventType.FORMAT_DESCRIPTION_EVENT and raw[17] & 1:
+        actual = crc32(raw[:17] + bytes([raw[17] & 0xFE]) + raw[18:-4])
+    return actual
+
+
 def _decode(raw: bytes, pos: int, ctx: DecodeContext, checksummed: bool, in_payload: int | None) -> Event:
     hlen = ctx.header_len
     if len(raw) < hlen:
@@ -91,11 +103,7 @@ def _decode(raw: bytes, pos: int, ctx: DecodeContext, checksummed: bool, in_payl
             raise TruncatedError("event too short for its checksum")
         checksum = int.from_bytes(raw[-4:], "little")
         if ctx.options.verify_checksum:
-            actual = crc32(raw[:-4])
-            if actual != checksum and code == EventType.FORMAT_DESCRIPTION_EVENT and flags & 1:
-                # the server computes an FDE's CRC before setting LOG_EVENT_BINLOG_IN_USE_F
-                # (MYSQL_BIN_LOG::open / Binlog_event_writer); it clears the flag again on close
-                actual = crc32(raw[:17] + bytes([raw[17] & 0xFE]) + raw[18:-4])
+            actual = computed_checksum(raw, checksum)
             if actual != checksum:
                 raise ChecksumError(
                     f"CRC32 mismatch in {EventType.name_of(code)}: stored 0x{checksum:08x}, computed 0x{actual:08x}"

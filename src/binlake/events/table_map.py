@@ -123,7 +123,7 @@ class TableMapEvent(Event):
 
 
 def _name(c: Cursor, what: str) -> str:
-    n = c.packed_int(what)
+    n = c.packed_int(f"{what} length")
     raw = c.take(n, what)
     c.skip(1, f"{what} NUL")
     return raw.decode("utf-8", "surrogateescape")
@@ -144,6 +144,9 @@ def decode_table_map(header: EventHeader, body: bytes, ctx: DecodeContext) -> Ta
     metadata = c.take(meta_len, "column metadata")
     nulls = c.take((ncols + 7) // 8, "null bitmap")
     opt_start = c.pos
+    if ctx.trace is not None:  # `binlake explain`: walk the TLVs through the traced cursor, one field per entry
+        for _ in c.iter_tlv("optional metadata"):
+            pass
     optional, columns = _layout(types, metadata, nulls, bytes(body[opt_start:]), opt_start + ctx.header_len)
     return TableMapEvent(header, table_id, flags, schema, table, types, metadata, nulls, optional, columns)
 

@@ -152,6 +152,11 @@ def test_missing_binaries_give_an_install_hint(monkeypatch: pytest.MonkeyPatch) 
     assert not server.base_dir.exists()
 
 
+def test_corpus_dir_is_the_shared_corpus(corpus_dir: Path) -> None:
+    manifest = (corpus_dir / "mariadb" / "binlogs" / "MANIFEST.tsv").read_text("utf-8")
+    assert manifest.startswith("corpus-bin.000001\tstartup\t")
+
+
 STRICT_TESTS = """
 import pytest
 

@@ -132,7 +132,7 @@ def test_truncated_value_raises(precision: int, scale: int) -> None:
 
 
 def test_old_decimal_is_unsupported() -> None:
-    col = Column.build(0, T.DECIMAL, b"\x0a\x02")
+    col = Column(index=0, type_code=T.DECIMAL, meta=0, real_type_code=T.DECIMAL)
     read = reader_for(col)  # the table map still decodes
     with pytest.raises(UnsupportedError):
         read(b"0000012.50", 0)

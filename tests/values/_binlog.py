@@ -158,6 +158,17 @@ def _table_map(body: bytes, post_len: int) -> TableMap:
 Reader = Callable[[bytes, int], tuple[object, int]]
 
 
+def family_reader(col: Column) -> Reader | None:
+    """The reader of the value families under test (strings, JSON, ENUM/SET, GEOMETRY, VECTOR), else ``None``."""
+    from binlake.values import enum_set, json_binary, spatial, strings, vector
+
+    for module in (strings, json_binary, enum_set, spatial, vector):
+        factory = module.READERS.get(col.real_type_code)
+        if factory is not None:
+            return factory(col)
+    return None
+
+
 def _image(
     buf: bytes, pos: int, readers: list[Reader | None], present: list[bool], sizes: list[int]
 ) -> tuple[list[object], int]:

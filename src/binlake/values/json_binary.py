@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import enum
+import functools
 import json
 import re
 import struct
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 
 from binlake.coltypes import Column, ColumnType
 from binlake.errors import BinlogError, MalformedError
+from binlake.values import decimal
 from binlake.values.strings import length_prefixed, render_quoted
 from binlake.wire import read_packed_int
 
@@ -183,42 +185,21 @@ def _container(buf: bytes, kind: int, pos: int, end: int, depth: int) -> object:
 
 # MySQL field types an opaque value may carry (include/field_types.h)
 _DECIMAL, _DATE, _TIME, _DATETIME, _TIMESTAMP, _VAR_STRING = 246, 10, 11, 12, 7, 253
-_DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
+
+
+@functools.cache
+def _decimal_reader(precision: int, scale: int) -> Reader:
+    col = Column(0, T.NEWDECIMAL, 0, real_type_code=T.NEWDECIMAL, precision=precision, scale=scale)
+    return decimal.READERS[T.NEWDECIMAL](col)
 
 
 def _decimal_text(data: bytes) -> str:
     """decimal2string of an opaque DECIMAL: precision byte, scale byte, then ``decimal2bin`` bytes
-    (``strings/decimal.cc``): groups of 9 digits in 4 big-endian bytes, partial groups in fewer, the sign in
-    the first byte's top bit (negative numbers stored inverted)."""
-    if len(data) < 2:
-        raise MalformedError("JSON: opaque DECIMAL without precision and scale")
-    precision, scale = data[0], data[1]
-    intg = precision - scale
-    if intg < 0 or precision > 65:
-        raise MalformedError(f"JSON: DECIMAL({precision},{scale}) is impossible")
-    intg0, intg0x = divmod(intg, 9)
-    frac0, frac0x = divmod(scale, 9)
-    groups = [(_DIG2BYTES[intg0x], intg0x, True)] if intg0x else []
-    groups += [(4, 9, True)] * intg0 + [(4, 9, False)] * frac0
-    groups += [(_DIG2BYTES[frac0x], frac0x, False)] if frac0x else []
-    size = sum(n for n, _, _ in groups)
-    raw = bytearray(data[2 : 2 + size])
-    if len(raw) != size or not size:
-        raise MalformedError("JSON: opaque DECIMAL shorter than its precision")
-    negative = not raw[0] & 0x80
-    raw[0] ^= 0x80
-    if negative:
-        raw = bytearray(b ^ 0xFF for b in raw)
-    pos = 0
-    int_part: list[str] = []
-    frac_part: list[str] = []
-    for n, ndigits, is_int in groups:
-        (int_part if is_int else frac_part).append(
-            str(int.from_bytes(raw[pos : pos + n], "big")).zfill(ndigits)
-        )
-        pos += n
-    text = ("".join(int_part).lstrip("0") or "0") + ("." + "".join(frac_part) if scale else "")
-    return "-" + text if negative else text
+    (``strings/decimal.cc``), read by the DECIMAL column reader."""
+    if len(data) < 2 or not 0 < data[0] <= 65 or data[1] > min(data[0], 30):
+        raise MalformedError("JSON: opaque DECIMAL without a valid precision and scale")
+    value, _ = _decimal_reader(data[0], data[1])(data, 2)
+    return format(value, "f")
 
 
 def _packed_datetime(data: bytes, ftype: int) -> str:

@@ -1,0 +1,784 @@
+"""``binlake dump``: the text ``mariadb-binlog --base64-output=DECODE-ROWS -vv --print-table-metadata`` prints.
+
+Every line kind follows MariaDB's client code: the ``# at N`` lines, the flow of each event into the output and
+the ``# Number of rows`` lines come from ``process_event``/``print_row_event`` in ``client/mysqlbinlog.cc``; the
+event header line (``#YYMMDD HH:MM:SS server id N  end_log_pos N CRC32 0x... <TAB>...``) from
+``Log_event::print_header``, each event's own lines from its ``print()`` in ``sql/log_event_client.cc``; the
+``# Columns(...)``/``# Primary Key(...)`` lines from ``Table_map_log_event::print_columns``/``print_primary_key``;
+and the ``### INSERT INTO``/``### WHERE``/``### SET``/``###   @N=value /* TYPE meta=M nullable=N is_null=N */``
+blocks from ``Rows_log_event::print_verbose`` and ``log_event_print_value``, whose value text each value family
+gives (``RENDER`` of the :mod:`binlake.values` modules).  Timestamps print in local time, as the tool does.
+
+Like the tool, rows events of one statement are held back until the statement's last event (STMT_END_F), an
+ANNOTATE_ROWS until the table map it belongs to, and ``--flashback`` prints the undo of the log: every buffered
+event's text in reverse order, each statement's rows events reversed and inverted (:mod:`binlake.render.flashback`).
+
+Where the tool fails (old MariaDB 5.3 temporal columns, MINIMAL images under ``--flashback``, encrypted logs without
+the key) binlake goes on decoding correctly; a decoding error ends the dump with the text so far and exit code 1.
+
+Example::
+
+    $ binlake dump corpus-bin.000015 --start-position 710 --stop-position 796
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+from binlake.coltypes import Column, ColumnType
+from binlake.errors import BinlogError
+from binlake.events.base import Event, EventType, RawEvent
+from binlake.events.context import DecodeOptions
+from binlake.events.format import FormatDescriptionEvent
+from binlake.events.mariadb import AnnotateRowsEvent
+from binlake.events.rows import ABSENT, RowsEvent
+from binlake.events.table_map import OptionalMetadataType, TableMapEvent
+from binlake.reader import read_events
+from binlake.render.flashback import invert
+from binlake.values import collations
+from binlake.wire import bits_msb_first
+
+__all__ = [
+    "DumpOptions",
+    "TextPrinter",
+    "add_dump_arguments",
+    "columns_lines",
+    "dump",
+    "dump_main",
+    "primary_key_line",
+    "value_type_name",
+]
+
+T = ColumnType
+E = EventType
+M = OptionalMetadataType
+DELIM = "/*!*/;"
+FLUSH_AT = 1 << 20  # characters of text gathered before a write to the output
+
+# ---------------------------------------------------------------------------------------------------------------
+# quoting (pretty_print_str / my_snprintf's %`s in MariaDB)
+
+_PRETTY = str.maketrans({"\n": "\\n", "\r": "\\r", "\\": "\\\\", "\b": "\\b", "\t": "\\t", "'": "\\'", "\0": "\\0"})
+
+
+def pretty_str(s: str, quote: str = "'") -> str:
+    """``pretty_print_str``: ``'it\\'s'``; with ``quote="`"`` the identifier form (backticks not doubled)."""
+    return quote + s.translate(_PRETTY) + quote
+
+
+def backtick(s: str) -> str:
+    """``%`s`` of ``my_snprintf``: ``table ``with`` backticks`` between backticks, inner ones doubled."""
+    return "`" + s.replace("`", "``") + "`"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Table_map_log_event::print_columns / print_primary_key
+
+# cs->mbmaxlen of MariaDB's character sets (strings/ctype-*.c); every other set is single-byte
+_MBMAXLEN = {
+    "big5": 2,
+    "cp932": 2,
+    "eucjpms": 3,
+    "euckr": 2,
+    "gb2312": 2,
+    "gbk": 2,
+    "sjis": 2,
+    "ujis": 3,
+    "utf8mb3": 3,
+    "utf8mb4": 4,
+    "ucs2": 2,
+    "utf16": 4,
+    "utf16le": 4,
+    "utf32": 4,
+}
+_NUMERIC = frozenset({T.TINY, T.SHORT, T.INT24, T.LONG, T.LONGLONG, T.NEWDECIMAL, T.FLOAT, T.DOUBLE})
+_CHARACTER = frozenset({T.STRING, T.VAR_STRING, T.VARCHAR, T.BLOB, T.GEOMETRY})  # is_character_type (client)
+_GEOMETRY_NAMES = (
+    "GEOMETRY",
+    "POINT",
+    "LINESTRING",
+    "POLYGON",
+    "MULTIPOINT",
+    "MULTILINESTRING",
+    "MULTIPOLYGON",
+    "GEOMETRYCOLLECTION",
+)
+_BLOB_SIZES = {1: "TINY", 2: "", 3: "MEDIUM", 4: "LONG"}
+_INT_NAMES: dict[int, str] = {T.LONG: "INT", T.TINY: "TINYINT", T.SHORT: "SMALLINT", T.INT24: "MEDIUMINT"}
+_TEMPORAL2_NAMES: dict[int, str] = {T.TIMESTAMP2: "TIMESTAMP", T.DATETIME2: "DATETIME", T.TIME2: "TIME"}
+
+
+@dataclass(frozen=True, slots=True)
+class _Charset:
+    number: int
+    name: str
+    collation: str
+    mbmaxlen: int
+
+
+def _charset(number: int | None) -> _Charset | None:
+    """``get_charset()``: ``None`` for an id the client does not know."""
+    if number is None:
+        return None
+    coll = collations.collation_name(number, mariadb=True)
+    cs = collations.charset_name(number)
+    if coll is None or cs is None:
+        return None
+    return _Charset(number, cs, coll, _MBMAXLEN.get(cs, 1))
+
+
+class _CharsetIter:
+    """``Default_charset_iterator`` / ``Column_charset_iterator``: the collation of the next character column."""
+
+    def __init__(self, default: object, per_column: object) -> None:
+        self.default: int | None = None
+        self.pairs: list[tuple[int, int]] = []
+        self.column: list[int] = []
+        if isinstance(default, dict):
+            self.default = int(default["default"])
+            self.pairs = [(int(k), int(c)) for k, c in default["overrides"]]
+        elif isinstance(per_column, list):
+            self.column = [int(c) for c in per_column]
+        self.i = 0
+
+    def next(self) -> _Charset | None:
+        i, self.i = self.i, self.i + 1
+        if self.default is not None:
+            if self.pairs and self.pairs[0][0] == i:
+                return _charset(self.pairs.pop(0)[1])
+            return _charset(self.default)
+        return _charset(self.column[i]) if i < len(self.column) else None
+
+
+def _type_name(real: int, meta: bytes, p: int, cs: _Charset | None, geometry_type: int) -> tuple[str, int]:
+    """``get_type_name``: the SQL type and the position after the column's metadata (unknown types: ``""``)."""
+    binary = cs is None or cs.number == collations.BINARY
+    if real in (T.LONG, T.TINY, T.SHORT, T.INT24, T.LONGLONG):
+        return _INT_NAMES.get(real, "BIGINT"), p
+    if real == T.NEWDECIMAL:
+        return f"DECIMAL({meta[p]},{meta[p + 1]})", p + 2
+    if real in (T.FLOAT, T.DOUBLE):
+        return ("FLOAT" if real == T.FLOAT else "DOUBLE"), p + 1
+    if real == T.BIT:
+        return f"BIT({meta[p] + meta[p + 1] * 8})", p + 2
+    if real in (T.TIMESTAMP2, T.DATETIME2, T.TIME2):
+        base = _TEMPORAL2_NAMES[real]
+        return (f"{base}({meta[p]})" if meta[p] else base), p + 1
+    if real in (T.NEWDATE, T.DATE):
+        return "DATE", p
+    if real == T.YEAR:
+        return "YEAR", p
+    if real in (T.ENUM, T.SET):
+        return ("ENUM" if real == T.ENUM else "SET"), p + 2
+    if real == T.BLOB:
+        kind = "BLOB" if binary else "TEXT"
+        size = meta[p]
+        return (f"{_BLOB_SIZES[size]}{kind}" if size in _BLOB_SIZES else f"INVALID_{kind}({size})"), p + 1
+    if real in (T.VARCHAR, T.VAR_STRING):
+        n = meta[p] | meta[p + 1] << 8
+        return (f"VARBINARY({n})" if binary else f"VARCHAR({n // cs.mbmaxlen})"), p + 2  # type: ignore[union-attr]
+    if real == T.STRING:
+        n = (((meta[p] & 0x30) ^ 0x30) << 4) | meta[p + 1]
+        return (f"BINARY({n})" if binary else f"CHAR({n // cs.mbmaxlen})"), p + 2  # type: ignore[union-attr]
+    if real == T.GEOMETRY:
+        name = _GEOMETRY_NAMES[geometry_type] if geometry_type < 8 else f"INVALID_GEOMETRY_TYPE({geometry_type})"
+        return name, p + 1
+    return "", p
+
+
+def _optional(tm: TableMapEvent) -> dict[int, object]:
+    """Decoded optional metadata by type (the last entry of a type wins, as in ``Optional_metadata_fields``)."""
+    return {f.type_code: f.value if f.type_code != M.SIGNEDNESS else f.raw for f in tm.optional}
+
+
+def columns_lines(tm: TableMapEvent) -> str:
+    """The ``# Columns(...)`` lines of a table map, ``print_columns`` to the byte (its quirks included).
+
+    A type the client cannot name prints ``INVALID_TYPE(n)`` and neither advances the metadata pointer nor
+    prints a separator; charsets are taken in turn by the client's idea of a character column.
+    """
+    opt = _optional(tm)
+    raw_sign = opt.get(M.SIGNEDNESS)
+    signedness = bits_msb_first(raw_sign, len(raw_sign) * 8) if isinstance(raw_sign, bytes) else []
+    charsets = _CharsetIter(opt.get(M.DEFAULT_CHARSET), opt.get(M.COLUMN_CHARSET))
+    enum_set_charsets = _CharsetIter(opt.get(M.ENUM_AND_SET_DEFAULT_CHARSET), opt.get(M.ENUM_AND_SET_COLUMN_CHARSET))
+    names = _list(opt.get(M.COLUMN_NAME))
+    set_values = _list(opt.get(M.SET_STR_VALUE))
+    enum_values = _list(opt.get(M.ENUM_STR_VALUE))
+    geometry_types = _list(opt.get(M.GEOMETRY_TYPE))
+    meta, p = tm.metadata + b"\0\0", 0  # a misaligned pointer may read past the block, the client reads garbage
+    parts = ["# Columns("]
+    n = tm.column_count
+    geometry_type = 0
+    for i, code in enumerate(tm.column_types):
+        real = meta[p] if code == T.STRING and meta[p] in (T.ENUM, T.SET) else code
+        cs = None
+        if real in _CHARACTER:
+            cs = charsets.next()
+        elif real in (T.ENUM, T.SET):
+            cs = enum_set_charsets.next()
+        if names:
+            parts.append(pretty_str(str(names.pop(0)), "`") + " ")
+        if real == T.GEOMETRY:
+            geometry_type = int(geometry_types.pop(0)) if geometry_types else 0  # type: ignore[call-overload]
+        name, p = _type_name(real, meta, p, cs, geometry_type)
+        if not name:
+            parts.append(f"INVALID_TYPE({real})")
+            continue
+        parts.append(name)
+        if real in _NUMERIC and signedness and signedness.pop(0):
+            parts.append(" UNSIGNED")
+        if not tm.null_bitmap[i // 8] & (1 << (i % 8)):
+            parts.append(" NOT NULL")
+        values = enum_values if real == T.ENUM else set_values if real == T.SET else None
+        if values:
+            parts.append("(" + ",".join(pretty_str(str(v)) for v in values.pop(0)) + ")")  # type: ignore[attr-defined]
+        if cs is not None and (real in (T.ENUM, T.SET) or cs.number != collations.BINARY):
+            parts.append(f" CHARSET {cs.name} COLLATE {cs.collation}")
+        if i != n - 1:
+            parts.append(",\n#         ")
+    parts.append(")\n")
+    return "".join(parts)
+
+
+def _list(value: object) -> list[object]:
+    return list(value) if isinstance(value, list) else []
+
+
+def primary_key_line(tm: TableMapEvent) -> str:
+    """``# Primary Key(id, doc(10))`` (names as logged, unquoted; the column index when names are not logged)."""
+    opt = _optional(tm)
+    simple = opt.get(M.SIMPLE_PRIMARY_KEY)
+    prefixed = opt.get(M.PRIMARY_KEY_WITH_PREFIX)
+    pairs: list[tuple[int, int]] = []
+    if isinstance(prefixed, list) and prefixed:
+        pairs = [(int(i), int(n)) for i, n in prefixed]
+    elif isinstance(simple, list):
+        pairs = [(int(i), 0) for i in simple]
+    if not pairs:
+        return ""
+    names = _list(opt.get(M.COLUMN_NAME))
+    keys = [(str(names[i]) if i < len(names) else str(i)) + (f"({n})" if n else "") for i, n in pairs]
+    return f"# Primary Key({', '.join(keys)})\n"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# log_event_print_value: the type text of a value, and the per-table row printers
+
+
+def value_type_name(col: Column) -> str:
+    """The ``TYPE`` of ``/* TYPE meta=M ... */``: ``INT``, ``VARSTRING(200)``, ``ENUM(1 byte)``, ``DATETIME(6)``."""
+    t, meta = col.real_type_code, col.meta
+    simple: dict[int, str] = {
+        T.LONG: "INT",
+        T.TINY: "TINYINT",
+        T.SHORT: "SHORTINT",
+        T.INT24: "MEDIUMINT",
+        T.LONGLONG: "LONGINT",
+        T.FLOAT: "FLOAT",
+        T.DOUBLE: "DOUBLE",
+        T.TIMESTAMP: "TIMESTAMP",
+        T.DATETIME: "DATETIME",
+        T.TIME: "TIME",
+        T.NEWDATE: "DATE",
+        T.DATE: "DATE",
+        T.YEAR: "YEAR",
+        T.GEOMETRY: "GEOMETRY",
+        T.JSON: "JSON",  # MySQL's binary JSON: mariadb-binlog has no name for it
+    }
+    if t in simple:
+        return simple[t]
+    if t == T.NEWDECIMAL:
+        return f"DECIMAL({meta >> 8},{meta & 0xFF})"
+    if t == T.BIT:
+        return f"BIT({(meta >> 8) * 8 + (meta & 0xFF)})"
+    if t in (T.TIMESTAMP2, T.DATETIME2, T.TIME2):
+        return f"{_TEMPORAL2_NAMES[t]}({meta})"
+    if t == T.ENUM:
+        return "ENUM(1 byte)" if meta & 0xFF == 1 else f"ENUM({meta & 0xFF} bytes)"
+    if t == T.SET:
+        return f"SET({meta & 0xFF} bytes)"
+    compressed = " COMPRESSED" if t in (T.BLOB_COMPRESSED, T.VARCHAR_COMPRESSED) else ""
+    if t in (T.BLOB, T.BLOB_COMPRESSED, T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB):
+        names = {1: "TINYBLOB/TINYTEXT", 2: "BLOB/TEXT", 3: "MEDIUMBLOB/MEDIUMTEXT", 4: "LONGBLOB/LONGTEXT"}
+        return names.get(meta, f"BLOB({meta})") + compressed
+    if t in (T.VARCHAR, T.VAR_STRING, T.VARCHAR_COMPRESSED):
+        return f"VARSTRING({meta}){compressed}"
+    if t == T.STRING:
+        return f"STRING({col.length})"
+    if t == T.VECTOR:
+        return f"VECTOR({col.vector_dimension})" if col.vector_dimension is not None else "VECTOR"
+    return T.name_of(t)
+
+
+Renderer = Callable[[Column, object], str]
+
+
+def _renderers() -> dict[int, Renderer]:
+    from binlake.values import decimal, enum_set, json_binary, numeric, spatial, strings, temporal, vector
+
+    table: dict[int, Renderer] = {}
+    for mod in (numeric, decimal, temporal, strings, json_binary, spatial, enum_set, vector):
+        table.update(getattr(mod, "RENDER", {}))
+    return table
+
+
+_RENDER = _renderers()
+
+
+@dataclass(frozen=True, slots=True)
+class _ColumnPrinter:
+    """One column's precomputed pieces: ``###   @N=`` + value + `` /* TYPE meta=... is_null=0 */`` + newline."""
+
+    col: Column
+    prefix: str
+    render: Renderer | None
+    suffix: str
+    null_line: str
+
+
+def _printers(tm: TableMapEvent) -> list[_ColumnPrinter]:
+    out = []
+    for col in tm.columns:
+        comment = f"{value_type_name(col)} meta={col.meta} nullable={int(col.nullable)}"
+        out.append(
+            _ColumnPrinter(
+                col,
+                f"###   @{col.index + 1}=",
+                _RENDER.get(col.real_type_code),
+                f" /* {comment} is_null=0 */\n",
+                f"###   @{col.index + 1}=NULL /* {comment} is_null=1 */\n",
+            )
+        )
+    return out
+
+
+def _image_lines(printers: Sequence[_ColumnPrinter], image: Sequence[object], out: list[str]) -> None:
+    """``print_verbose_one_row`` for one image (absent columns skipped)."""
+    for p, value in zip(printers, image, strict=True):
+        if value is ABSENT:
+            continue
+        if value is None:
+            out.append(p.null_line)
+        elif p.render is None:
+            out.append(f"{p.prefix}{value!r}{p.suffix}")
+        else:
+            out.append(f"{p.prefix}{p.render(p.col, value)}{p.suffix}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the printer
+
+
+@dataclass(slots=True)
+class DumpOptions:
+    """What ``binlake dump`` prints: the options of ``mariadb-binlog`` it supports."""
+
+    start_position: int | None = None
+    stop_position: int | None = None
+    start_datetime: int | None = None
+    stop_datetime: int | None = None
+    database: str | None = None
+    table: str | None = None
+    flashback: bool = False
+    table_metadata: bool = True
+    verify_checksum: bool = True
+
+
+_ROWS_NAMES: dict[int, str] = {
+    E.WRITE_ROWS_EVENT: "Write_rows",
+    E.WRITE_ROWS_EVENT_V1: "Write_rows",
+    E.UPDATE_ROWS_EVENT: "Update_rows",
+    E.UPDATE_ROWS_EVENT_V1: "Update_rows",
+    E.DELETE_ROWS_EVENT: "Delete_rows",
+    E.DELETE_ROWS_EVENT_V1: "Delete_rows",
+    E.WRITE_ROWS_COMPRESSED_EVENT: "Write_compressed_rows",
+    E.WRITE_ROWS_COMPRESSED_EVENT_V1: "Write_compressed_rows",
+    E.UPDATE_ROWS_COMPRESSED_EVENT: "Update_compressed_rows",
+    E.UPDATE_ROWS_COMPRESSED_EVENT_V1: "Update_compressed_rows",
+    E.DELETE_ROWS_COMPRESSED_EVENT: "Delete_compressed_rows",
+    E.DELETE_ROWS_COMPRESSED_EVENT_V1: "Delete_compressed_rows",
+    E.PARTIAL_UPDATE_ROWS_EVENT: "Update_rows_partial",
+    E.PRE_GA_WRITE_ROWS_EVENT: "Write_rows",
+    E.PRE_GA_UPDATE_ROWS_EVENT: "Update_rows",
+    E.PRE_GA_DELETE_ROWS_EVENT: "Delete_rows",
+}
+_FLASHBACK_NAMES = {"Write_rows": "Delete_rows", "Delete_rows": "Write_rows"}
+_SQL: dict[str, tuple[str, str, str | None]] = {
+    "insert": ("INSERT INTO", "### SET\n", None),
+    "delete": ("DELETE FROM", "### WHERE\n", None),
+    "update": ("UPDATE", "### WHERE\n", "### SET\n"),
+}
+
+
+@dataclass(slots=True)
+class _Session:
+    """``PRINT_EVENT_INFO``: what was printed last, so that SET statements repeat only on change."""
+
+    db: str = ""
+    flags2: int | None = None
+    sql_mode: int | None = None
+    auto_increment: tuple[int, int] = (0, 0)
+    charset: bytes | None = None
+    time_zone: str = ""
+    lc_time_names: int = -1
+    charset_database: int = -1
+    thread_id: int | None = None
+    allow_parallel: bool | None = None
+    domain_id: int | None = None
+    server_id: int | None = None
+    gtid_flags2: int = 0
+    skip_replication: int = 0
+
+
+@dataclass(slots=True)
+class TextPrinter:
+    """Turns events into ``mariadb-binlog`` text; :meth:`feed` one event at a time, :meth:`finish` at the end.
+
+    ``write`` receives the text in large chunks (str with surrogate escapes for bytes that are not UTF-8).
+    """
+
+    write: Callable[[str], None]
+    options: DumpOptions = field(default_factory=DumpOptions)
+    session: _Session = field(default_factory=_Session)
+    _out: list[str] = field(default_factory=list)
+    _size: int = 0
+    _head: list[str] = field(default_factory=list)  # head_cache: headers waiting for the end of a statement
+    _tail: list[str] = field(default_factory=list)  # tail_cache: the rows text of the statement so far
+    _annotate: list[str] | None = None  # a kept ANNOTATE_ROWS (printed with the next table map)
+    _row_count: int = 0
+    _ignored: set[int] = field(default_factory=set)  # table ids whose maps --database/--table filter out
+    _stmt: list[RowsEvent] = field(default_factory=list)  # --flashback: rows events of the current statement
+    _undo: list[str] = field(default_factory=list)  # --flashback: each buffered event's text, printed reversed
+    _stop: str = ""  # --flashback: the STOP event's text, printed last
+    _printers: dict[int, tuple[tuple[Column, ...], list[_ColumnPrinter]]] = field(default_factory=dict)
+    _started: bool = False  # --start-datetime reached
+    _ts_cache: tuple[int, str] = (-1, "")
+    _checksum_on: bool = True
+
+    def begin(self) -> None:
+        """The lines every dump starts with (``main`` in mysqlbinlog.cc)."""
+        self._emit(
+            "/*!50530 SET @@SESSION.PSEUDO_SLAVE_MODE=1*/;\n"
+            "/*!40019 SET @@session.max_delayed_threads=0*/;\n"
+            "/*!50003 SET @OLD_COMPLETION_TYPE=@@COMPLETION_TYPE,COMPLETION_TYPE=0*/;\n"
+            f"DELIMITER {DELIM}\n"
+        )
+
+    def finish(self) -> None:
+        """The closing lines (and, with ``--flashback``, every held-back event's text in reverse order)."""
+        if self.options.flashback:
+            self._emit("".join(reversed(self._undo)))
+            self._emit(f"COMMIT\n{DELIM}\n")
+            self._emit(self._stop)
+            self._emit("DELIMITER ;\n")
+        self._emit(
+            "# End of log file\nROLLBACK /* added by mysqlbinlog */;\n"
+            "/*!50003 SET COMPLETION_TYPE=@OLD_COMPLETION_TYPE*/;\n"
+            "/*!50530 SET @@SESSION.PSEUDO_SLAVE_MODE=0*/;\n"
+        )
+        self.flush()
+
+    def flush(self) -> None:
+        if self._out:
+            self.write("".join(self._out))
+            self._out.clear()
+            self._size = 0
+
+    # -- output plumbing ----------------------------------------------------------------------------------------
+
+    def _emit(self, text: str) -> None:
+        """Straight to the result file."""
+        self._out.append(text)
+        self._size += len(text)
+        if self._size > FLUSH_AT:
+            self.flush()
+
+    def _event_text(self, text: str) -> None:
+        """An event's own output buffer: printed at once, or held back for reversal under ``--flashback``."""
+        if self.options.flashback:
+            self._undo.append(text)
+        else:
+            self._emit(text)
+
+    def _header(self, ev: Event) -> str:
+        """``Log_event::print_header``: ``#261122 10:27:21 server id 1  end_log_pos 710 CRC32 0xaa425603 ``."""
+        h = ev.header
+        ts, text = self._ts_cache
+        if ts != h.timestamp:
+            t = time.localtime(h.timestamp)
+            text = f"{t.tm_year % 100:02d}{t.tm_mon:02d}{t.tm_mday:02d} {t.tm_hour:2d}:{t.tm_min:02d}:{t.tm_sec:02d}"
+            self._ts_cache = (h.timestamp, text)
+        crc = f"CRC32 0x{h.checksum:08x} " if h.checksum is not None and self._checksum_on else ""
+        return f"#{text} server id {h.server_id}  end_log_pos {h.log_pos} {crc}"
+
+    # -- events -------------------------------------------------------------------------------------------------
+
+    def feed(self, ev: Event) -> bool:
+        """Print one event; ``False`` when ``--stop-position``/``--stop-datetime`` ends the dump here."""
+        h = ev.header
+        opts = self.options
+        if isinstance(ev, FormatDescriptionEvent):
+            self._checksum_on = ev.checksum_alg == 1
+        elif not self._started:
+            if opts.start_datetime is not None and h.timestamp < opts.start_datetime:
+                return True
+            self._started = True  # from the first event past --start-datetime on, print everything
+        if (opts.stop_datetime is not None and h.timestamp >= opts.stop_datetime) or (
+            opts.stop_position is not None and h.in_payload is None and h.pos >= opts.stop_position
+        ):
+            return False
+        if not opts.flashback and h.in_payload is None:
+            self._emit(f"# at {h.pos}\n")
+        handler = _HANDLERS.get(h.type_code)
+        if handler is not None:
+            handler(self, ev)
+        elif isinstance(ev, RowsEvent):
+            self._rows(ev)
+        else:
+            self._unknown(ev)
+        return True
+
+    def _fde(self, ev: Event) -> None:
+        assert isinstance(ev, FormatDescriptionEvent)
+        if self.options.start_position is not None and self.options.start_position > 4 and ev.header.pos == 4:
+            return  # read only for its format (check_header): --base64-output=DECODE-ROWS does not print it
+        t = time.localtime(ev.create_timestamp or ev.header.timestamp)
+        created = f"{t.tm_year % 100:02d}{t.tm_mon:02d}{t.tm_mday:02d} {t.tm_hour:2d}:{t.tm_min:02d}:{t.tm_sec:02d}"
+        text = (
+            f"{self._header(ev)}\tStart: binlog v {ev.binlog_version}, server v {ev.server_version} created {created}"
+            + (" at startup" if ev.create_timestamp else "")
+            + "\n"
+        )
+        if ev.in_use:
+            text += "# Warning: this binlog is either in use or was not closed properly.\n"
+        if ev.create_timestamp and not ev.header.flags & 0x20:
+            text += f"ROLLBACK{DELIM}\n"
+        self._emit(text)
+
+    def _table_map(self, ev: Event) -> None:
+        assert isinstance(ev, TableMapEvent)
+        opts = self.options
+        if (opts.database is not None and ev.schema != opts.database) or (
+            opts.table is not None and ev.table != opts.table
+        ):
+            self._ignored.add(ev.table_id)
+            return
+        self._ignored.discard(ev.table_id)
+        if self._annotate is not None:
+            self._head.extend(self._annotate)
+            self._annotate = None
+        triggers = " (has triggers)" if ev.flags & 0x4000 else ""  # TM_BIT_HAS_TRIGGERS_F (MariaDB)
+        self._head.append(
+            f"{self._header(ev)}\tTable_map: {backtick(ev.schema)}.{backtick(ev.table)} "
+            f"mapped to number {ev.table_id}{triggers}\n"
+        )
+        if opts.table_metadata:
+            self._head.append(columns_lines(ev))
+            self._head.append(primary_key_line(ev))
+        self._emit("".join(self._head))
+        self._head.clear()
+        self._stmt.clear()
+
+    def _annotate_rows(self, ev: Event) -> None:
+        assert isinstance(ev, AnnotateRowsEvent)
+        text = ev.query_raw
+        lines = [f"{self._header(ev)}\tAnnotate_rows:\n"]
+        for line in text.replace(b"\r", b"\n").split(b"\n"):
+            if line:
+                lines.append("#Q> " + line.decode("utf-8", "surrogateescape") + "\n")
+        self._annotate = lines
+
+    def _rows(self, ev: RowsEvent) -> None:
+        """``print_row_event``: hold each event's text until the statement ends, then print it all."""
+        stmt_end = ev.stmt_end
+        if stmt_end:
+            self._annotate = None  # an ANNOTATE_ROWS whose table maps were all filtered away
+        if ev.table_id in self._ignored:
+            if stmt_end:
+                self._ignored.clear()
+                self._emit("".join(self._head))
+                self._head.clear()
+            return
+        if self.options.flashback:
+            self._stmt.append(ev)
+            if stmt_end:
+                for i, e in enumerate(reversed(self._stmt)):
+                    self._rows_text(e, flashback=True, stmt_end=i == len(self._stmt) - 1)
+                self._stmt.clear()
+        else:
+            self._rows_text(ev, flashback=False, stmt_end=stmt_end)
+        if stmt_end:
+            self._emit(f"# Number of rows: {self._row_count}\n")
+            self._row_count = 0
+
+    def _rows_text(self, ev: RowsEvent, flashback: bool, stmt_end: bool) -> None:
+        """``Rows_log_event::print_helper`` + ``print_verbose``: the header to head, the rows to tail."""
+        name = _ROWS_NAMES.get(ev.header.type_code, ev.header.type)
+        if flashback and not ev.compressed:
+            name = _FLASHBACK_NAMES.get(name, name)
+        self._head.append(
+            f"{self._header(ev)}\t{name}: table id {ev.table_id}{' flags: STMT_END_F' if stmt_end else ''}\n"
+        )
+        tail = self._tail
+        if ev.extra is not None and ev.extra.ndb_format is not None:
+            data = ev.extra.ndb_data or b""
+            tail.append(f"### Extra row data format: {ev.extra.ndb_format}, len: {len(data)} :")
+            tail.append(("0x" + data.hex().upper() if data else "") + "\n")
+        tm = ev.table_map
+        if tm is None:
+            tail.append(f"### Row event for unknown table #{ev.table_id}")
+        else:
+            changes: Sequence[tuple[object, object]] = ev.rows(typed=False)
+            kind: str = ev.kind
+            if flashback:
+                kind, changes = invert(kind, changes)  # type: ignore[arg-type]
+            self._changes_text(tm, kind, changes, ev)
+        if stmt_end:
+            text = "".join(self._head) + "".join(tail)
+            self._head.clear()
+            tail.clear()
+            self._event_text(text)
+
+    def _changes_text(
+        self, tm: TableMapEvent, kind: str, changes: Sequence[tuple[object, object]], ev: RowsEvent
+    ) -> None:
+        tail = self._tail
+        table = f"{backtick(tm.schema)}.{backtick(tm.table)}"
+        if kind == "insert" and not changes:
+            self._row_count += 1
+            tail.append(f"### INSERT INTO {table} VALUES ()\n")
+            return
+        cached = self._printers.get(id(tm.columns))
+        if cached is None or cached[0] is not tm.columns:
+            cached = (tm.columns, _printers(tm))
+            self._printers[id(tm.columns)] = cached
+        printers = cached[1]
+        command, clause1, clause2 = _SQL[kind]
+        head = f"### {command} {table}\n"
+        no_after = kind == "update" and not any(ev.present_after)
+        for before, after in changes:
+            self._row_count += 1
+            tail.append(head)
+            first, second = (after, None) if kind == "insert" else (before, after)
+            tail.append(clause1)
+            _image_lines(printers, first, tail)  # type: ignore[arg-type]
+            if clause2 is not None:
+                if no_after:
+                    tail.append("### SET /* no columns */\n")
+                else:
+                    tail.append(clause2)
+                    _image_lines(printers, second, tail)  # type: ignore[arg-type]
+
+    def _unknown(self, ev: Event) -> None:
+        """``Unknown_log_event::print`` / ``Ignorable_log_event::print``."""
+        if ev.header.flags & 0x80:
+            self._emit(
+                f"{self._header(ev)}\tIgnorable\n# Ignorable event type {ev.header.type_code} ({ev.header.type})\n"
+            )
+        else:
+            self._emit(f"{self._header(ev)}\n# Unknown event\n")
+
+
+Handler = Callable[[TextPrinter, Event], None]
+_HANDLERS: dict[int, Handler] = {
+    E.FORMAT_DESCRIPTION_EVENT: TextPrinter._fde,
+    E.TABLE_MAP_EVENT: TextPrinter._table_map,
+    E.ANNOTATE_ROWS_EVENT: TextPrinter._annotate_rows,
+}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the command
+
+
+def dump(files: Iterable[str], options: DumpOptions, out: BinaryIO) -> int:
+    """Print ``files`` in order to ``out``; 0 on success, 1 when a file cannot be decoded (the error on stderr)."""
+
+    def write(text: str) -> None:
+        out.write(text.encode("utf-8", "surrogateescape"))
+
+    printer = TextPrinter(write, options)
+    printer.begin()
+    files = list(files)
+    decode = DecodeOptions(verify_checksum=options.verify_checksum)
+    status = 0
+    for n, path in enumerate(files):
+        start = options.start_position if n == 0 else None
+        last = n == len(files) - 1
+        try:
+            for ev in read_events(path, options=decode, start=start):
+                if isinstance(ev, RawEvent) and ev.header.type_code == E.START_ENCRYPTION_EVENT:
+                    printer.feed(ev)
+                    continue
+                if not printer.feed(ev) and last:
+                    break
+        except BinlogError as e:
+            printer.flush()
+            print(f"ERROR: {e}", file=sys.stderr)
+            status = 1
+            break
+    printer.finish()
+    out.flush()
+    return status
+
+
+def _datetime(text: str) -> int:
+    """``--start-datetime`` as ``mariadb-binlog`` reads it: local time ``YYYY-MM-DD HH:MM:SS``."""
+    for fmt in ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"):
+        try:
+            return int(time.mktime(time.strptime(text, fmt)))
+        except ValueError:
+            continue
+    raise argparse.ArgumentTypeError(f"not a date and time (YYYY-MM-DD HH:MM:SS): {text!r}")
+
+
+def add_dump_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``binlake dump`` (named as ``mariadb-binlog``'s)."""
+    parser.add_argument("files", nargs="+", metavar="FILE", help="binlog files, printed in order")
+    parser.add_argument("--start-position", type=int, help="first event to print (in the first file)")
+    parser.add_argument("--stop-position", type=int, help="print events that start before this (in the last file)")
+    parser.add_argument("--start-datetime", type=_datetime, help="first event at or after this local time")
+    parser.add_argument("--stop-datetime", type=_datetime, help="stop at the first event at or after this time")
+    parser.add_argument("-d", "--database", help="only this database's statements and rows")
+    parser.add_argument("--table", help="only this table's rows")
+    parser.add_argument(
+        "--flashback", action="store_true", help="print the undo: rows events reversed and inverted, as the tool"
+    )
+    parser.add_argument(
+        "--print-table-metadata",
+        dest="table_metadata",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the # Columns / # Primary Key lines of each table map (default on)",
+    )
+    parser.add_argument(
+        "--verify-checksum",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="fail on a CRC32 mismatch (default on)",
+    )
+
+
+def dump_main(args: argparse.Namespace) -> int:
+    """Run ``binlake dump`` with parsed arguments."""
+    options = DumpOptions(
+        start_position=args.start_position,
+        stop_position=args.stop_position,
+        start_datetime=args.start_datetime,
+        stop_datetime=args.stop_datetime,
+        database=args.database,
+        table=args.table,
+        flashback=args.flashback,
+        table_metadata=args.table_metadata and not args.flashback,
+        verify_checksum=args.verify_checksum,
+    )
+    try:
+        return dump(args.files, options, sys.stdout.buffer)
+    except BrokenPipeError:
+        return 0

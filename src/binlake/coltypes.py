@@ -76,7 +76,8 @@ class ColumnType(enum.IntEnum):
 
 T = ColumnType
 
-# Bytes of table-map metadata per type: Field::do_save_field_metadata() in sql/field.cc.
+# Bytes of table-map metadata per type: Field::do_save_field_metadata() in sql/field.cc, read back by table_def's
+# constructor in sql/rpl_utility.cc (old DECIMAL and VAR_STRING write none).
 _META_SIZE: dict[int, int] = {
     T.FLOAT: 1,
     T.DOUBLE: 1,
@@ -92,10 +93,8 @@ _META_SIZE: dict[int, int] = {
     T.VECTOR: 1,
     T.BLOB_COMPRESSED: 1,
     T.VARCHAR: 2,
-    T.VAR_STRING: 2,
     T.VARCHAR_COMPRESSED: 2,
     T.NEWDECIMAL: 2,
-    T.DECIMAL: 2,
     T.BIT: 2,
     T.STRING: 2,
     T.ENUM: 2,
@@ -153,7 +152,7 @@ def parse_field_metadata(types: Sequence[int], block: bytes | memoryview) -> lis
             meta = 0
         elif n == 1:
             meta = raw[0]
-        elif code in (T.STRING, T.ENUM, T.SET, T.NEWDECIMAL, T.DECIMAL):
+        elif code in (T.STRING, T.ENUM, T.SET, T.NEWDECIMAL):
             meta = raw[0] << 8 | raw[1]
         else:
             meta = raw[0] | raw[1] << 8

@@ -1,0 +1,198 @@
+"""``binlake stats``: what a set of binlogs holds, and proof that every row value in them decodes.
+
+Every event is decoded and every row value converted to its Python type (so a file that ``stats`` reads without
+error is a file binlake can decode whole).  The report gives events per type (count and bytes), transactions and
+their sizes (count, min/median/max bytes), the time span of the events, and row changes per table and operation
+with the bytes of the rows events that carry them.
+
+A transaction starts at a GTID event (MariaDB GTID, MySQL GTID/ANONYMOUS_GTID/GTID_TAGGED) or at a ``BEGIN``
+outside one, and ends at an XID event, an ``XA PREPARE``, a ``COMMIT``/``ROLLBACK`` statement, or, for a GTID not
+followed by ``BEGIN`` (DDL, standalone statements), at its statement.  Its size runs from its first event's
+position to the end of its last event (a MySQL TRANSACTION_PAYLOAD counts with its compressed size).
+
+Example::
+
+    $ binlake stats corpus-bin.000015 --json
+    {"files": ["corpus-bin.000015"], "events": {"ANNOTATE_ROWS_EVENT": {"count": 1, "bytes": 120}, ...}, ...}
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from binlake.errors import BinlogError
+from binlake.events.base import Event, EventType
+from binlake.events.context import DecodeOptions
+from binlake.events.query import QueryEvent
+from binlake.events.rows import RowsEvent
+from binlake.reader import read_events
+
+__all__ = ["BinlogStats", "add_stats_arguments", "collect", "stats_main"]
+
+E = EventType
+_GTIDS = frozenset({E.GTID_EVENT, E.GTID_LOG_EVENT, E.ANONYMOUS_GTID_LOG_EVENT, E.GTID_TAGGED_LOG_EVENT})
+_QUERIES = frozenset({E.QUERY_EVENT, E.QUERY_COMPRESSED_EVENT})
+
+
+@dataclass(slots=True)
+class _Counter:
+    count: int = 0
+    bytes: int = 0
+
+    def add(self, n: int, size: int) -> None:
+        self.count += n
+        self.bytes += size
+
+
+@dataclass(slots=True)
+class BinlogStats:
+    """The figures ``binlake stats`` reports; :meth:`add` one event at a time."""
+
+    files: list[str] = field(default_factory=list)
+    events: dict[str, _Counter] = field(default_factory=lambda: defaultdict(_Counter))
+    transactions: list[int] = field(default_factory=list)
+    first_time: int | None = None
+    last_time: int | None = None
+    tables: dict[str, dict[str, _Counter]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(_Counter)))
+    _trx_start: int | None = None
+    _trx_end: int = 0
+    _trx_begun: bool = False  # a BEGIN was seen inside the open transaction
+
+    def add(self, ev: Event) -> None:
+        """Count one event (decoding its rows: an undecodable value raises :class:`BinlogError`)."""
+        h = ev.header
+        outer = h.in_payload is None
+        self.events[h.type].add(1, h.event_size)
+        if h.timestamp:
+            self.first_time = h.timestamp if self.first_time is None else min(self.first_time, h.timestamp)
+            self.last_time = h.timestamp if self.last_time is None else max(self.last_time, h.timestamp)
+        if isinstance(ev, RowsEvent):
+            changes = sum(1 for _ in ev.iter_rows(typed=True))
+            tm = ev.table_map
+            name = f"{tm.schema}.{tm.table}" if tm is not None else f"#{ev.table_id}"
+            self.tables[name][ev.kind].add(changes, h.event_size)
+        self._transaction(ev, outer)
+
+    def _transaction(self, ev: Event, outer: bool) -> None:
+        h = ev.header
+        code = h.type_code
+        if code in _GTIDS:
+            self._close()
+            self._trx_start, self._trx_begun = h.pos, False
+        query = ev.query_raw.strip().upper() if isinstance(ev, QueryEvent) else b""
+        if query == b"BEGIN":
+            if self._trx_start is None and outer:
+                self._trx_start = h.pos
+            self._trx_begun = True
+        if self._trx_start is None:
+            return
+        if outer:
+            self._trx_end = h.end_pos
+        if (
+            code in (E.XID_EVENT, E.XA_PREPARE_LOG_EVENT)
+            or query in (b"COMMIT", b"ROLLBACK")
+            or query.startswith(b"XA COMMIT")
+            or query.startswith(b"XA ROLLBACK")
+            or (code in _QUERIES and query != b"BEGIN" and not self._trx_begun)
+        ):
+            self._close()
+
+    def _close(self) -> None:
+        if self._trx_start is not None:
+            self.transactions.append(self._trx_end - self._trx_start)
+        self._trx_start, self._trx_begun = None, False
+
+    def end_file(self) -> None:
+        """A file ended: a transaction still open is cut there (its size counts what the file holds)."""
+        self._close()
+
+    def as_dict(self) -> dict[str, object]:
+        """The report as JSON-ready data."""
+        trx = self.transactions
+        span = None if self.first_time is None or self.last_time is None else self.last_time - self.first_time
+        return {
+            "files": self.files,
+            "events": {k: {"count": c.count, "bytes": c.bytes} for k, c in sorted(self.events.items())},
+            "transactions": {
+                "count": len(trx),
+                "min_bytes": min(trx) if trx else None,
+                "median_bytes": statistics.median(trx) if trx else None,
+                "max_bytes": max(trx) if trx else None,
+            },
+            "time": {
+                "first": _iso(self.first_time),
+                "last": _iso(self.last_time),
+                "seconds": span,
+            },
+            "tables": {
+                t: {op: {"rows": c.count, "bytes": c.bytes} for op, c in sorted(ops.items())}
+                for t, ops in sorted(self.tables.items())
+            },
+        }
+
+    def as_text(self) -> str:
+        """The report as aligned text."""
+        d = self.as_dict()
+        lines = [f"files: {', '.join(self.files)}", "", f"{'event type':<32} {'count':>10} {'bytes':>14}"]
+        for name, c in sorted(self.events.items()):
+            lines.append(f"{name:<32} {c.count:>10} {c.bytes:>14}")
+        trx = d["transactions"]
+        assert isinstance(trx, dict)
+        lines += ["", f"transactions: {trx['count']}"]
+        if trx["count"]:
+            lines.append(
+                f"transaction bytes: min {trx['min_bytes']}, median {trx['median_bytes']}, max {trx['max_bytes']}"
+            )
+        span = d["time"]
+        assert isinstance(span, dict)
+        if span["first"] is not None:
+            lines.append(f"time: {span['first']} .. {span['last']} ({span['seconds']} s)")
+        if self.tables:
+            lines += ["", f"{'table':<48} {'op':<7} {'rows':>10} {'bytes':>14}"]
+            for table, ops in sorted(self.tables.items()):
+                for op, c in sorted(ops.items()):
+                    lines.append(f"{table:<48} {op:<7} {c.count:>10} {c.bytes:>14}")
+        return "\n".join(lines) + "\n"
+
+
+def _iso(ts: int | None) -> str | None:
+    return None if ts is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+def collect(files: Iterable[str], verify_checksum: bool = True) -> BinlogStats:
+    """Decode ``files`` whole and gather their figures; raises :class:`BinlogError` on the first bad event."""
+    stats = BinlogStats()
+    options = DecodeOptions(verify_checksum=verify_checksum)
+    for path in files:
+        stats.files.append(path)
+        for ev in read_events(path, options=options):
+            stats.add(ev)
+        stats.end_file()
+    return stats
+
+
+def add_stats_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``binlake stats``."""
+    parser.add_argument("files", nargs="+", metavar="FILE", help="binlog files")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--verify-checksum", action=argparse.BooleanOptionalAction, default=True, help="fail on a CRC32 mismatch"
+    )
+
+
+def stats_main(args: argparse.Namespace) -> int:
+    """Run ``binlake stats``: 0 when every file decodes whole, 1 (and the error on stderr) when one does not."""
+    try:
+        stats = collect(args.files, args.verify_checksum)
+    except BinlogError as e:
+        print(f"binlake stats: {e}", file=sys.stderr)
+        return 1
+    sys.stdout.write(json.dumps(stats.as_dict(), indent=2) + "\n" if args.json else stats.as_text())
+    return 0

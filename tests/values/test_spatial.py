@@ -22,7 +22,7 @@ def test_corpus_geometries() -> None:
     path = _binlog.CORPUS / "mariadb" / "binlogs" / "corpus-bin.000002"
     if not path.exists():
         pytest.skip("corpus not present (expected under ../shared/corpus)")
-    ev = next(e for e in _binlog.events(path, _binlog.family_reader) if e.table.table == "t_geo")
+    ev = next(e for e in _binlog.events(path) if e.table.table == "t_geo")
     columns = ev.table.columns
     _, row = ev.rows[0]
     assert row is not None

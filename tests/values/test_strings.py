@@ -32,7 +32,7 @@ def corpus(path: Path) -> Path:
 def rows_of(path: Path, tables: set[str]) -> list[tuple[str, list[Column], list[object]]]:
     """(table, columns, image) of every row image of ``tables``, before images first, in file order."""
     out = []
-    for ev in _binlog.events(corpus(path), _binlog.family_reader):
+    for ev in _binlog.events(corpus(path)):
         if ev.table.table in tables:
             for before, after in ev.rows:
                 for image in (before, after):
@@ -94,7 +94,7 @@ def typed_values(table: str) -> dict[int, list[object]]:
             factory = {**strings.CONVERTERS, **enum_set.CONVERTERS}.get(col.real_type_code)
             c = factory(col) if factory else None
             conv.append(value if value is None or c is None else c(value))
-        by_id.setdefault(int.from_bytes(image[0], "little"), conv)  # type: ignore[arg-type]
+        by_id.setdefault(image[0], conv)  # type: ignore[arg-type]
     return by_id
 
 

@@ -23,7 +23,7 @@ def test_corpus_vectors() -> None:
     if not path.exists():
         pytest.skip("corpus not present (expected under ../shared/corpus)")
     ev = next(
-        e for e in _binlog.events(path, _binlog.family_reader) if e.table.table == "foo" and e.type_code == 30
+        e for e in _binlog.events(path) if e.table.table == "foo" and e.type_code == 30
     )
     col = ev.table.columns[1]
     assert col.vector_dimension == 3 and col.length == 4

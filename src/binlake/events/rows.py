@@ -185,14 +185,10 @@ class RowsEvent(Event):
         :mod:`binlake.values`).  Raises :class:`~binlake.errors.BinlogError` (naming the event's position) when
         the table map is missing or a row image is malformed.
         """
-        return list(self.iter_rows(typed))
-
-    def iter_rows(self, typed: bool = True) -> Iterator[tuple[Row | None, Row | None]]:
-        """:meth:`rows` one row change at a time."""
-        from binlake.rowdecoder import iter_row_changes
+        from binlake.rowdecoder import row_changes
 
         if not self.rows_data:
-            return
+            return []
         try:
             tm = self.table_map
             if tm is None:
@@ -205,7 +201,7 @@ class RowsEvent(Event):
                     f"rows event has {self.column_count} columns, its table map `{tm.schema}`.`{tm.table}` "
                     f"has {tm.column_count}"
                 )
-            yield from iter_row_changes(self, tm, typed)
+            return row_changes(self, tm, typed)
         except BinlogError as e:
             err = e.at_pos(self.header.pos)
             if err.offset is not None and self.rows_offset is not None:
@@ -214,6 +210,10 @@ class RowsEvent(Event):
                 err.message = f"{err.message} (byte {err.offset} of the uncompressed rows)"
                 err.offset = None
             raise err from None
+
+    def iter_rows(self, typed: bool = True) -> Iterator[tuple[Row | None, Row | None]]:
+        """The row changes of :meth:`rows` one by one (decoded together: an event's rows are one buffer)."""
+        return iter(self.rows(typed))
 
     def row_dicts(self, typed: bool = True) -> list[tuple[dict[str, object] | None, dict[str, object] | None]]:
         """:meth:`rows` with each image as ``{column name: value}``; absent columns are left out.

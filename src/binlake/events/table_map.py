@@ -168,7 +168,29 @@ def _layout(
         parser = _OPTIONAL.get(code)
         decoded = parser(bytes(value), cols) if parser is not None else None
         fields.append(OptionalField(code, off, bytes(value), decoded))
-    return tuple(fields), tuple(cols)
+    return tuple(fields), tuple(_names_in_charset(c) for c in cols)
+
+
+def _names_in_charset(col: Column) -> Column:
+    """ENUM/SET member names are logged in the column's charset (ENUM_AND_SET_*_CHARSET): decode them with it.
+
+    They were read as UTF-8 with surrogate escapes, so the original bytes are recovered exactly first.
+    """
+    if col.charset is None or (col.enum_values is None and col.set_values is None):
+        return col
+    from binlake.values.collations import codec, decode
+
+    name = codec(col.charset)
+    if name is None or name == "utf-8":
+        return col
+
+    def redo(values: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if values is None:
+            return None
+        out = [decode(v.encode("utf-8", "surrogateescape"), name) for v in values]
+        return tuple(v if isinstance(v, str) else v.decode("utf-8", "surrogateescape") for v in out)
+
+    return col.with_(enum_values=redo(col.enum_values), set_values=redo(col.set_values))
 
 
 # --- optional metadata: each parser decodes one entry and applies it to the column views in place --------------

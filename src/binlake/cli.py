@@ -1,0 +1,109 @@
+"""The ``binlake`` command: argparse glue from subcommands to the modules that implement them.
+
+Each subcommand is a module with ``add_<name>_arguments(parser)`` and ``<name>_main(args) -> int``; only the module
+of the subcommand being run is imported (so ``binlake events`` does not pay for PySpark, and a subcommand whose
+module or optional dependencies are missing fails alone, with a message, when it is run).
+
+Example::
+
+    $ binlake events binlog.000024 --type TABLE_MAP_EVENT
+    $ binlake explain binlog.000024 --at 620
+    $ python -m binlake explain --hex - < dump.txt
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import io
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from binlake.errors import BinlogError
+
+__all__ = ["COMMANDS", "Command", "build_parser", "main"]
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """Where a subcommand lives: ``module.add_arguments(parser)`` and ``module.run(args) -> exit status``."""
+
+    module: str
+    add_arguments: str
+    run: str
+    help: str
+
+
+COMMANDS: dict[str, Command] = {
+    "events": Command(
+        "binlake.render.events", "add_events_arguments", "events_main", "list events, one per line (or JSON)"
+    ),
+    "explain": Command(
+        "binlake.render.explain",
+        "add_explain_arguments",
+        "explain_main",
+        "show one event field by field: bytes, offsets, meanings",
+    ),
+    # -- registration point: `binlake dump` (render/text.py) -------------------------------------------------------
+    "dump": Command("binlake.render.text", "add_dump_arguments", "dump_main", "print events and rows as text"),
+    # -- registration point: `binlake stats` (render/stats.py) -----------------------------------------------------
+    "stats": Command("binlake.render.stats", "add_stats_arguments", "stats_main", "summarise binlogs"),
+    # -- registration point: `binlake ingest` (PySpark; needs the `spark` extra) -----------------------------------
+    "ingest": Command(
+        "binlake.spark.cli", "add_ingest_arguments", "ingest_main", "land binlogs in a lake table with PySpark"
+    ),
+}
+
+
+def _chosen(argv: Sequence[str]) -> str | None:
+    """The subcommand named on the command line (the first argument that is not an option)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
+    """The parser for ``argv``: every subcommand is listed; only the chosen one's module is imported.
+
+    Raises :class:`ImportError` when the chosen subcommand's module (or a dependency of it) cannot be imported.
+    """
+    parser = argparse.ArgumentParser(
+        prog="binlake", description="Decode MySQL and MariaDB binary logs exactly, explain them, land them in a lake."
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    chosen = _chosen(argv)
+    for name, cmd in COMMANDS.items():
+        p = sub.add_parser(name, help=cmd.help, description=cmd.help)
+        if name == chosen:
+            module = importlib.import_module(cmd.module)
+            getattr(module, cmd.add_arguments)(p)
+            run: Callable[[argparse.Namespace], int] = getattr(module, cmd.run)
+            p.set_defaults(run=run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``binlake``; return the exit status (0 ok, 2 for bad arguments or a binlog error)."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    _tolerate_unencodable_output()
+    try:
+        parser = build_parser(args_list)
+    except ImportError as e:
+        print(f"binlake: {_chosen(args_list)} is not available here: {e}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(args_list)
+    try:
+        return int(args.run(args))
+    except BinlogError as e:
+        print(f"binlake: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `binlake events big.bin | head`: stop quietly, as cat does
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+
+
+def _tolerate_unencodable_output() -> None:
+    """Escape characters the terminal cannot show (explain's box drawing on an ASCII locale) instead of failing."""
+    if isinstance(sys.stdout, io.TextIOWrapper) and sys.stdout.encoding.lower().replace("-", "") != "utf8":
+        sys.stdout.reconfigure(errors="backslashreplace")

@@ -1,0 +1,719 @@
+"""``binlake explain``: one event, field by field, with its bytes, offsets and meaning.
+
+The fields are not described a second time here: the event's own decoder reads them through a
+:class:`~binlake.trace.TracingCursor` (explain mode sets ``DecodeContext.trace``), so every row shows what the
+decoder read, under the decoder's label, in the order it read it.  This module adds the meanings (type codes and
+flags by name, column types with their metadata, the null bitmap per column, each table-map optional-metadata
+entry, the checksum stored and computed) and draws the table, in the spirit of the seed article's "Visual
+Breakdown" (``shared/seeds/000``).  Bytes of the event that no field covers are shown as ``(not read)``.
+
+Input is an event of a binlog file (``binlake explain FILE --at POS``: the file is decoded up to POS so the format
+description and table maps in force are known) or a hex dump (``--hex HEX`` or ``--hex -`` for stdin), with the
+offsets and ASCII column of ``xxd``/``hexdump`` output dropped, decoded under a MySQL 8 format description unless
+``--server-version``/``--no-checksum`` say otherwise.
+
+Example::
+
+    $ binlake explain --hex '3210356813010000004400...fba8d0d8'
+    Position 620: TABLE_MAP_EVENT, 68 bytes = 19 header + 8 post-header + 37 body + 4 checksum
+    ┌────────┬──────────────────┬────────────┬─────────────────────────────────────────┐
+    │ offset │ bytes            │ field      │ value and meaning                       │
+    ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import re
+import struct
+import sys
+import textwrap
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TextIO
+
+from binlake.coltypes import Column, ColumnType
+from binlake.decoder import Decoder, computed_checksum, decode_event
+from binlake.errors import BinlogError, EncryptedError, MalformedError, TruncatedError
+from binlake.events.base import HEADER, HEADER_V1, LOG_EVENT_FLAGS, Event, EventHeader, EventType
+from binlake.events.context import DecodeContext, DecodeOptions
+from binlake.events.format import FormatDescriptionEvent, synthetic_fde
+from binlake.events.table_map import OptionalField, OptionalMetadataType, TableMapEvent
+from binlake.reader import CHUNK
+from binlake.render import EXIT_ERROR, add_decode_arguments, decode_options, error_line
+from binlake.trace import TlvValue, TraceField, fields_of
+
+__all__ = [
+    "Explanation",
+    "Row",
+    "add_explain_arguments",
+    "event_at",
+    "explain_event",
+    "explain_main",
+    "parse_hex_dump",
+    "render_json",
+    "render_text",
+]
+
+SECTIONS = ("header", "post-header", "body", "checksum")
+_TITLES = {"header": "COMMON HEADER", "post-header": "POST-HEADER", "body": "BODY", "checksum": "CHECKSUM"}
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One field of the explained event: where it is, its bytes, its decoded value and what that means."""
+
+    section: str
+    name: str
+    offset: int
+    raw: bytes
+    value: object
+    meaning: str
+
+    @property
+    def size(self) -> int:
+        return len(self.raw)
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """An explained event: its rows in offset order, the decoded event (``None`` when decoding failed) and the
+    first problem found (a checksum mismatch, a truncated field...), if any."""
+
+    pos: int
+    raw: bytes
+    header: EventHeader
+    header_len: int
+    post_header_len: int
+    rows: tuple[Row, ...]
+    event: Event | None
+    error: BinlogError | None
+    checksum: tuple[int, int] | None  # (stored, computed)
+    decode_error: BinlogError | None = None  # where the traced decoding stopped (None when it reached the end)
+
+    @property
+    def type(self) -> str:
+        return self.header.type
+
+
+# --- hex input ---------------------------------------------------------------------------------------------------
+
+_OFFSET = re.compile(r"^\s*[0-9a-fA-F]+:\s?")  # xxd "0000026c: "
+_AT = re.compile(r"^#\s*at\s+\d+\s*")  # a mysqlbinlog "# at N" line glued to the dump (seed 001)
+_HEX_TOKEN = re.compile(r"(?:[0-9a-fA-F]{2})+")
+
+
+def parse_hex_dump(text: str) -> bytes:
+    """The bytes of a hex dump: plain hex, ``xxd`` output or ``hexdump`` one-byte groups, with or without offsets.
+
+    Per line: a leading ``offset:`` is dropped, then whitespace-separated hex groups are read until what is left is
+    the ASCII column (as many characters as the line had bytes, or ``|...|``).  Lines starting with ``#`` are
+    mysqlbinlog comments, except that ``# at N`` followed by hex keeps the hex.
+
+    >>> parse_hex_dump("0000026c: 3210 3568 1301 2.5h..\\n000002ac: fba8 d0d8 ....").hex()
+    '321035681301fba8d0d8'
+    >>> parse_hex_dump("00 02 74 34 00 ..t4.").hex()
+    '0002743400'
+    """
+    out = bytearray()
+    for line in text.splitlines():
+        if line.lstrip().startswith("#"):
+            m = _AT.match(line.strip())
+            if m is None:
+                continue
+            line = line.strip()[m.end() :]
+        offset = _OFFSET.match(line)
+        if offset is not None:
+            line = line[offset.end() :]
+        out += _hex_line(line, offset is not None)
+    return bytes(out)
+
+
+def _hex_line(line: str, ascii_column_expected: bool) -> bytes:
+    got = bytearray()
+    pos = 0
+    while True:
+        rest = line[pos:]
+        stripped = rest.lstrip(" \t")
+        if not stripped:
+            break
+        gap = len(rest) - len(stripped)
+        if got and (stripped.startswith("|") or _is_ascii_column(stripped, len(got), gap, ascii_column_expected)):
+            break
+        token = stripped.split(None, 1)[0]
+        if not _HEX_TOKEN.fullmatch(token):
+            break
+        got += bytes.fromhex(token)
+        pos += gap + len(token)
+    return bytes(got)
+
+
+def _is_ascii_column(rest: str, nbytes: int, gap: int, expected: bool) -> bool:
+    """Whether ``rest`` is the ASCII rendering of the ``nbytes`` bytes read so far on the line."""
+    if len(rest.rstrip("\n")) != nbytes:
+        return False
+    looks_hex = all(_HEX_TOKEN.fullmatch(t) for t in rest.split())
+    return expected or gap >= 2 or not looks_hex
+
+
+# --- finding the event and its context ---------------------------------------------------------------------------
+
+
+def event_at(path: str, pos: int, options: DecodeOptions) -> tuple[bytes, DecodeContext]:
+    """The bytes of the event at ``pos`` in the binlog at ``path`` and the context in force there.
+
+    Decodes the file from its start (format descriptions and table maps before ``pos`` matter).  Raises
+    :class:`~binlake.errors.BinlogError` naming the file when no event starts at ``pos``.
+    """
+    try:
+        if pos < 4:
+            raise MalformedError(f"no event starts at {pos}: the first event is at 4, after the binlog magic")
+        with open(path, "rb") as f:
+            dec = Decoder(options)
+            dec.feed(f.read(4))
+            for _ in dec.events():  # checks and consumes the magic: dec.position is 4
+                pass
+            before = 4
+            while dec.position < pos:
+                chunk = f.read(CHUNK)
+                if not chunk:
+                    dec.finish()
+                    raise MalformedError(f"no event at {pos}: the last event ends at {dec.position}")
+                dec.feed(chunk)
+                for _ in dec.events():
+                    if dec.position >= pos:
+                        break
+                    before = dec.position
+            if dec.position != pos:
+                raise MalformedError(f"no event starts at {pos}: the event at {before} ends at {dec.position}")
+            if dec.ctx.encrypted:
+                raise EncryptedError("the event is encrypted (MariaDB encrypt_binlog); explain cannot decrypt it")
+            f.seek(pos)
+            head = f.read(dec.ctx.header_len)
+            if len(head) < 13:
+                raise TruncatedError(f"no event at {pos}: the file ends there")
+            size = int.from_bytes(head[9:13], "little")
+            f.seek(pos)
+            raw = f.read(size)
+            if len(raw) < size:
+                raise TruncatedError(f"the file ends inside the {size}-byte event", pos=pos)
+            return raw, dec.ctx
+    except BinlogError as e:
+        raise e.at_file(path) from None
+    except OSError as e:
+        raise BinlogError(f"cannot read: {e.strerror or e}", file=path) from e
+
+
+# --- building the rows -------------------------------------------------------------------------------------------
+
+
+def explain_event(raw: bytes, pos: int, ctx: DecodeContext) -> Explanation:
+    """Explain the event ``raw`` found at ``pos`` under ``ctx`` (``ctx`` is not changed).
+
+    The event is decoded twice: once with ``ctx.options`` to find the error ``binlake events`` would report (a
+    checksum mismatch among them), once traced without checksum verification to show every field anyway.
+    """
+    hlen = ctx.header_len
+    header = _header(raw, pos, hlen)
+    error: BinlogError | None = None
+    if len(raw) != header.event_size:
+        error = TruncatedError(f"{len(raw)} bytes given, the header says the event has {header.event_size}", pos=pos)
+    try:
+        decode_event(raw, pos, ctx)
+    except BinlogError as e:
+        error = error or e
+    traced = dataclasses.replace(
+        ctx, options=dataclasses.replace(ctx.options, verify_checksum=False), trace=[], table_maps=dict(ctx.table_maps)
+    )
+    event: Event | None = None
+    decode_error: BinlogError | None = None
+    try:
+        event = decode_event(raw, pos, traced)
+    except BinlogError as e:
+        decode_error = e
+        error = error or e
+    if event is not None:
+        header = event.header
+        has_checksum = header.checksum is not None
+    else:
+        has_checksum = ctx.checksum_len == 4 and len(raw) >= hlen + 4
+    body_end = len(raw) - 4 if has_checksum else len(raw)
+    # an FDE says its own post-header length; everything else goes by the FDE in force
+    ph_len = (event if isinstance(event, FormatDescriptionEvent) else ctx).post_header_len(header.type_code)
+    rows = _header_rows(raw, header, hlen)
+    meaning = _MEANINGS.get(header.type_code)
+    body_rows: list[Row] = []
+    for f in fields_of(traced.trace):
+        for r in meaning(f, event, ctx) if meaning and event else [_row(f)]:
+            section = "post-header" if r.offset < hlen + ph_len else "body"
+            body_rows.append(dataclasses.replace(r, section=section))
+    rows += _fill_gaps(sorted(body_rows, key=lambda r: r.offset), raw, hlen, body_end, ph_len, decode_error)
+    checksum = None
+    if has_checksum:
+        stored = int.from_bytes(raw[-4:], "little")
+        checksum = (stored, computed_checksum(raw, stored))
+        verdict = "OK" if checksum[0] == checksum[1] else "MISMATCH"
+        meaning_text = f"CRC32 stored 0x{stored:08x}, computed 0x{checksum[1]:08x}: {verdict}"
+        rows.append(Row("checksum", "checksum", len(raw) - 4, raw[-4:], stored, meaning_text))
+    return Explanation(pos, raw, header, hlen, ph_len, tuple(rows), event, error, checksum, decode_error)
+
+
+def _header(raw: bytes, pos: int, hlen: int) -> EventHeader:
+    if len(raw) < hlen:
+        raise TruncatedError(f"{len(raw)} bytes cannot hold the {hlen}-byte event header", pos=pos)
+    if hlen == 13:
+        ts, code, server_id, size = HEADER_V1.unpack_from(raw)
+        return EventHeader(ts, code, server_id, size, 0, 0, pos)
+    ts, code, server_id, size, log_pos, flags = HEADER.unpack_from(raw)
+    return EventHeader(ts, code, server_id, size, log_pos, flags, pos)
+
+
+def _header_rows(raw: bytes, h: EventHeader, hlen: int) -> list[Row]:
+    """The common header's fields, laid out by the same struct the decoder unpacks it with."""
+    fmt = (HEADER_V1 if hlen == 13 else HEADER).format.lstrip("<")
+    names = [f.name for f in dataclasses.fields(EventHeader)]
+    rows, off = [], 0
+    for name, code in zip(names, fmt, strict=False):
+        size = struct.calcsize("<" + code)
+        value = getattr(h, name)
+        rows.append(Row("header", name, off, raw[off : off + size], value, _header_meaning(name, value, h)))
+        off += size
+    return rows
+
+
+def _header_meaning(name: str, value: int, h: EventHeader) -> str:
+    if name == "timestamp":
+        return _when(value)
+    if name == "type_code":
+        return f"{h.type} ({value}, 0x{value:02x})"
+    if name == "event_size":
+        return f"{value} bytes"
+    if name == "log_pos":
+        if value == 0:
+            return "0: not recorded (relay log, v1 binlog, or an event inside a transaction payload)"
+        if value == h.end_pos:
+            return f"next event at {value} = {h.pos} + {h.event_size} ✓"
+        return (
+            f"next event at {value}, but {h.pos} + {h.event_size} = {h.end_pos} (the event was copied from another log)"
+        )
+    if name == "flags":
+        return _flags(value, LOG_EVENT_FLAGS)
+    return str(value)
+
+
+def _fill_gaps(rows: list[Row], raw: bytes, hlen: int, end: int, ph_len: int, error: BinlogError | None) -> list[Row]:
+    """``rows`` plus a ``(not read)`` row for every byte range of the post-header and body no field covers."""
+    out: list[Row] = []
+    at = hlen
+
+    def gap(upto: int) -> None:
+        nonlocal at
+        while at < upto:
+            stop = upto if at >= hlen + ph_len else min(upto, hlen + ph_len)
+            section = "post-header" if at < hlen + ph_len else "body"
+            why = "no field read these bytes"
+            if error is not None and upto == end:
+                why = f"not decoded: {error.message}"
+            out.append(Row(section, "(not read)", at, raw[at:stop], None, why))
+            at = stop
+
+    for r in rows:
+        gap(r.offset)
+        out.append(r)
+        at = max(at, r.offset + r.size)
+    gap(end)
+    return out
+
+
+def _row(f: TraceField, meaning: str | None = None) -> Row:
+    """A row of ``f`` (its section is set by the caller, from its offset)."""
+    return Row("", f.name, f.offset, f.raw, _plain(f.value), _generic(f) if meaning is None else meaning)
+
+
+def _plain(value: object) -> object:
+    """A JSON-friendly form of a traced value."""
+    if isinstance(value, TlvValue):
+        return {"type": value.type_code, "length": value.length, "value": value.value.hex()}
+    if isinstance(value, bytes | bytearray | memoryview):
+        text = _text(bytes(value))
+        return text if text is not None else bytes(value).hex()
+    return value
+
+
+def _text(b: bytes) -> str | None:
+    try:
+        s = b.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return s if s.isprintable() else None
+
+
+def _generic(f: TraceField) -> str:
+    """The meaning of a field whose event type has no specific explanation: its value, named where possible."""
+    v, name = f.value, f.name.lower()
+    if v is None:
+        return "terminator" if "nul" in name or "terminator" in name else "skipped"
+    if isinstance(v, TlvValue):
+        return f"type {v.type_code}, {v.length} bytes: {v.value.hex() or '(empty)'}"
+    if isinstance(v, bytes):
+        text = _text(v)
+        if not v:
+            return "(empty)"
+        return f'"{text}"' if text is not None else f"{len(v)} byte" + "s" * (len(v) != 1)
+    if isinstance(v, int) and not isinstance(v, bool):
+        if "flag" in name:
+            return f"0x{v:0{max(2, f.size * 2)}x}"
+        if ("time" in name or name == "created") and f.size == 4 and v:
+            return _when(v)
+    return str(v)
+
+
+def _when(ts: int) -> str:
+    return f"{ts} = {datetime.datetime.fromtimestamp(ts, datetime.UTC):%Y-%m-%d %H:%M:%S} UTC"
+
+
+def _flags(value: int, names: dict[int, str]) -> str:
+    if not value:
+        return "0x0000: none"
+    known = [n for bit, n in names.items() if value & bit]
+    other = value & ~sum(names)
+    return f"0x{value:04x} = " + " | ".join(known + ([f"0x{other:x}"] if other else []))
+
+
+# --- meanings of specific event types ----------------------------------------------------------------------------
+
+Meaning = Callable[[TraceField, Event, DecodeContext], list[Row]]
+
+
+def _collation(cid: int, ctx: DecodeContext) -> str:
+    try:
+        from binlake.values.collations import collation_name
+    except ImportError:  # the collation table is optional for explain
+        return f"collation {cid}"
+    name = collation_name(cid, mariadb=ctx.is_mariadb)
+    return f"{name} ({cid})" if name else f"collation {cid}"
+
+
+def _label(c: Column) -> str:
+    return f"`{c.name}`" if c.name is not None else f"col {c.index + 1}"
+
+
+def _column_meta(c: Column) -> str:
+    """What a column's table-map metadata says (``Field::do_save_field_metadata`` in sql/field.cc)."""
+    t = ColumnType
+    code, real = c.type_code, c.real_type_code
+    if code in (t.VARCHAR, t.VAR_STRING, t.VARCHAR_COMPRESSED):
+        return f"max {c.length} bytes"
+    if code == t.STRING:
+        if real in (t.ENUM, t.SET):
+            return f"{ColumnType.name_of(real)} stored in {c.length} byte(s)"
+        return f"CHAR, max {c.length} bytes"
+    if code in (t.ENUM, t.SET):
+        return f"stored in {c.length} byte(s)"
+    if code in (t.NEWDECIMAL, t.DECIMAL):
+        return f"DECIMAL({c.precision},{c.scale})"
+    if code in (t.TIMESTAMP2, t.DATETIME2, t.TIME2):
+        return f"{c.fsp} fractional-second digits"
+    if code == t.BIT:
+        return f"BIT({c.bits})"
+    if code in (t.FLOAT, t.DOUBLE):
+        return f"{c.length}-byte value"
+    if c.meta_bytes:  # BLOB family, GEOMETRY, JSON, VECTOR: the size of the length prefix
+        return f"{c.length}-byte length prefix"
+    return "no metadata"
+
+
+def _optional_meaning(of: OptionalField, tm: TableMapEvent, ctx: DecodeContext) -> str:
+    """One optional-metadata entry in words (``Table_map_event::Optional_metadata_fields``, rows_event.cpp)."""
+    m, v, cols = OptionalMetadataType, of.value, tm.columns
+    code = of.type_code
+    if code == m.SIGNEDNESS and isinstance(v, list):
+        numeric = [c for c in cols if c.is_numeric]
+        return ", ".join(f"{_label(c)} is {'unsigned' if u else 'signed'}" for c, u in zip(numeric, v, strict=False))
+    if code in (m.DEFAULT_CHARSET, m.ENUM_AND_SET_DEFAULT_CHARSET) and isinstance(v, dict):
+        which = [c for c in cols if (c.is_enum_or_set if code == m.ENUM_AND_SET_DEFAULT_CHARSET else c.is_character)]
+        parts = [_collation(v["default"], ctx)]
+        parts += [f"{_label(which[k])}: {_collation(coll, ctx)}" for k, coll in v["overrides"] if k < len(which)]
+        return "; ".join(parts)
+    if code in (m.COLUMN_CHARSET, m.ENUM_AND_SET_COLUMN_CHARSET) and isinstance(v, list):
+        which = [c for c in cols if (c.is_enum_or_set if code == m.ENUM_AND_SET_COLUMN_CHARSET else c.is_character)]
+        return ", ".join(f"{_label(c)}: {_collation(i, ctx)}" for c, i in zip(which, v, strict=False))
+    if code == m.COLUMN_NAME and isinstance(v, list):
+        return ", ".join(f"col {i + 1} = `{n}`" for i, n in enumerate(v))
+    if code in (m.SET_STR_VALUE, m.ENUM_STR_VALUE) and isinstance(v, list):
+        real = ColumnType.SET if code == m.SET_STR_VALUE else ColumnType.ENUM
+        which = [c for c in cols if c.real_type_code == real]
+        return "; ".join(f"{_label(c)}: {_values(vals)}" for c, vals in zip(which, v, strict=False))
+    if code == m.GEOMETRY_TYPE and isinstance(v, list):
+        which = [c for c in cols if c.real_type_code == ColumnType.GEOMETRY]
+        return ", ".join(f"{_label(c)}: {_GEOMETRY.get(k, str(k))}" for c, k in zip(which, v, strict=False))
+    if code == m.SIMPLE_PRIMARY_KEY and isinstance(v, list):
+        return "primary key (" + ", ".join(_label(cols[i]) for i in v if i < len(cols)) + ")"
+    if code == m.PRIMARY_KEY_WITH_PREFIX and isinstance(v, list):
+        keys = [_label(cols[i]) + (f"({p})" if p else "") for i, p in v if i < len(cols)]
+        return "primary key (" + ", ".join(keys) + ")"
+    if code == m.COLUMN_VISIBILITY and isinstance(v, list):
+        return ", ".join(f"{_label(c)} {'visible' if b else 'INVISIBLE'}" for c, b in zip(cols, v, strict=False))
+    if code == m.VECTOR_DIMENSIONALITY and isinstance(v, list):
+        which = [c for c in cols if c.real_type_code == ColumnType.VECTOR]
+        return ", ".join(f"{_label(c)}: {d} dimensions" for c, d in zip(which, v, strict=False))
+    return of.raw.hex() or "(empty)"
+
+
+# GEOMETRY_TYPE codes: Field::geometry_type (sql/field.h)
+_GEOMETRY = {
+    0: "GEOMETRY",
+    1: "POINT",
+    2: "LINESTRING",
+    3: "POLYGON",
+    4: "MULTIPOINT",
+    5: "MULTILINESTRING",
+    6: "MULTIPOLYGON",
+    7: "GEOMETRYCOLLECTION",
+}
+
+
+def _values(vals: Sequence[str], limit: int = 8) -> str:
+    shown = ", ".join(f"'{s}'" for s in vals[:limit])
+    return shown + (f", … ({len(vals)} values)" if len(vals) > limit else "")
+
+
+def _table_map(f: TraceField, ev: Event, ctx: DecodeContext) -> list[Row]:
+    """TABLE_MAP_EVENT fields, as labelled by ``decode_table_map``."""
+    if not isinstance(ev, TableMapEvent):
+        return [_row(f)]
+    cols, name, v = ev.columns, f.name, f.value
+    meaning: str | None = None
+    if name == "flags" and isinstance(v, int):
+        from binlake.events.table_map import TM_FLAGS
+
+        meaning = _flags(v, TM_FLAGS)
+    elif name == "table_id":
+        meaning = f"{v}: the row events that follow name the table by this id"
+    elif name.endswith("length") and isinstance(v, int):
+        meaning = f"{v} bytes"
+    elif name in ("schema name", "table name") and isinstance(v, bytes):
+        meaning = "`" + v.decode("utf-8", "surrogateescape") + "`"
+    elif name == "column count":
+        meaning = f"{v} columns"
+    elif name == "column types":
+        meaning = ", ".join(f"{_label(c)} {c.type} ({c.type_code})" for c in cols)
+    elif name == "column metadata":
+        meaning = ", ".join(f"{_label(c)} {c.type}: {_column_meta(c)}" for c in cols if c.meta_bytes) or "(none)"
+    elif name == "null bitmap":
+        meaning = ", ".join(f"{_label(c)} {'nullable' if c.nullable else 'NOT NULL'}" for c in cols)
+    elif name == "optional metadata" and isinstance(v, TlvValue):
+        of = next((o for o in ev.optional if o.offset == f.offset), None)
+        kind = OptionalMetadataType.name_of(v.type_code)
+        detail = _optional_meaning(of, ev, ctx) if of is not None else v.value.hex()
+        meaning = f"{kind}: {detail} [type {v.type_code}, length {v.length}]"
+    return [_row(f, meaning)]
+
+
+def _format_description(f: TraceField, ev: Event, ctx: DecodeContext) -> list[Row]:
+    """FORMAT_DESCRIPTION_EVENT fields, as labelled by ``decode_fde``; its tail is split into the post-header
+    lengths and the checksum algorithm (``Format_description_event`` in control_events.h)."""
+    if not isinstance(ev, FormatDescriptionEvent):
+        return [_row(f)]
+    v = f.value
+    if f.name == "binlog_version":
+        return [_row(f, f"v{v} ({_BINLOG_VERSIONS.get(ev.binlog_version, 'unknown')})")]
+    if f.name == "server_version":
+        return [_row(f, f'"{ev.server_version}"')]
+    if f.name == "create_timestamp" and isinstance(v, int):
+        return [_row(f, _when(v) if v else "0: not the first format description since server start")]
+    if f.name == "header_length":
+        return [_row(f, f"{v}-byte common header")]
+    if f.name != "rest of the event":
+        return [_row(f)]
+    n = len(ev.post_header_lengths)
+    lengths = ", ".join(f"{EventType.name_of(i + 1)} {x}" for i, x in enumerate(ev.post_header_lengths) if x)
+    rows = [Row("", "post_header_lengths", f.offset, f.raw[:n], list(ev.post_header_lengths), lengths)]
+    if ev.checksum_alg is not None:
+        alg = f"{ev.checksum_alg} = {ev.checksum_alg_name}"
+        rows.append(Row("", "checksum_alg", f.offset + n, f.raw[n:], ev.checksum_alg, alg))
+    return rows
+
+
+_BINLOG_VERSIONS = {1: "MySQL 3.23", 3: "MySQL 4.0/4.1", 4: "MySQL 5.0 and later, MariaDB"}
+
+_MEANINGS: dict[int, Meaning] = {
+    EventType.TABLE_MAP_EVENT: _table_map,
+    EventType.FORMAT_DESCRIPTION_EVENT: _format_description,
+}
+
+
+# --- output ------------------------------------------------------------------------------------------------------
+
+
+def render_json(ex: Explanation) -> dict[str, object]:
+    """The ``--json`` form: the header facts, every row, the checksum and the error."""
+    h = ex.header
+    return {
+        "pos": ex.pos,
+        "end_pos": h.end_pos,
+        "size": h.event_size,
+        "type": h.type,
+        "type_code": h.type_code,
+        "header_length": ex.header_len,
+        "post_header_length": ex.post_header_len,
+        "summary": ex.event.summary() if ex.event is not None else None,
+        "fields": [
+            {
+                "section": r.section,
+                "name": r.name,
+                "offset": r.offset,
+                "size": r.size,
+                "hex": r.raw.hex(),
+                "value": r.value,
+                "meaning": r.meaning,
+            }
+            for r in ex.rows
+        ],
+        "checksum": None
+        if ex.checksum is None
+        else {
+            "stored": f"0x{ex.checksum[0]:08x}",
+            "computed": f"0x{ex.checksum[1]:08x}",
+            "ok": ex.checksum[0] == ex.checksum[1],
+        },
+        "error": None if ex.error is None else str(ex.error),
+        "decode_error": None if ex.decode_error is None else str(ex.decode_error),
+    }
+
+
+_HEX_WIDTH = 32  # hex digits per line of the bytes column (16 bytes)
+_HEX_LINES = 8  # longer fields are cut in text output (the JSON form has every byte)
+
+
+def render_text(ex: Explanation, width: int = 120) -> str:
+    """The box table of ``binlake explain``: one band per section, one row per field."""
+    sizes = {s: sum(r.size for r in ex.rows if r.section == s) for s in SECTIONS}
+    parts = [f"{sizes[s]} {s}" for s in SECTIONS if sizes[s]]
+    lines = [f"Position {ex.pos}: {ex.type}, {ex.header.event_size} bytes = " + " + ".join(parts)]
+    name_w = min(28, max(len("field"), *(len(r.name) for r in ex.rows)))
+    hex_w = min(_HEX_WIDTH, max(len("bytes"), *(len(r.raw.hex()) for r in ex.rows)))
+    widths = [max(6, len(str(len(ex.raw)))), hex_w, name_w, 0]
+    widths[3] = max(24, width - sum(widths[:3]) - 13)
+    lines.append(_border("┌", "┬", "┐", widths))
+    lines.append(_cells(["offset", "bytes", "field", "value and meaning"], widths))
+    for section in SECTIONS:
+        rows = [r for r in ex.rows if r.section == section]
+        if not rows:
+            continue
+        inner = sum(widths) + 3 * (len(widths) - 1)
+        lines.append(_border("├", "┴", "┤", widths))
+        title = f"{_TITLES[section]} ({sizes[section]} byte{'s' * (sizes[section] != 1)})"
+        lines.append(f"│ {title:<{inner}} │")
+        lines.append(_border("├", "┬", "┤", widths))
+        for i, r in enumerate(rows):
+            if i:
+                lines.append(_border("├", "┼", "┤", widths))
+            lines.extend(_row_lines(r, widths))
+    lines.append(_border("└", "┴", "┘", widths))
+    if ex.event is not None and ex.event.summary():
+        lines.append(f"{ex.type}: {ex.event.summary()}")
+    if ex.error is not None:
+        lines.append(f"Error: {ex.error}")
+    if ex.decode_error is not None and ex.decode_error is not ex.error:
+        lines.append(f"Decoding stopped: {ex.decode_error}")
+    return "\n".join(lines) + "\n"
+
+
+def _border(left: str, mid: str, right: str, widths: Iterable[int]) -> str:
+    return left + mid.join("─" * (w + 2) for w in widths) + right
+
+
+def _cells(cells: Sequence[str], widths: Sequence[int]) -> str:
+    return "│" + "│".join(f" {c:<{w}} " for c, w in zip(cells, widths, strict=True)) + "│"
+
+
+def _row_lines(r: Row, widths: Sequence[int]) -> list[str]:
+    hexs = r.raw.hex()
+    hex_lines = [hexs[i : i + widths[1]] for i in range(0, len(hexs), widths[1])] or [""]
+    if len(hex_lines) > _HEX_LINES:
+        hex_lines = [*hex_lines[: _HEX_LINES - 1], f"… ({r.size} bytes)"]
+    name_lines = textwrap.wrap(r.name, widths[2]) or [""]
+    meaning_lines = textwrap.wrap(r.meaning, widths[3], break_on_hyphens=False) or [""]
+    n = max(len(hex_lines), len(name_lines), len(meaning_lines))
+    out = []
+    for i in range(n):
+        cells = [
+            str(r.offset) if i == 0 else "",
+            hex_lines[i] if i < len(hex_lines) else "",
+            name_lines[i] if i < len(name_lines) else "",
+            meaning_lines[i] if i < len(meaning_lines) else "",
+        ]
+        out.append(_cells(cells, widths))
+    return out
+
+
+# --- the subcommand ----------------------------------------------------------------------------------------------
+
+
+def add_explain_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", nargs="?", metavar="FILE", help="the binlog holding the event")
+    parser.add_argument("--at", type=int, metavar="POS", help="position of the event in FILE (the hex's position)")
+    parser.add_argument(
+        "--hex",
+        metavar="HEX",
+        help="explain these bytes instead of a file's event: hex, or an xxd/hexdump dump; '-' reads stdin",
+    )
+    parser.add_argument(
+        "--server-version",
+        default="8.0.40",
+        help="with --hex: the server that wrote the event (default 8.0.40; a '-MariaDB' version for MariaDB)",
+    )
+    parser.add_argument("--no-checksum", action="store_true", help="with --hex: the event has no CRC32 at its end")
+    parser.add_argument("--json", action="store_true", help="print the explanation as one JSON object")
+    add_decode_arguments(parser)
+
+
+def explain_main(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Run ``binlake explain``; return 0, or 2 when the event has a problem (its explanation is still printed)."""
+    out = sys.stdout if out is None else out
+    options = decode_options(args)
+    source: str | None = args.file
+    try:
+        if args.hex is not None:
+            if args.file is not None:
+                print("binlake: explain: give FILE --at POS or --hex, not both", file=sys.stderr)
+                return EXIT_ERROR
+            raw, pos, ctx = _from_hex(args, options)
+            source = None
+        elif args.file is None or args.at is None:
+            print("binlake: explain: give FILE --at POS, or --hex HEX", file=sys.stderr)
+            return EXIT_ERROR
+        else:
+            raw, ctx = event_at(args.file, args.at, options)
+            pos = args.at
+        ex = explain_event(raw, pos, ctx)
+    except BinlogError as e:
+        print(error_line(e, source), file=sys.stderr)
+        return EXIT_ERROR
+    except ValueError as e:
+        print(f"binlake: explain: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    out.write(json.dumps(render_json(ex), ensure_ascii=False) + "\n" if args.json else render_text(ex))
+    if ex.error is not None:
+        out.flush()
+        print(error_line(ex.error, source), file=sys.stderr)
+        return EXIT_ERROR
+    return 0
+
+
+def _from_hex(args: argparse.Namespace, options: DecodeOptions) -> tuple[bytes, int, DecodeContext]:
+    text = sys.stdin.read() if args.hex == "-" else args.hex
+    data = parse_hex_dump(text)
+    if len(data) < 19:
+        raise ValueError(f"--hex holds {len(data)} bytes, fewer than an event header")
+    ctx = DecodeContext(options, fde=synthetic_fde(args.server_version, checksum=not args.no_checksum))
+    size, log_pos = int.from_bytes(data[9:13], "little"), int.from_bytes(data[13:17], "little")
+    if len(data) > size >= 19:
+        print(f"binlake: explain: {len(data) - size} bytes after the {size}-byte event ignored", file=sys.stderr)
+        data = data[:size]
+    pos = args.at if args.at is not None else (log_pos - size if log_pos >= size else 0)
+    return data, pos, ctx

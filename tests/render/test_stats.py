@@ -1,0 +1,64 @@
+"""``binlake stats`` on the bundled example binlog, whose contents ``examples/README.md`` documents."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from binlake.reader import walk_headers
+from binlake.render.stats import add_stats_arguments, collect, stats_main
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "example-bin.000001"
+
+
+def test_rows_per_table_and_operation() -> None:
+    report = collect([str(EXAMPLE)]).as_dict()
+    tables = report["tables"]
+    assert isinstance(tables, dict)
+    rows = {t: {op: c["rows"] for op, c in ops.items()} for t, ops in tables.items()}
+    assert rows == {
+        "shop.customers": {"insert": 121, "update": 122, "delete": 2},
+        "shop.orders": {"insert": 302, "update": 309, "delete": 10},
+    }
+
+
+def test_events_and_transactions_add_up() -> None:
+    stats = collect([str(EXAMPLE)])
+    headers = list(walk_headers(EXAMPLE))
+    report = stats.as_dict()
+    events = report["events"]
+    assert isinstance(events, dict)
+    assert sum(e["count"] for e in events.values()) == len(headers)
+    assert sum(e["bytes"] for e in events.values()) == EXAMPLE.stat().st_size - 4
+    gtids = sum(1 for h in headers if h.type_code == 162)
+    trx = report["transactions"]
+    assert isinstance(trx, dict)
+    assert trx["count"] == gtids == len(stats.transactions)
+    assert trx["min_bytes"] <= trx["median_bytes"] <= trx["max_bytes"]
+    # every transaction is a run of whole events: its size is a sum of consecutive event sizes
+    sizes = [h.size for h in headers]
+    assert all(
+        any(sum(sizes[i:j]) == t for i in range(len(sizes)) for j in range(i + 1, min(i + 80, len(sizes)) + 1))
+        for t in set(stats.transactions)
+    )
+    times = report["time"]
+    assert isinstance(times, dict)
+    assert times["seconds"] == max(h.timestamp for h in headers) - min(h.timestamp for h in headers)
+
+
+def test_cli_json_and_bad_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    parser = argparse.ArgumentParser()
+    add_stats_arguments(parser)
+    assert stats_main(parser.parse_args([str(EXAMPLE), "--json"])) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["tables"]["shop.orders"]["insert"]["rows"] == 302
+    assert stats_main(parser.parse_args([str(EXAMPLE)])) == 0
+    assert "shop.customers" in capsys.readouterr().out
+    # a file cut in the middle of an event does not decode whole: exit 1, the error names the position
+    cut = tmp_path / "cut.000001"
+    cut.write_bytes(EXAMPLE.read_bytes()[:5000])
+    assert stats_main(parser.parse_args([str(cut)])) == 1
+    assert "cut.000001" in capsys.readouterr().err

@@ -1,0 +1,299 @@
+"""Arrow schemas of the three views and of the lake's change tables, and the conversion of decoded values to them.
+
+Views (``spark.read.format("binlake").option("view", ...)``):
+
+* ``events``: one row per event (:data:`EVENTS`);
+* ``tablemaps``: one row per run of identical table maps in a partition (:data:`TABLEMAPS`); ``map_id``
+  identifies a layout, so ``groupBy("map_id")`` gives the distinct maps;
+* ``changes``: one row per row change (:data:`CHANGES`); ``before``/``after`` are ``map<string,string>`` from
+  column name to the value rendered as text (:func:`binlake.spark.extract.render_value`; SQL NULL is a null map
+  value, a column missing from a MINIMAL image is a missing key), so one schema holds every table.
+
+Lake change tables use each column's own type (:func:`lake_type`), e.g. ``INT`` -> ``int64``, ``DECIMAL(10,2)``
+-> ``decimal128(10,2)``, ``DATETIME`` -> ``timestamp[us]`` (no zone), ``TIMESTAMP`` -> ``timestamp[us, UTC]``.
+
+Example::
+
+    >>> lake_type(Column.build(0, 3, b"")), lake_type(Column.build(0, 246, b"\\x0a\\x02"))
+    (DataType(int64), Decimal128Type(decimal128(10, 2)))
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Sequence
+from decimal import Decimal
+
+import pyarrow as pa
+
+from binlake.coltypes import Column, ColumnType
+from binlake.events.rows import ABSENT
+from binlake.spark.extract import Change, EventRecord, TableMapRecord, column_info, render_value
+from binlake.spark.plan import BinlogFile
+
+__all__ = ["CHANGES", "EVENTS", "TABLEMAPS", "change_batch", "event_batch", "lake_type", "tablemap_batch", "to_lake"]
+
+T = ColumnType
+UTC_TS = pa.timestamp("us", tz="UTC")
+SEQ = pa.decimal128(38, 0)
+
+EVENTS = pa.schema(
+    [
+        ("file", pa.string()),
+        ("file_seq", pa.int64()),
+        ("pos", pa.int64()),
+        ("payload_offset", pa.int64()),
+        ("end_pos", pa.int64()),
+        ("type", pa.string()),
+        ("type_code", pa.int32()),
+        ("server_id", pa.int64()),
+        ("timestamp", UTC_TS),
+        ("flags", pa.int32()),
+        ("gtid", pa.string()),
+        ("trx_pos", pa.int64()),
+        ("trx_seq", pa.int32()),
+        ("summary", pa.string()),
+    ]
+)
+
+COLUMN = pa.struct(
+    [
+        ("index", pa.int32()),
+        ("name", pa.string()),
+        ("type", pa.string()),
+        ("type_code", pa.int32()),
+        ("nullable", pa.bool_()),
+        ("unsigned", pa.bool_()),
+        ("charset", pa.int32()),
+        ("length", pa.int64()),
+        ("precision", pa.int32()),
+        ("scale", pa.int32()),
+        ("fsp", pa.int32()),
+        ("bits", pa.int32()),
+        ("enum_values", pa.list_(pa.string())),
+        ("set_values", pa.list_(pa.string())),
+        ("geometry_type", pa.int32()),
+        ("vector_dimension", pa.int32()),
+        ("pk_position", pa.int32()),
+        ("visible", pa.bool_()),
+    ]
+)
+
+TABLEMAPS = pa.schema(
+    [
+        ("file", pa.string()),
+        ("file_seq", pa.int64()),
+        ("first_pos", pa.int64()),
+        ("last_pos", pa.int64()),
+        ("occurrences", pa.int64()),
+        ("map_id", pa.string()),
+        ("table_id", pa.int64()),
+        ("database", pa.string()),
+        ("table", pa.string()),
+        ("column_count", pa.int32()),
+        ("primary_key", pa.list_(pa.string())),
+        ("columns", pa.list_(COLUMN)),
+    ]
+)
+
+CHANGES = pa.schema(
+    [
+        ("database", pa.string()),
+        ("table", pa.string()),
+        ("op", pa.string()),
+        ("before", pa.map_(pa.string(), pa.string())),
+        ("after", pa.map_(pa.string(), pa.string())),
+        ("file", pa.string()),
+        ("pos", pa.int64()),
+        ("row", pa.int32()),
+        ("gtid", pa.string()),
+        ("ts", UTC_TS),
+        ("seq", SEQ),
+        ("map_id", pa.string()),
+    ]
+)
+
+
+def _clean(value: object) -> object:
+    """``value`` with every string made valid UTF-8 (undecodable bytes kept as ``\\xNN`` escapes)."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_clean(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    return value
+
+
+def _arr(values: list[object], t: pa.DataType) -> pa.Array:
+    """``pa.array(values, t)``; names and texts decoded with surrogate escapes are cleaned on the (rare) failure."""
+    try:
+        return pa.array(values, t)
+    except UnicodeEncodeError:
+        return pa.array(_clean(values), t)
+
+
+def _utc(seconds: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(seconds, dt.UTC)
+
+
+def event_batch(file: BinlogFile, records: Sequence[EventRecord]) -> pa.RecordBatch:
+    """The ``events`` view rows of ``records`` (events of ``file``)."""
+    hs = [r.event.header for r in records]
+    cols = [
+        [file.name] * len(records),
+        [file.seq] * len(records),
+        [r.pos for r in records],
+        [r.payload_offset for r in records],
+        [None if r.payload_offset is not None else h.end_pos for r, h in zip(records, hs, strict=True)],
+        [h.type for h in hs],
+        [h.type_code for h in hs],
+        [h.server_id for h in hs],
+        [_utc(h.timestamp) for h in hs],
+        [h.flags for h in hs],
+        [r.gtid for r in records],
+        [r.trx_pos for r in records],
+        [r.trx_seq for r in records],
+        [r.event.summary() for r in records],
+    ]
+    return pa.RecordBatch.from_arrays([_arr(c, f.type) for c, f in zip(cols, EVENTS, strict=True)], schema=EVENTS)
+
+
+def tablemap_rows(file: BinlogFile, records: Sequence[TableMapRecord]) -> list[dict[str, object]]:
+    """The ``tablemaps`` view rows as dicts (also the lake's ``_schema_history`` rows)."""
+    out = []
+    for r in records:
+        tm = r.table_map
+        names = tm.column_names
+        out.append(
+            {
+                "file": file.name,
+                "file_seq": file.seq,
+                "first_pos": r.first_pos,
+                "last_pos": r.last_pos,
+                "occurrences": r.count,
+                "map_id": r.map_id,
+                "table_id": tm.table_id,
+                "database": tm.schema,
+                "table": tm.table,
+                "column_count": tm.column_count,
+                "primary_key": [names[i] for i in tm.primary_key],
+                "columns": [column_info(c, n) for c, n in zip(tm.columns, names, strict=True)],
+            }
+        )
+    return out
+
+
+def tablemap_batch(file: BinlogFile, records: Sequence[TableMapRecord]) -> pa.RecordBatch:
+    rows = tablemap_rows(file, records)
+    try:
+        return pa.RecordBatch.from_pylist(rows, schema=TABLEMAPS)
+    except UnicodeEncodeError:
+        return pa.RecordBatch.from_pylist([_clean(r) for r in rows], schema=TABLEMAPS)
+
+
+def _image(names: list[str], image: tuple[object, ...] | None) -> list[tuple[str, str | None]] | None:
+    if image is None:
+        return None
+    return [(n, None if v is None else render_value(v)) for n, v in zip(names, image, strict=True) if v is not ABSENT]
+
+
+def change_batch(file: BinlogFile, changes: Sequence[Change], map_ids: dict[int, str]) -> pa.RecordBatch:
+    """The ``changes`` view rows; ``map_ids`` maps ``id(table_map)`` to its :func:`~extract.map_id`."""
+    names: dict[int, list[str]] = {}
+    befores, afters = [], []
+    for c in changes:
+        key = id(c.table_map)
+        n = names.get(key)
+        if n is None:
+            n = names[key] = c.table_map.column_names
+        befores.append(_image(n, c.before))
+        afters.append(_image(n, c.after))
+    cols = [
+        [c.database for c in changes],
+        [c.table for c in changes],
+        [c.op for c in changes],
+        befores,
+        afters,
+        [file.name] * len(changes),
+        [c.pos for c in changes],
+        [c.row for c in changes],
+        [c.gtid for c in changes],
+        [_utc(c.ts) for c in changes],
+        [Decimal(c.seq) for c in changes],
+        [map_ids[id(c.table_map)] for c in changes],
+    ]
+    return pa.RecordBatch.from_arrays([_arr(c, f.type) for c, f in zip(cols, CHANGES, strict=True)], schema=CHANGES)
+
+
+# -- typed lake columns ------------------------------------------------------------------------------------------
+
+_INTS = frozenset({T.TINY, T.SHORT, T.INT24, T.LONG, T.YEAR})
+
+
+def lake_type(col: Column) -> pa.DataType:
+    """The Arrow type of a column in the lake's change and current-state tables."""
+    t = col.real_type_code
+    if t in _INTS:
+        return pa.int64()
+    if t == T.LONGLONG:
+        return pa.decimal128(20, 0) if col.unsigned else pa.int64()
+    if t == T.BIT:
+        return pa.decimal128(20, 0) if (col.bits or 64) > 63 else pa.int64()
+    if t == T.FLOAT:
+        return pa.float32()
+    if t == T.DOUBLE:
+        return pa.float64()
+    if t in (T.NEWDECIMAL, T.DECIMAL):
+        p, s = col.precision, col.scale
+        return pa.decimal128(p, s) if p is not None and s is not None and 0 < p <= 38 and s <= p else pa.string()
+    if t in (T.DATE, T.NEWDATE):
+        return pa.date32()
+    if t in (T.DATETIME, T.DATETIME2):
+        return pa.timestamp("us")
+    if t in (T.TIMESTAMP, T.TIMESTAMP2):
+        return UTC_TS
+    if t == T.ENUM:
+        return pa.string() if col.enum_values is not None else pa.int64()
+    if t == T.SET:
+        return pa.list_(pa.string()) if col.set_values is not None else pa.int64()
+    if t == T.GEOMETRY:
+        return pa.struct([("srid", pa.int64()), ("wkb", pa.binary())])
+    if t == T.VECTOR:
+        return pa.list_(pa.float32())
+    if col.is_character and (col.charset is None or col.charset == 63):
+        return pa.binary()
+    return pa.string()  # CHAR/VARCHAR/TEXT with a charset, JSON (as text), TIME (as text)
+
+
+def _to_text(v: object) -> str:
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "backslashreplace")
+    return render_value(v)
+
+
+def _converter(t: pa.DataType) -> Callable[[object], object]:
+    """Python value -> the value ``pa.array(..., t)`` accepts (zero dates and absent columns become null)."""
+    if pa.types.is_string(t):
+        return _to_text
+    if pa.types.is_binary(t):
+        return lambda v: v if isinstance(v, bytes) else str(v).encode("utf-8", "surrogateescape")
+    if pa.types.is_date(t):
+        return lambda v: v if isinstance(v, dt.date) else None
+    if pa.types.is_timestamp(t):
+        return lambda v: v if isinstance(v, dt.datetime) else None
+    if pa.types.is_decimal(t):
+        return lambda v: Decimal(v) if isinstance(v, int | Decimal) else None  # type: ignore[arg-type]
+    if pa.types.is_list(t) and pa.types.is_string(t.value_type):
+        return lambda v: sorted(v) if isinstance(v, frozenset | set) else None
+    if pa.types.is_struct(t):
+        return lambda v: {"srid": v.srid, "wkb": v.wkb} if hasattr(v, "wkb") else None
+    return lambda v: v
+
+
+def to_lake(values: Sequence[object], t: pa.DataType) -> pa.Array:
+    """One column of values (``None``/``ABSENT`` -> null) as an Arrow array of type ``t``."""
+    conv = _converter(t)
+    return _arr([None if v is None or v is ABSENT else conv(v) for v in values], t)

@@ -1,0 +1,341 @@
+"""Decode one split into records: events, table maps and row changes, each with its transaction's GTID and time.
+
+This is the work of one Spark task, in plain Python (no Spark imported), so it is testable on its own and the data
+source and the ingest job share it.  Transactions are tracked as the servers write them: a GTID event (MySQL
+GTID_LOG_EVENT, MariaDB GTID_EVENT) or ``BEGIN`` opens one; XID, ``COMMIT``/``ROLLBACK``, XA_PREPARE, or the single
+statement after a GTID without ``BEGIN`` (DDL) closes it.  A change's ``ts`` is its transaction's commit time
+(the closing event's timestamp), so changes are buffered until their transaction closes.
+
+``seq`` orders every change across files and is unique::
+
+    seq = file_seq * 10**20 + event_pos * 10**10 + (offset_in_payload + row_index)
+
+``event_pos`` is the rows event's position (for an event inside a MySQL TRANSACTION_PAYLOAD: the payload's),
+``offset_in_payload`` the inner event's offset in the uncompressed payload (0 otherwise) and ``row_index`` the
+row's index in its event; a row image takes at least one byte, so ``offset + row_index`` stays below the next
+event's offset.  Positions are below 2**32 < 10**10; the value fits ``decimal(38,0)``.
+
+Example::
+
+    for rec in decode_split(split):
+        if isinstance(rec, Change):
+            print(rec.database, rec.table, rec.op, rec.after)
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from binlake.coltypes import Column
+from binlake.events.base import Event, EventType
+from binlake.events.table_map import TableMapEvent
+from binlake.reader import read_events
+from binlake.spark.plan import Split
+
+__all__ = [
+    "Change",
+    "EventRecord",
+    "TableMapRecord",
+    "Truncate",
+    "decode_split",
+    "map_id",
+    "render_value",
+]
+
+E = EventType
+_GTID = frozenset({E.GTID_LOG_EVENT, E.ANONYMOUS_GTID_LOG_EVENT, E.GTID_TAGGED_LOG_EVENT, E.GTID_EVENT})
+_QUERY = frozenset({E.QUERY_EVENT, E.QUERY_COMPRESSED_EVENT})
+_TRX_END = frozenset({E.XID_EVENT, E.XA_PREPARE_LOG_EVENT})
+SEQ_FILE = 10**20
+SEQ_POS = 10**10
+
+
+@dataclass(frozen=True, slots=True)
+class EventRecord:
+    """One event with its place in the transaction stream (``trx_pos``: position of the transaction's first event;
+    ``trx_seq``: index of this event in it; both ``None`` for events outside transactions)."""
+
+    event: Event
+    pos: int
+    payload_offset: int | None
+    gtid: str | None
+    trx_pos: int | None
+    trx_seq: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class TableMapRecord:
+    """A run of identical table maps in one split: the first and last position where it was in force."""
+
+    table_map: TableMapEvent
+    map_id: str
+    first_pos: int
+    last_pos: int
+    count: int
+
+
+@dataclass(slots=True)
+class Change:
+    """One row change: ``before``/``after`` are images in table-map column order (``None`` when not there)."""
+
+    table_map: TableMapEvent
+    op: str
+    before: tuple[object, ...] | None
+    after: tuple[object, ...] | None
+    pos: int
+    row: int
+    seq: int
+    gtid: str | None
+    ts: int = 0
+
+    @property
+    def database(self) -> str:
+        return self.table_map.schema
+
+    @property
+    def table(self) -> str:
+        return self.table_map.table
+
+
+@dataclass(slots=True)
+class Truncate:
+    """A statement that empties a table without row events (TRUNCATE, DROP, CREATE OR REPLACE), at ``seq``."""
+
+    database: str
+    table: str
+    seq: int
+    pos: int
+    gtid: str | None
+    statement: str
+    ts: int = 0
+
+
+Record = EventRecord | TableMapRecord | Change | Truncate
+
+
+def map_id(tm: TableMapEvent) -> str:
+    """A stable id of a table map's layout (schema, table, column types, metadata, nullability, optional fields)."""
+    h = hashlib.sha1(usedforsecurity=False)
+    for part in (tm.schema.encode("utf-8", "surrogateescape"), tm.table.encode("utf-8", "surrogateescape")):
+        h.update(len(part).to_bytes(4, "little") + part)
+    h.update(bytes(tm.column_types) + b"\0" + tm.metadata + b"\0" + tm.null_bitmap + b"\0")
+    for f in tm.optional:
+        h.update(f.type_code.to_bytes(1, "little") + len(f.raw).to_bytes(4, "little") + f.raw)
+    return h.hexdigest()[:16]
+
+
+def _gtid_text(ev: Event) -> str | None:
+    g = getattr(ev, "gtid", None)
+    return None if g is None else str(g)
+
+
+def decode_split(split: Split, *, changes: bool = True) -> Iterator[Record]:
+    """Every record of ``split`` in binlog order (:class:`EventRecord` per event, :class:`TableMapRecord` per run,
+    :class:`Change` per row change and :class:`Truncate` per emptying statement, the last two when their
+    transaction closes).  ``changes=False`` skips row decoding (for the events and table-map views)."""
+    f = split.file
+    base = f.seq * SEQ_FILE
+    gtid: str | None = None
+    trx_pos: int | None = None
+    trx_seq = 0
+    begun = False  # BEGIN seen: the transaction runs to XID/COMMIT
+    pending: list[Change | Truncate] = []
+    runs: dict[int, TableMapRecord] = {}  # table id -> current run
+    last_ts = 0
+    for ev in read_events(f.path, start=split.start if split.start > 4 else None, stop=split.stop):
+        h = ev.header
+        code = h.type_code
+        inner = h.in_payload is not None
+        pos = h.in_payload if h.in_payload is not None else h.pos
+        off = h.pos if inner else 0
+        closes = False
+        if code in _GTID:
+            gtid, trx_pos, trx_seq, begun = _gtid_text(ev), pos, 0, False
+        elif code in _QUERY:
+            q = str(getattr(ev, "query", "")).lstrip().upper()
+            if q.startswith(("BEGIN", "XA START", "START TRANSACTION")):
+                if trx_pos is None:
+                    gtid, trx_pos, trx_seq = None, pos, 0
+                begun = True
+            elif q.startswith(("COMMIT", "ROLLBACK")) or trx_pos is None or not begun:
+                if trx_pos is None:
+                    gtid, trx_pos, trx_seq = None, pos, 0
+                closes = True
+            if changes:
+                t = _truncates(ev, base + pos * SEQ_POS, pos, gtid)
+                pending.extend(t)
+        elif code in _TRX_END:
+            closes = True
+        yield EventRecord(ev, pos, off if inner else None, gtid, trx_pos, trx_seq if trx_pos is not None else None)
+        if trx_pos is not None:
+            trx_seq += 1
+        if isinstance(ev, TableMapEvent):
+            run = runs.get(ev.table_id)
+            mid = map_id(ev)
+            if run is not None and run.map_id == mid:
+                runs[ev.table_id] = TableMapRecord(run.table_map, mid, run.first_pos, pos, run.count + 1)
+            else:
+                if run is not None:
+                    yield run
+                runs[ev.table_id] = TableMapRecord(ev, mid, pos, pos, 1)
+        elif changes and hasattr(ev, "kind") and hasattr(ev, "iter_rows"):
+            pending.extend(_changes(ev, base + pos * SEQ_POS + off, pos, gtid))
+        if closes:
+            for c in pending:
+                c.ts = h.timestamp
+            yield from pending
+            pending = []
+            gtid, trx_pos, trx_seq, begun = None, None, 0, False
+        last_ts = h.timestamp
+    if pending:  # the split ends inside a transaction (a damaged or still-written file): keep what is there
+        for c in pending:
+            c.ts = last_ts
+        yield from pending
+    yield from runs.values()
+
+
+def _changes(ev: Any, seq0: int, pos: int, gtid: str | None) -> Iterator[Change]:
+    tm: TableMapEvent | None = ev.table_map
+    if tm is None:
+        list(ev.iter_rows())  # raises the decoder's error naming the missing table map
+        return
+    kind: str = ev.kind
+    for i, (before, after) in enumerate(ev.iter_rows(True)):
+        yield Change(tm, kind, before, after, pos, i, seq0 + i, gtid)
+
+
+def _ident(text: str) -> tuple[str | None, str, str]:
+    """``db.table`` / `` `db`.`table` `` at the start of ``text`` -> (db or None, table, rest)."""
+    parts: list[str] = []
+    s = text.lstrip()
+    while True:
+        if s.startswith("`"):
+            end = 1
+            buf = []
+            while end < len(s):
+                if s[end] == "`":
+                    if s[end + 1 : end + 2] == "`":
+                        buf.append("`")
+                        end += 2
+                        continue
+                    break
+                buf.append(s[end])
+                end += 1
+            parts.append("".join(buf))
+            s = s[end + 1 :]
+        else:
+            n = 0
+            while n < len(s) and (s[n].isalnum() or s[n] in "_$"):
+                n += 1
+            parts.append(s[:n])
+            s = s[n:]
+        if s.startswith(".") and len(parts) == 1:
+            s = s[1:]
+            continue
+        break
+    if len(parts) == 2:
+        return parts[0], parts[1], s
+    return None, parts[0], s
+
+
+def _truncates(ev: Any, seq: int, pos: int, gtid: str | None) -> list[Truncate]:
+    """Tables a statement empties without row events: TRUNCATE [TABLE] t, DROP TABLE [IF EXISTS] a, b,
+    CREATE OR REPLACE TABLE t (its current state starts again from nothing)."""
+    query = str(getattr(ev, "query", ""))
+    db = str(getattr(ev, "db", "") or "")
+    words = query.split(None, 4)
+    upper = [w.upper() for w in words]
+    if upper[:1] == ["TRUNCATE"]:
+        rest = query.split(None, 2 if upper[1:2] == ["TABLE"] else 1)[-1]
+        names = [rest]
+    elif upper[:2] == ["DROP", "TABLE"] or upper[:3] == ["DROP", "TEMPORARY", "TABLE"]:
+        rest = query.split(None, upper.index("TABLE") + 1)[-1]
+        if rest.upper().startswith("IF EXISTS"):
+            rest = rest[len("IF EXISTS") :]
+        names = []
+        while rest.strip():
+            d, t, rest = _ident(rest)
+            names.append(f"`{d}`.`{t}`" if d is not None else f"`{t}`")
+            rest = rest.lstrip()
+            if not rest.startswith(","):
+                break
+            rest = rest[1:]
+    elif upper[:4] == ["CREATE", "OR", "REPLACE", "TABLE"]:
+        names = [query.split(None, 4)[-1]]
+    else:
+        return []
+    out = []
+    for n in names:
+        d, t, _ = _ident(n)
+        if t:
+            out.append(Truncate(d if d is not None else db, t, seq, pos, gtid, query[:200]))
+    return out
+
+
+# -- rendering values as text (the `changes` view's before/after maps) ----------------------------------------
+
+
+def render_value(value: object) -> str:
+    """A value as text for the ``changes`` view's maps: numbers and ``Decimal`` as Python prints them, dates and
+    times ISO 8601 (TIMESTAMP with ``+00:00``), TIME as ``[-]H:MM:SS[.ffffff]``, bytes as ``0x`` + hex, SET members
+    comma-joined in sorted order, GEOMETRY as ``SRID=n;0x<wkb>``, VECTOR as a JSON array, zero dates as MySQL
+    prints them (``0000-00-00``)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool | int | Decimal):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return "0x" + bytes(value).hex()
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat(sep=" ") if isinstance(value, dt.datetime) else value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return _render_time(value)
+    if isinstance(value, frozenset | set):
+        return ",".join(sorted(str(v) for v in value))
+    if isinstance(value, tuple):
+        return json.dumps(list(value))
+    srid = getattr(value, "srid", None)
+    if srid is not None:
+        return f"SRID={srid};0x{value.wkb.hex()}"  # type: ignore[attr-defined]
+    return str(value)
+
+
+def _render_time(value: dt.timedelta) -> str:
+    us = value // dt.timedelta(microseconds=1)
+    sign = "-" if us < 0 else ""
+    us = abs(us)
+    s, frac = divmod(us, 1_000_000)
+    text = f"{sign}{s // 3600:02d}:{s // 60 % 60:02d}:{s % 60:02d}"
+    return f"{text}.{frac:06d}" if frac else text
+
+
+def column_info(col: Column, name: str) -> dict[str, object]:
+    """The ``tablemaps`` view's description of one column."""
+    return {
+        "index": col.index,
+        "name": name,
+        "type": col.real_type,
+        "type_code": col.real_type_code,
+        "nullable": col.nullable,
+        "unsigned": col.unsigned,
+        "charset": col.charset,
+        "length": col.length,
+        "precision": col.precision,
+        "scale": col.scale,
+        "fsp": col.fsp,
+        "bits": col.bits,
+        "enum_values": list(col.enum_values) if col.enum_values is not None else None,
+        "set_values": list(col.set_values) if col.set_values is not None else None,
+        "geometry_type": col.geometry_type,
+        "vector_dimension": col.vector_dimension,
+        "pk_position": col.pk_position,
+        "visible": col.visible,
+    }

@@ -1,0 +1,117 @@
+"""Delta tables of the lake, written the way SPARK-NOTES measured works here: tasks write Parquet files, the driver
+commits them with the ``deltalake`` package, each commit carrying an application transaction ``(app_id, batch)``
+so a batch re-run after a crash commits to a table only if that table has not got the batch yet.
+
+Example::
+
+    files = [write_parquet(table, "lake/db.t/changes")]
+    commit_files("lake/db.t/changes", files, table.schema, batch=3)
+    assert txn_version("lake/db.t/changes") == 3
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from deltalake import DeltaTable, Field, Schema, write_deltalake
+from deltalake.transaction import AddAction, CommitProperties, Transaction, create_table_with_add_actions
+
+__all__ = ["APP_ID", "DataFile", "commit_files", "read_table", "table_schema", "txn_version", "write_parquet"]
+
+APP_ID = "binlake-ingest"
+
+
+@dataclass(frozen=True, slots=True)
+class DataFile:
+    """A Parquet file written by a task, not yet part of any table (``path`` relative to the table folder)."""
+
+    table: str
+    path: str
+    size: int
+    rows: int
+    mtime_ms: int
+    schema: bytes  # serialized Arrow schema of the file
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        return pa.ipc.read_schema(pa.py_buffer(self.schema))
+
+
+def write_parquet(table: pa.Table, table_dir: str, key: str) -> DataFile:
+    """Write ``table`` as a new uniquely named Parquet file in ``table_dir`` (a crashed attempt's files stay
+    unreferenced by the Delta log, so readers never see them)."""
+    os.makedirs(table_dir, exist_ok=True)
+    name = f"part-{uuid.uuid4().hex}.parquet"
+    path = os.path.join(table_dir, name)
+    pq.write_table(table, path, compression="zstd")
+    st = os.stat(path)
+    return DataFile(
+        key, name, st.st_size, table.num_rows, int(st.st_mtime * 1000), table.schema.serialize().to_pybytes()
+    )
+
+
+def _commit(batch: int) -> CommitProperties:
+    return CommitProperties(app_transactions=[Transaction(APP_ID, batch)])
+
+
+def txn_version(uri: str) -> int:
+    """The last batch committed to the table at ``uri`` (-1 when the table does not exist or has none)."""
+    if not DeltaTable.is_deltatable(uri):
+        return -1
+    v = DeltaTable(uri).transaction_version(APP_ID)
+    return -1 if v is None else int(v)
+
+
+def table_schema(uri: str) -> pa.Schema | None:
+    """The Arrow schema of the Delta table at ``uri``, or ``None`` when there is none."""
+    if not DeltaTable.is_deltatable(uri):
+        return None
+    return pa.schema(DeltaTable(uri).schema().to_arrow())
+
+
+def _evolve(dt: DeltaTable, schema: pa.Schema) -> None:
+    """Add the columns of ``schema`` the table lacks (ALTER TABLE ADD COLUMN upstream): a schema merge."""
+    have = set(pa.schema(dt.schema().to_arrow()).names)
+    new = [Field.from_arrow(f) for f in schema if f.name not in have]
+    if new:
+        dt.alter.add_columns(new)
+
+
+def commit_files(uri: str, files: list[DataFile], schema: pa.Schema, batch: int) -> bool:
+    """Append ``files`` to the table at ``uri`` as batch ``batch`` (creating it, adding new columns); a table that
+    already has the batch is left alone (returns ``False``)."""
+    if txn_version(uri) >= batch:
+        return False
+    actions = [AddAction(f.path, f.size, {}, f.mtime_ms, True, json.dumps({"numRecords": f.rows})) for f in files]
+    if not DeltaTable.is_deltatable(uri):
+        create_table_with_add_actions(
+            uri, Schema.from_arrow(schema), actions, mode="error", commit_properties=_commit(batch)
+        )
+        return True
+    dt = DeltaTable(uri)
+    _evolve(dt, schema)
+    dt = DeltaTable(uri)
+    dt.create_write_transaction(
+        actions, mode="append", schema=pa.schema(dt.schema().to_arrow()), commit_properties=_commit(batch)
+    )
+    return True
+
+
+def overwrite(uri: str, table: pa.Table, batch: int) -> bool:
+    """Replace the content of the table at ``uri`` with ``table`` as batch ``batch`` (one atomic commit)."""
+    if txn_version(uri) >= batch:
+        return False
+    write_deltalake(uri, table, mode="overwrite", schema_mode="overwrite", commit_properties=_commit(batch))
+    return True
+
+
+def read_table(uri: str) -> pa.Table | None:
+    """The current content of a Delta table (through its log: never the folder's files), or ``None``."""
+    if not DeltaTable.is_deltatable(uri):
+        return None
+    return DeltaTable(uri).to_pyarrow_table()

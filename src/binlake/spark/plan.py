@@ -1,0 +1,151 @@
+"""Which binlog files a path names, their order, and how to cut them into partitions at transaction boundaries.
+
+Runs on the driver and reads only event headers (:func:`binlake.reader.walk_headers`, memory-mapped), so planning
+a large file costs a fraction of decoding it.  A split starts where a transaction starts (a GTID event, or just
+after an XID), never inside one, so a task decodes it with nothing but the file's format description
+(``read_events(path, start=..., stop=...)`` decodes the FDE at position 4 first).
+
+Example::
+
+    files = list_binlogs("binlogs/")              # a file, a folder or a glob
+    for split in plan_splits(files, split_bytes=64 << 20):
+        print(split.name, split.start, split.stop)
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from binlake.decoder import MAGIC
+from binlake.errors import BinlogError, TruncatedError
+from binlake.events.base import EventType
+from binlake.reader import walk_headers
+
+__all__ = ["DEFAULT_SPLIT_BYTES", "BinlogFile", "Split", "list_binlogs", "plan_splits"]
+
+DEFAULT_SPLIT_BYTES = 64 << 20
+# Events that open a transaction: MySQL GTID_LOG_EVENT/ANONYMOUS_GTID/GTID_TAGGED, MariaDB GTID_EVENT.
+_TRX_START = frozenset(
+    {
+        EventType.GTID_LOG_EVENT,
+        EventType.ANONYMOUS_GTID_LOG_EVENT,
+        EventType.GTID_TAGGED_LOG_EVENT,
+        EventType.GTID_EVENT,
+    }
+)
+# Events that close a file for good: nothing follows a ROTATE or a STOP in the same file.
+_FILE_END = frozenset({EventType.ROTATE_EVENT, EventType.STOP_EVENT})
+_EXT = re.compile(r"\.(\d+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class BinlogFile:
+    """One binlog file: its path, its name (stored in every table) and its sequence number (orders files)."""
+
+    path: str
+    name: str
+    seq: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    """A byte range ``[start, stop)`` of one file decoded by one task; ``stop`` ``None`` means to the end."""
+
+    file: BinlogFile
+    start: int
+    stop: int | None
+    index: int = 0
+
+
+def _is_binlog(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == MAGIC
+    except OSError:
+        return False
+
+
+def list_binlogs(path: str | os.PathLike[str]) -> list[BinlogFile]:
+    """The binlog files at ``path`` (a file, a folder, or a glob), ordered by sequence number.
+
+    A folder or glob keeps only files that start with the binlog magic (so ``binlog.index``, README files and the
+    like are skipped).  The sequence number is the numeric extension (``mysql-bin.000042`` -> 42) when every file
+    has one, otherwise the position in name order.
+    """
+    text = os.fspath(path)
+    if os.path.isdir(text):
+        names = [str(p) for p in Path(text).iterdir() if p.is_file() and _is_binlog(str(p))]
+    elif os.path.isfile(text):
+        names = [text]
+    else:
+        names = [p for p in glob.glob(text) if os.path.isfile(p) and _is_binlog(p)]
+    names = sorted({os.path.abspath(n) for n in names})
+    exts = [_EXT.search(os.path.basename(n)) for n in names]
+    if names and all(m is not None for m in exts):
+        seqs = [int(m.group(1)) for m in exts if m is not None]
+    else:
+        seqs = list(range(1, len(names) + 1))
+    files = [BinlogFile(n, os.path.basename(n), s, os.path.getsize(n)) for n, s in zip(names, seqs, strict=True)]
+    return sorted(files, key=lambda f: (f.seq, f.name))
+
+
+def _boundaries(path: str, start: int) -> tuple[list[int], int, bool]:
+    """Transaction starts at or after ``start``, the end of the last whole event, and whether the file is closed."""
+    cuts: list[int] = []
+    end = start
+    closed = False
+    try:
+        for h in walk_headers(path, start):
+            if h.type_code in _TRX_START:
+                cuts.append(h.pos)
+            end = h.pos + h.size
+            if h.type_code == EventType.XID_EVENT:
+                cuts.append(end)
+            closed = h.type_code in _FILE_END
+    except TruncatedError:
+        pass  # a file still being written ends in a partial event: plan up to the last whole one
+    return cuts, end, closed
+
+
+def plan_file(
+    file: BinlogFile, start: int = 4, *, split_bytes: int = DEFAULT_SPLIT_BYTES, whole_tail: bool = True
+) -> list[Split]:
+    """Cut ``file`` from ``start`` into splits of about ``split_bytes`` at transaction boundaries.
+
+    ``whole_tail=False`` (incremental ingest) stops a file that is not closed by ROTATE/STOP at its last
+    transaction boundary, so a transaction the server is still writing is left for the next run.
+    """
+    if file.size - start <= split_bytes and whole_tail:
+        return [Split(file, start, None)] if file.size > start else []
+    try:
+        cuts, end, closed = _boundaries(file.path, start)
+    except BinlogError:
+        return [Split(file, start, None)]  # encrypted or damaged: one task decodes (and reports) it all
+    stop = end if (closed or whole_tail) else (cuts[-1] if cuts else start)
+    points = [start]
+    for c in cuts:
+        if c - points[-1] >= split_bytes and c < stop:
+            points.append(c)
+    points.append(stop)
+    return [Split(file, a, b) for a, b in zip(points, points[1:], strict=False) if b > a]
+
+
+def plan_splits(
+    files: Iterable[BinlogFile],
+    *,
+    split_bytes: int = DEFAULT_SPLIT_BYTES,
+    resume: Mapping[str, int] | None = None,
+    whole_tail: bool = True,
+) -> list[Split]:
+    """Splits of every file in order, numbered; ``resume`` maps a file name to the position to start from."""
+    out: list[Split] = []
+    for f in files:
+        start = max(4, (resume or {}).get(f.name, 4))
+        out.extend(plan_file(f, start, split_bytes=split_bytes, whole_tail=whole_tail))
+    return [Split(s.file, s.start, s.stop, i) for i, s in enumerate(out)]

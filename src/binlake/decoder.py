@@ -32,7 +32,13 @@ from binlake.errors import (
 )
 from binlake.events.base import HEADER, HEADER_V1, Event, EventHeader, EventType, RawEvent, registry
 from binlake.events.context import DecodeContext, DecodeOptions
-from binlake.events.format import FormatDescriptionEvent, StartV3Event, checksum_aware
+from binlake.events.format import (
+    PROTOTYPE_UNDECODED,
+    FormatDescriptionEvent,
+    PrototypeEvent,
+    StartV3Event,
+    checksum_aware,
+)
 from binlake.wire import crc32
 
 __all__ = ["MAGIC", "Decoder", "Decryptor", "computed_checksum", "decode_event"]
@@ -91,6 +97,10 @@ def _decode(raw: bytes, pos: int, ctx: DecodeContext, checksummed: bool, in_payl
         log_pos, flags = 0, 0
     else:
         ts, code, server_id, size, log_pos, flags = HEADER.unpack_from(raw)
+    stored_code = code
+    perm = ctx.fde.type_permutation if ctx.fde is not None else None
+    if perm is not None and code < len(perm):  # a WL#2325 prototype log (binlake.events.format)
+        code = perm[code]
     if code == EventType.FORMAT_DESCRIPTION_EVENT:
         version = raw[hlen + 2 : hlen + 52].split(b"\0", 1)[0].decode("ascii", "replace")
         # A checksum-aware server's FDE always carries a CRC, unless its algorithm byte is UNDEF (255).
@@ -110,6 +120,8 @@ def _decode(raw: bytes, pos: int, ctx: DecodeContext, checksummed: bool, in_payl
                 )
     header = EventHeader(ts, code, server_id, size, log_pos, flags, pos, checksum, in_payload)
     body = raw[hlen : len(raw) - csum_len]
+    if perm is not None and code in PROTOTYPE_UNDECODED:
+        return PrototypeEvent(header, bytes(body), stored_code)
     fn = registry().get(code)
     if fn is None:
         if ctx.options.unknown_events == "error" and not flags & _LOG_EVENT_IGNORABLE_F:

@@ -13,6 +13,15 @@ Layout (``Format_description_event`` in ``libs/mysql/binlog/event/control_events
 
 START_EVENT_V3 has the first three fields only; binlogs of 3.23 (v1, 13-byte headers) and 4.0 (v3) begin with it.
 
+Prototype logs: the MySQL 5.1 development trees of WL#1012/WL#2325 (server versions ``5.1.x-a_drop5p*``,
+``5.1.2-a_drop6p*``, ``5.2.x-a_drop6p*``) numbered types 16..22 differently.  Like MySQL 5.1's
+``Format_description_log_event`` (its ``event_type_permutation``), :func:`decode_fde` recognises their format
+description and sets :attr:`FormatDescriptionEvent.type_permutation`, with the post-header lengths already put in
+modern order; the decoder then reads every later type code through the permutation (see
+:func:`prototype_permutation`).  Their statement events (QUERY, XID, the LOAD DATA pair, ...) have the released
+layouts and decode as usual; their TABLE_MAP (no metadata block) and pre-GA rows events do not, and decode to
+:class:`PrototypeEvent`, a raw event that says so.
+
 Example::
 
     >>> server_version_tuple("10.11.19-MariaDB-0+deb12u1-log")
@@ -24,15 +33,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from binlake.events.base import Event, EventHeader, EventType, register
+from binlake.events.base import Event, EventHeader, EventType, RawEvent, register
 from binlake.events.context import DecodeContext
 
 __all__ = [
     "CHECKSUM_ALGS",
     "DEFAULT_POST_HEADER_LENGTHS",
+    "PROTOTYPE_UNDECODED",
     "FormatDescriptionEvent",
+    "PrototypeEvent",
     "StartV3Event",
     "checksum_aware",
+    "prototype_permutation",
     "server_version_tuple",
     "synthetic_fde",
 ]
@@ -107,6 +119,65 @@ _OLD_POST_HEADERS = {
 }
 
 
+# event_type_permutation of MySQL 5.1's Format_description_log_event: prototype type code -> released type code
+_PROTOTYPE_PERMUTATION = (
+    *range(16),
+    EventType.TABLE_MAP_EVENT,
+    EventType.PRE_GA_WRITE_ROWS_EVENT,
+    EventType.PRE_GA_UPDATE_ROWS_EVENT,
+    EventType.PRE_GA_DELETE_ROWS_EVENT,
+    EventType.XID_EVENT,
+    EventType.BEGIN_LOAD_QUERY_EVENT,
+    EventType.EXECUTE_LOAD_QUERY_EVENT,
+)
+
+
+# released type codes whose prototype layout differs from every released server's: kept raw
+PROTOTYPE_UNDECODED = frozenset(
+    {
+        EventType.TABLE_MAP_EVENT,
+        EventType.PRE_GA_WRITE_ROWS_EVENT,
+        EventType.PRE_GA_UPDATE_ROWS_EVENT,
+        EventType.PRE_GA_DELETE_ROWS_EVENT,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PrototypeEvent(RawEvent):
+    """A TABLE_MAP or rows event of a WL#2325 prototype log: kept as bytes, with the type code as stored."""
+
+    stored_type_code: int
+
+    def summary(self) -> str:
+        return (
+            f"{self.type} of a WL#2325 prototype server (stored as type {self.stored_type_code}): "
+            f"{len(self.body)} bytes not decoded"
+        )
+
+
+def prototype_permutation(version: str, n_types: int) -> tuple[int, ...] | None:
+    """The type-code permutation of a WL#1012/WL#2325 prototype server, ``None`` for every other server.
+
+    The test is MySQL 5.1's (``Format_description_log_event::Format_description_log_event``): ``5.1.[1-9]-a_drop5*``,
+    ``5.1.2-a_drop6*`` or ``5.2.[12]-a_drop6*``, with exactly 22 post-header lengths.
+
+    >>> prototype_permutation("5.2.2-a_drop6p13-debug-log", 22)[16:]
+    (19, 20, 21, 22, 16, 17, 18)
+    """
+    v = version
+    if n_types != 22 or len(v) < 13 or not (v[0] == "5" and v[1] == "." and v[3] == "." and v[5:12] == "-a_drop"):
+        return None
+    minor, patch, drop = v[2], v[4], v[12]
+    if (
+        (minor == "1" and "1" <= patch <= "9" and drop == "5")
+        or (minor == "1" and patch == "2" and drop == "6")
+        or (minor == "2" and patch in "12" and drop == "6")
+    ):
+        return tuple(int(code) for code in _PROTOTYPE_PERMUTATION)
+    return None
+
+
 def server_version_tuple(version: str) -> tuple[int, int, int]:
     """The leading ``X.Y.Z`` of a server version string, ``(0, 0, 0)`` when there is none."""
     m = re.match(r"(\d+)\.(\d+)\.(\d+)", version)
@@ -129,6 +200,9 @@ class FormatDescriptionEvent(Event):
     header_length: int
     post_header_lengths: tuple[int, ...]
     checksum_alg: int | None
+    # prototype (WL#2325) logs only: stored type code -> released type code; post_header_lengths are then already
+    # in released order
+    type_permutation: tuple[int, ...] | None = None
 
     @property
     def checksum_alg_name(self) -> str | None:
@@ -197,7 +271,14 @@ def decode_fde(header: EventHeader, body: bytes, ctx: DecodeContext) -> FormatDe
     alg: int | None = None
     if checksum_aware(version) and rest:
         alg, rest = rest[-1], rest[:-1]
-    return FormatDescriptionEvent(header, binlog_version, version, created, header_len, tuple(rest), alg)
+    lengths = tuple(rest)
+    perm = prototype_permutation(version, len(lengths))
+    if perm is not None:
+        permuted = list(lengths)
+        for stored in range(1, len(lengths) + 1):
+            permuted[perm[stored] - 1] = lengths[stored - 1]
+        lengths = tuple(permuted)
+    return FormatDescriptionEvent(header, binlog_version, version, created, header_len, lengths, alg, perm)
 
 
 @register(EventType.START_EVENT_V3)

@@ -39,6 +39,7 @@ from binlake.events.format import (
     StartV3Event,
     checksum_aware,
 )
+from binlake.events.mariadb import StartEncryptionEvent
 from binlake.wire import crc32
 
 __all__ = ["MAGIC", "Decoder", "Decryptor", "computed_checksum", "decode_event"]
@@ -47,8 +48,9 @@ MAGIC = b"\xfebin"
 _LOG_EVENT_IGNORABLE_F = 0x80
 _FOREIGN = (IndexError, KeyError, ValueError, OverflowError, UnicodeDecodeError, TypeError, ArithmeticError)
 
-# (event bytes as stored, event position) -> event bytes as written before encryption
-Decryptor = Callable[[bytes, int], bytes]
+# (event bytes as stored, event position, the START_ENCRYPTION event in force) -> event bytes before encryption;
+# binlake.crypto.mariadb_decryptor makes one from a key file
+Decryptor = Callable[[bytes, int, StartEncryptionEvent], bytes]
 
 
 def _remember_table_map(ctx: DecodeContext, ev: Event) -> None:
@@ -157,6 +159,7 @@ class Decoder:
         self._inner: deque[Event] = deque()
         self._payload: Event | None = None  # a TRANSACTION_PAYLOAD whose inner events are still to come
         self.decryptor = decryptor
+        self._encryption: StartEncryptionEvent | None = None  # its nonce and key version decrypt later events
 
     @property
     def position(self) -> int:
@@ -202,8 +205,8 @@ class Decoder:
         avail = len(self._buf) - self._off
         if self._need_magic or avail < 13:
             return None
-        if self.ctx.encrypted:  # MariaDB swaps the length into the first 4 bytes of encrypted events
-            return int.from_bytes(self._buf[self._off : self._off + 4], "little")
+        # Encrypted MariaDB events keep the size in clear at the same offset: Log_event_writer::write_header moves
+        # the timestamp there before encrypting, maybe_write_event_len moves those 4 encrypted bytes to the front.
         return int.from_bytes(self._buf[self._off + 9 : self._off + 13], "little")
 
     def events(self) -> Iterator[Event]:
@@ -237,12 +240,14 @@ class Decoder:
                 return
             raw = bytes(self._buf[self._off : self._off + size])
             if self.ctx.encrypted:
-                if self.decryptor is None:
+                if self.decryptor is None or self._encryption is None:
                     raise EncryptedError(
-                        "the binlog is encrypted from here on (MariaDB encrypt_binlog); give the server's key file",
+                        "the binlog is encrypted from here on (MariaDB encrypt_binlog); give the server's key file"
+                        if self.decryptor is None
+                        else "encrypted event, but the START_ENCRYPTION event before it was not decoded",
                         pos=pos,
                     )
-                raw = self.decryptor(raw, pos)
+                raw = self.decryptor(raw, pos, self._encryption)
             ev = decode_event(raw, pos, self.ctx)
             self._off += size
             self._pos += size
@@ -266,8 +271,10 @@ class Decoder:
             ctx.fde = ev.as_format_description()
         elif ev.header.type_code == EventType.TABLE_MAP_EVENT:
             _remember_table_map(ctx, ev)
-        elif ev.header.type_code == EventType.START_ENCRYPTION_EVENT:
+        elif isinstance(ev, StartEncryptionEvent) and not ev.header.flags & _LOG_EVENT_IGNORABLE_F:
+            # a dump thread sends the decrypted log with this event flagged ignorable (sql_repl.cc, fix_checksum)
             ctx.encrypted = True
+            self._encryption = ev
         elif ev.header.type_code == EventType.TRANSACTION_PAYLOAD_EVENT:
             self._payload = ev
 

@@ -131,7 +131,7 @@ def walk_headers(path: str | os.PathLike[str], start: int = 4, stop: int | None 
     """Yield the header of every event from ``start`` on, reading nothing else (memory-mapped; fast).
 
     Raises :class:`~binlake.errors.TruncatedError` naming the file at a partial event.  Encrypted parts of MariaDB
-    logs cannot be walked this way (their sizes are in the first 4 bytes): callers decode those instead.
+    logs walk too (the size stays in clear), but their type codes and timestamps are ciphertext.
     """
     name = os.fspath(path)
     with open(name, "rb") as f:

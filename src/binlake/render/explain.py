@@ -290,7 +290,7 @@ def _header_meaning(name: str, value: int, h: EventHeader) -> str:
     if name == "type_code":
         return f"{h.type} ({value}, 0x{value:02x})"
     if name == "event_size":
-        return f"{value} bytes"
+        return _n_bytes(value)
     if name == "log_pos":
         if value == 0:
             return "0: not recorded (relay log, v1 binlog, or an event inside a transaction payload)"
@@ -362,13 +362,17 @@ def _generic(f: TraceField) -> str:
         text = _text(v)
         if not v:
             return "(empty)"
-        return f'"{text}"' if text is not None else f"{len(v)} byte" + "s" * (len(v) != 1)
+        return f'"{text}"' if text is not None else _n_bytes(len(v))
     if isinstance(v, int) and not isinstance(v, bool):
         if "flag" in name:
             return f"0x{v:0{max(2, f.size * 2)}x}"
         if ("time" in name or name == "created") and f.size == 4 and v:
             return _when(v)
     return str(v)
+
+
+def _n_bytes(n: int) -> str:
+    return f"{n} byte" if n == 1 else f"{n} bytes"
 
 
 def _when(ts: int) -> str:
@@ -494,7 +498,7 @@ def _table_map(f: TraceField, ev: Event, ctx: DecodeContext) -> list[Row]:
     elif name == "table_id":
         meaning = f"{v}: the row events that follow name the table by this id"
     elif name.endswith("length") and isinstance(v, int):
-        meaning = f"{v} bytes"
+        meaning = _n_bytes(v)
     elif name in ("schema name", "table name") and isinstance(v, bytes):
         meaning = "`" + v.decode("utf-8", "surrogateescape") + "`"
     elif name == "column count":
@@ -606,7 +610,7 @@ def render_text(ex: Explanation, width: int = 120) -> str:
             continue
         inner = sum(widths) + 3 * (len(widths) - 1)
         lines.append(_border("├", "┴", "┤", widths))
-        title = f"{_TITLES[section]} ({sizes[section]} byte{'s' * (sizes[section] != 1)})"
+        title = f"{_TITLES[section]} ({_n_bytes(sizes[section])})"
         lines.append(f"│ {title:<{inner}} │")
         lines.append(_border("├", "┬", "┤", widths))
         for i, r in enumerate(rows):

@@ -24,6 +24,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import struct
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -32,15 +33,28 @@ from typing import BinaryIO
 
 from binlake.coltypes import Column, ColumnType
 from binlake.errors import BinlogError
-from binlake.events.base import Event, EventType, RawEvent
+from binlake.events.base import Event, EventType
 from binlake.events.context import DecodeOptions
+from binlake.events.control import (
+    IncidentEvent,
+    IntvarEvent,
+    RandEvent,
+    RotateEvent,
+    StopEvent,
+    UserVarEvent,
+    XaPrepareEvent,
+    XidEvent,
+)
 from binlake.events.format import FormatDescriptionEvent
-from binlake.events.mariadb import AnnotateRowsEvent
+from binlake.events.gtid import BinlogCheckpointEvent, GtidListEvent, MariaGtidEvent
+from binlake.events.load import ExecuteLoadQueryEvent, FileBlockEvent, FileIdEvent
+from binlake.events.mariadb import AnnotateRowsEvent, StartEncryptionEvent
+from binlake.events.query import QueryEvent
 from binlake.events.rows import ABSENT, RowsEvent
 from binlake.events.table_map import OptionalMetadataType, TableMapEvent
 from binlake.reader import read_events
 from binlake.render.flashback import invert
-from binlake.values import collations
+from binlake.values import collations, reader_for
 from binlake.wire import bits_msb_first
 
 __all__ = [
@@ -416,6 +430,51 @@ _SQL: dict[str, tuple[str, str, str | None]] = {
 }
 
 
+# Query/GTID flags the printer reads (MariaDB sql/log_event.h, sql/sql_priv.h)
+_THREAD_SPECIFIC_F = 0x4
+_SUPPRESS_USE_F = 0x8
+_SKIP_REPLICATION_F = 0x400
+_FL_STANDALONE, _FL_GROUP_COMMIT_ID, _FL_TRANSACTIONAL, _FL_ALLOW_PARALLEL = 0x01, 0x02, 0x04, 0x08
+_FL_WAITED, _FL_DDL, _FL_PREPARED_XA, _FL_COMPLETED_XA = 0x10, 0x20, 0x40, 0x80
+_FL_START_ALTER, _FL_COMMIT_ALTER, _FL_ROLLBACK_ALTER = 0x02, 0x04, 0x08
+# (Q_FLAGS2 bit, printed inverted, session variable) in print_query_header's order
+_FLAGS2_PRINTED = (
+    (1 << 26, True, "foreign_key_checks"),
+    (1 << 14, False, "sql_auto_is_null"),
+    (1 << 27, True, "unique_checks"),
+    (1 << 19, True, "autocommit"),
+    (1 << 29, True, "check_constraint_checks"),
+    (1 << 30, False, "sql_if_exists"),
+    (1 << 24, False, "explicit_defaults_for_timestamp"),
+    (1 << 31, False, "system_versioning_insert_history"),
+)
+_MARIADB_OPTIONS = frozenset({1 << 30, 1 << 24, 1 << 31})  # logged only by MariaDB (options_written_to_bin_log)
+_LOAD_DIR = "/tmp"  # where mariadb-binlog would write LOAD DATA files (its --local-load default, the tmpdir)
+_LOAD_DUP_REPLACE = 2
+
+
+def _is_trans_keyword(query: bytes, is_xa: bool) -> bool:
+    """``Query_log_event::is_trans_keyword``: statements that never change the current database."""
+    if is_xa:
+        return query[:3].upper() == b"XA "
+    return (
+        query == b"BEGIN"[: len(query)]
+        or query == b"COMMIT"[: len(query)]
+        or query[:9].upper() == b"SAVEPOINT"
+        or query[:8].upper() == b"ROLLBACK"
+    )
+
+
+def _xid_text(format_id: int, gtrid: bytes, bqual: bytes) -> str:
+    """``XID::serialize``: ``X'7866',X'626e31',1``."""
+    return f"X'{gtrid.hex()}',X'{bqual.hex()}',{format_id}"
+
+
+def _c_g(value: float, precision: int) -> str:
+    """C's ``%.{precision}g``."""
+    return f"{value:.{precision}g}"
+
+
 @dataclass(slots=True)
 class _Session:
     """``PRINT_EVENT_INFO``: what was printed last, so that SET statements repeat only on change."""
@@ -424,7 +483,7 @@ class _Session:
     flags2: int | None = None
     sql_mode: int | None = None
     auto_increment: tuple[int, int] = (0, 0)
-    charset: bytes | None = None
+    charset: tuple[int, ...] | None = None
     time_zone: str = ""
     lc_time_names: int = -1
     charset_database: int = -1
@@ -460,6 +519,7 @@ class TextPrinter:
     _started: bool = False  # --start-datetime reached
     _ts_cache: tuple[int, str] = (-1, "")
     _checksum_on: bool = True
+    _options_mask: int = 0xFFFFFFFF  # options_written_to_bin_log of the format description in force
 
     def begin(self) -> None:
         """The lines every dump starts with (``main`` in mysqlbinlog.cc)."""
@@ -476,7 +536,7 @@ class TextPrinter:
             self._emit("".join(reversed(self._undo)))
             self._emit(f"COMMIT\n{DELIM}\n")
             self._emit(self._stop)
-            self._emit("DELIMITER ;\n")
+        self._emit("DELIMITER ;\n")
         self._emit(
             "# End of log file\nROLLBACK /* added by mysqlbinlog */;\n"
             "/*!50003 SET COMPLETION_TYPE=@OLD_COMPLETION_TYPE*/;\n"
@@ -525,6 +585,7 @@ class TextPrinter:
         opts = self.options
         if isinstance(ev, FormatDescriptionEvent):
             self._checksum_on = ev.checksum_alg == 1
+            self._options_mask = 0xFFFFFFFF if ev.is_mariadb else ~sum(_MARIADB_OPTIONS) & 0xFFFFFFFF
         elif not self._started:
             if opts.start_datetime is not None and h.timestamp < opts.start_datetime:
                 return True
@@ -548,7 +609,7 @@ class TextPrinter:
         assert isinstance(ev, FormatDescriptionEvent)
         if self.options.start_position is not None and self.options.start_position > 4 and ev.header.pos == 4:
             return  # read only for its format (check_header): --base64-output=DECODE-ROWS does not print it
-        t = time.localtime(ev.create_timestamp or ev.header.timestamp)
+        t = time.localtime(ev.header.timestamp)
         created = f"{t.tm_year % 100:02d}{t.tm_mon:02d}{t.tm_mday:02d} {t.tm_hour:2d}:{t.tm_min:02d}:{t.tm_sec:02d}"
         text = (
             f"{self._header(ev)}\tStart: binlog v {ev.binlog_version}, server v {ev.server_version} created {created}"
@@ -675,6 +736,250 @@ class TextPrinter:
                     tail.append(clause2)
                     _image_lines(printers, second, tail)  # type: ignore[arg-type]
 
+    # -- statements (Query_log_event::print_query_header / print) -----------------------------------------------
+
+    def _query(self, ev: Event) -> None:
+        assert isinstance(ev, QueryEvent)
+        state = self.session
+        is_xa = bool(state.gtid_flags2 & (_FL_PREPARED_XA | _FL_COMPLETED_XA))
+        trans = _is_trans_keyword(ev.query_raw, is_xa)
+        if not trans and self.options.database is not None and ev.db != self.options.database:
+            return
+        suppress_use = trans or bool(ev.header.flags & _SUPPRESS_USE_F)
+        self._skip_replication(ev)
+        load = isinstance(ev, ExecuteLoadQueryEvent)
+        name = (
+            "Execute_load_query"
+            if load
+            else ("Query_compressed" if ev.header.type_code == E.QUERY_COMPRESSED_EVENT else "Query")
+        )
+        xid = ev.status("XID")
+        out = [
+            f"{self._header(ev)}\t{name}\tthread_id={ev.thread_id}\texec_time={ev.exec_time}\t"
+            f"error_code={ev.error_code}\txid={xid if isinstance(xid, int) else 0}\n"
+        ]
+        if suppress_use:
+            if not _is_trans_keyword(ev.query_raw, is_xa):
+                state.db = ""
+        elif ev.db is not None:
+            different = state.db != ev.db
+            state.db = ev.db
+            if ev.db and different:
+                out.append(f"use {backtick(ev.db)}{DELIM}\n")
+        micro = ev.status("HRNOW")
+        frac = f".{micro:06d}" if isinstance(micro, int) and 0 < micro <= 999999 else ""
+        out.append(f"SET TIMESTAMP={ev.header.timestamp}{frac}{DELIM}\n")
+        if state.thread_id is None or (ev.header.flags & _THREAD_SPECIFIC_F and ev.thread_id != state.thread_id):
+            out.append(f"SET @@session.pseudo_thread_id={ev.thread_id}{DELIM}\n")
+            state.thread_id = ev.thread_id
+        flags2 = ev.status("FLAGS2")
+        if isinstance(flags2, int):
+            changed = 0xFFFFFFFF if state.flags2 is None else state.flags2 ^ flags2
+            if changed:
+                sets = []
+                for bit, inverted, var in _FLAGS2_PRINTED:
+                    if changed & bit & (self._options_mask if bit in _MARIADB_OPTIONS else bit):
+                        sets.append(f"@@session.{var}={int(bool(flags2 & bit) != inverted)}")
+                out.append(f"SET {', '.join(sets)}{DELIM}\n")
+                state.flags2 = flags2
+        sql_mode = ev.status("SQL_MODE")
+        if isinstance(sql_mode, int) and sql_mode != state.sql_mode:
+            out.append(f"SET @@session.sql_mode={sql_mode}{DELIM}\n")
+            state.sql_mode = sql_mode
+        auto = ev.status("AUTO_INCREMENT")
+        auto_inc = auto if isinstance(auto, tuple) else (1, 1)
+        if auto_inc != state.auto_increment:
+            out.append(
+                f"SET @@session.auto_increment_increment={auto_inc[0]}, "
+                f"@@session.auto_increment_offset={auto_inc[1]}{DELIM}\n"
+            )
+            state.auto_increment = auto_inc
+        charset = ev.status("CHARSET")
+        if isinstance(charset, tuple) and charset != state.charset:
+            cs = collations.charset_name(charset[0])
+            out.append(f"/*!\\C {cs} */{DELIM}\n" if cs is not None else "# Ignored (Unknown charset) ")
+            out.append(
+                f"SET @@session.character_set_client={cs or 'Unknown'},@@session.collation_connection={charset[1]},"
+                f"@@session.collation_server={charset[2]}{DELIM}\n"
+            )
+            state.charset = charset
+        tz = ev.status("TIME_ZONE")
+        if isinstance(tz, str) and tz and tz != state.time_zone:
+            out.append(f"SET @@session.time_zone='{tz}'{DELIM}\n")
+            state.time_zone = tz
+        lc = ev.status("LC_TIME_NAMES")
+        lc_time = lc if isinstance(lc, int) else 0
+        if lc_time != state.lc_time_names:
+            out.append(f"SET @@session.lc_time_names={lc_time}{DELIM}\n")
+            state.lc_time_names = lc_time
+        cdb = ev.status("CHARSET_DATABASE")
+        charset_db = cdb if isinstance(cdb, int) else 0
+        if charset_db != state.charset_database:
+            out.append(f"SET @@session.collation_database={charset_db or 'DEFAULT'}{DELIM}\n")
+            state.charset_database = charset_db
+        query = ev.query_raw.decode("utf-8", "surrogateescape")
+        gtid3 = ev.status("GTID_FLAGS3")
+        alter = isinstance(gtid3, tuple) and gtid3[0] & (_FL_START_ALTER | _FL_COMMIT_ALTER | _FL_ROLLBACK_ALTER)
+        if isinstance(ev, ExecuteLoadQueryEvent):
+            raw = ev.query_raw
+            local = f"{_LOAD_DIR}/SQL_LOAD_MB-{ev.file_id:x}-0"
+            out.append(
+                raw[: ev.fn_pos_start].decode("utf-8", "surrogateescape")
+                + " LOCAL INFILE "
+                + pretty_str(local)
+                + (" REPLACE" if ev.dup_handling == _LOAD_DUP_REPLACE else "")
+                + " INTO"
+                + raw[ev.fn_pos_end :].decode("utf-8", "surrogateescape")
+                + f"\n{DELIM}\n# file_id: {ev.file_id} \n"
+            )
+            self._emit("".join(out))  # Execute_load_query_log_event::print writes straight out, even under flashback
+            return
+        if self.options.flashback:
+            if ev.query_raw == b"BEGIN":
+                out.append(f"COMMIT\n{DELIM}\n")
+            elif ev.query_raw == b"COMMIT":
+                out.append(f"START TRANSACTION\n{DELIM}\n")
+        elif alter:
+            out.append(f"### {query}\n")
+        else:
+            out.append(f"{query}\n{DELIM}\n")
+        self._event_text("".join(out))
+
+    def _skip_replication(self, ev: Event) -> None:
+        """``print_skip_replication_statement``: only when LOG_EVENT_SKIP_REPLICATION_F changes."""
+        flag = int(bool(ev.header.flags & _SKIP_REPLICATION_F))
+        if flag != self.session.skip_replication:
+            self._emit(f"/*!50521 SET skip_replication={flag}*/{DELIM}\n")
+            self.session.skip_replication = flag
+
+    # -- transaction and control events --------------------------------------------------------------------------
+
+    def _gtid(self, ev: Event) -> None:
+        """``Gtid_log_event::print`` (MariaDB GTID)."""
+        assert isinstance(ev, MariaGtidEvent)
+        state = self.session
+        out = []
+        flashback = self.options.flashback
+        if not flashback:
+            words = [f"{self._header(ev)}\tGTID {ev.domain_id}-{ev.header.server_id}-{ev.seq_no}"]
+            if ev.flags & _FL_GROUP_COMMIT_ID:
+                words.append(f" cid={ev.commit_id}")
+            for bit, word in ((_FL_DDL, " ddl"), (_FL_TRANSACTIONAL, " trans"), (_FL_WAITED, " waited")):
+                if ev.flags & bit:
+                    words.append(word)
+            if ev.flags_extra & _FL_START_ALTER:
+                words.append(" START ALTER")
+            if ev.flags_extra & _FL_COMMIT_ALTER:
+                words.append(f" COMMIT ALTER id= {ev.sa_seq_no}")
+            if ev.flags_extra & _FL_ROLLBACK_ALTER:
+                words.append(f" ROLLBACK ALTER id= {ev.sa_seq_no}")
+            out.append("".join(words) + "\n")
+            parallel = bool(ev.flags & _FL_ALLOW_PARALLEL)
+            if state.allow_parallel is None or state.allow_parallel != parallel:
+                out.append(f"/*M!100101 SET @@session.skip_parallel_replication={int(not parallel)}*/{DELIM}\n")
+                state.allow_parallel = parallel
+            if state.domain_id != ev.domain_id:
+                out.append(f"/*M!100001 SET @@session.gtid_domain_id={ev.domain_id}*/{DELIM}\n")
+                state.domain_id = ev.domain_id
+            if state.server_id != ev.header.server_id:
+                out.append(f"/*M!100001 SET @@session.server_id={ev.header.server_id}*/{DELIM}\n")
+                state.server_id = ev.header.server_id
+            out.append(f"/*M!100001 SET @@session.gtid_seq_no={ev.seq_no}*/{DELIM}\n")
+        if ev.flags & _FL_PREPARED_XA and not flashback and ev.xid is not None:
+            out.append(f"XA START {_xid_text(*ev.xid)}{DELIM}\n")
+        elif not ev.flags & _FL_STANDALONE:
+            out.append(f"COMMIT\n{DELIM}\n" if flashback else f"START TRANSACTION\n{DELIM}\n")
+        state.gtid_flags2 = ev.flags
+        self._event_text("".join(out))
+
+    def _gtid_list(self, ev: Event) -> None:
+        assert isinstance(ev, GtidListEvent)
+        gtids = sorted(ev.gtids, key=lambda g: (g.domain_id, g.server_id, g.seq_no))
+        listed = ",\n# ".join(f"{g.domain_id}-{g.server_id}-{g.seq_no}" for g in gtids)
+        self._emit(f"{self._header(ev)}\tGtid list [{listed}]\n")
+
+    def _checkpoint(self, ev: Event) -> None:
+        assert isinstance(ev, BinlogCheckpointEvent)
+        name = ev.binlog_file_raw.decode("utf-8", "surrogateescape")
+        self._emit(f"{self._header(ev)}\tBinlog checkpoint {name}\n")
+
+    def _rotate(self, ev: Event) -> None:
+        assert isinstance(ev, RotateEvent)
+        name = ev.name_raw.decode("utf-8", "surrogateescape")
+        self._emit(f"{self._header(ev)}\tRotate to {name}  pos: {ev.position}\n")
+
+    def _xid(self, ev: Event) -> None:
+        assert isinstance(ev, XidEvent)
+        end = "START TRANSACTION" if self.options.flashback else "COMMIT"
+        self._event_text(f"{self._header(ev)}\tXid = {ev.xid}\n{end}{DELIM}\n")
+
+    def _xa_prepare(self, ev: Event) -> None:
+        assert isinstance(ev, XaPrepareEvent)
+        xid = _xid_text(ev.format_id, ev.gtrid, ev.bqual)
+        self._event_text(f"{self._header(ev)}\tXID = {xid}\nXA PREPARE {xid}\n{DELIM}\n")
+
+    def _intvar(self, ev: Event) -> None:
+        assert isinstance(ev, IntvarEvent)
+        name = {1: "LAST_INSERT_ID", 2: "INSERT_ID"}.get(ev.kind, "INVALID_INT")
+        self._emit(f"{self._header(ev)}\tIntvar\nSET {name}={ev.value}{DELIM}\n")
+
+    def _rand(self, ev: Event) -> None:
+        assert isinstance(ev, RandEvent)
+        self._emit(f"{self._header(ev)}\tRand\nSET @@RAND_SEED1={ev.seed1}, @@RAND_SEED2={ev.seed2}{DELIM}\n")
+
+    def _user_var(self, ev: Event) -> None:
+        """``User_var_log_event::print``: strings in hex with their charset, numbers as the server printed them."""
+        assert isinstance(ev, UserVarEvent)
+        name = ev.name_raw.decode("utf-8", "surrogateescape")
+        text = f"{self._header(ev)}\tUser_var\nSET @{backtick(name)}"
+        raw = ev.value_raw
+        if ev.is_null:
+            value = "NULL"
+        elif ev.value_type == 1:  # REAL_RESULT
+            value = _c_g(struct.unpack("<d", raw[:8])[0], 14)
+        elif ev.value_type == 2:  # INT_RESULT
+            n = int.from_bytes(raw[:8], "little", signed=not (ev.flags or 0) & 1)
+            value = str(n)
+        elif ev.value_type == 4:  # DECIMAL_RESULT: precision, scale, then the binary decimal
+            col = Column.build(0, T.NEWDECIMAL, raw[:2])
+            dec, _ = reader_for(col)(raw, 2)
+            value = _RENDER[T.NEWDECIMAL](col, dec)
+        else:  # STRING_RESULT
+            cs = collations.charset_name(ev.charset)
+            coll = collations.collation_name(ev.charset, mariadb=True)
+            value = "???" if cs is None or coll is None else f"_{cs} X'{raw.hex().upper()}' COLLATE `{coll}`"
+        self._emit(f"{text}:={value}{DELIM}\n")
+
+    def _stop_event(self, ev: Event) -> None:
+        assert isinstance(ev, StopEvent)
+        text = f"{self._header(ev)}\tStop\n"
+        if self.options.flashback:
+            self._stop = text
+        else:
+            self._emit(text)
+
+    def _start_encryption(self, ev: Event) -> None:
+        assert isinstance(ev, StartEncryptionEvent)
+        self._emit(
+            f"# Encryption scheme: {ev.crypto_scheme}, key_version: {ev.key_version}, nonce: {ev.nonce.hex()}\n"
+            "# The rest of the binlog is encrypted!\n"
+        )
+
+    def _file_block(self, ev: Event) -> None:
+        """``Append_block_log_event::print`` (BEGIN_LOAD_QUERY prints the same, under its own name)."""
+        assert isinstance(ev, FileBlockEvent)
+        name = "Begin_load_query" if ev.header.type_code == E.BEGIN_LOAD_QUERY_EVENT else "Append_block"
+        self._emit(f"{self._header(ev)}\n#{name}: file_id: {ev.file_id}  block_len: {len(ev.block)}\n")
+
+    def _delete_file(self, ev: Event) -> None:
+        assert isinstance(ev, FileIdEvent)
+        self._emit(f"{self._header(ev)}\n#Delete_file: file_id={ev.file_id}\n")
+
+    def _incident(self, ev: Event) -> None:
+        assert isinstance(ev, IncidentEvent)
+        message = ev.message_raw.decode("utf-8", "surrogateescape")
+        self._emit(f"{self._header(ev)}\n# Incident: {message}\nRELOAD DATABASE; # Shall generate syntax error\n")
+
     def _unknown(self, ev: Event) -> None:
         """``Unknown_log_event::print`` / ``Ignorable_log_event::print``."""
         if ev.header.flags & 0x80:
@@ -690,6 +995,24 @@ _HANDLERS: dict[int, Handler] = {
     E.FORMAT_DESCRIPTION_EVENT: TextPrinter._fde,
     E.TABLE_MAP_EVENT: TextPrinter._table_map,
     E.ANNOTATE_ROWS_EVENT: TextPrinter._annotate_rows,
+    E.QUERY_EVENT: TextPrinter._query,
+    E.QUERY_COMPRESSED_EVENT: TextPrinter._query,
+    E.EXECUTE_LOAD_QUERY_EVENT: TextPrinter._query,
+    E.GTID_EVENT: TextPrinter._gtid,
+    E.GTID_LIST_EVENT: TextPrinter._gtid_list,
+    E.BINLOG_CHECKPOINT_EVENT: TextPrinter._checkpoint,
+    E.ROTATE_EVENT: TextPrinter._rotate,
+    E.XID_EVENT: TextPrinter._xid,
+    E.XA_PREPARE_LOG_EVENT: TextPrinter._xa_prepare,
+    E.INTVAR_EVENT: TextPrinter._intvar,
+    E.RAND_EVENT: TextPrinter._rand,
+    E.USER_VAR_EVENT: TextPrinter._user_var,
+    E.STOP_EVENT: TextPrinter._stop_event,
+    E.START_ENCRYPTION_EVENT: TextPrinter._start_encryption,
+    E.BEGIN_LOAD_QUERY_EVENT: TextPrinter._file_block,
+    E.APPEND_BLOCK_EVENT: TextPrinter._file_block,
+    E.DELETE_FILE_EVENT: TextPrinter._delete_file,
+    E.INCIDENT_EVENT: TextPrinter._incident,
 }
 
 
@@ -707,25 +1030,21 @@ def dump(files: Iterable[str], options: DumpOptions, out: BinaryIO) -> int:
     printer.begin()
     files = list(files)
     decode = DecodeOptions(verify_checksum=options.verify_checksum)
-    status = 0
     for n, path in enumerate(files):
         start = options.start_position if n == 0 else None
         last = n == len(files) - 1
         try:
             for ev in read_events(path, options=decode, start=start):
-                if isinstance(ev, RawEvent) and ev.header.type_code == E.START_ENCRYPTION_EVENT:
-                    printer.feed(ev)
-                    continue
                 if not printer.feed(ev) and last:
                     break
         except BinlogError as e:
-            printer.flush()
+            printer.flush()  # like the tool: the text so far, no closing lines
+            out.flush()
             print(f"ERROR: {e}", file=sys.stderr)
-            status = 1
-            break
+            return 1
     printer.finish()
     out.flush()
-    return status
+    return 0
 
 
 def _datetime(text: str) -> int:

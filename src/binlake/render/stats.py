@@ -27,6 +27,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from binlake.decoder import Decryptor
 from binlake.errors import BinlogError
 from binlake.events.base import Event, EventType
 from binlake.events.context import DecodeOptions
@@ -166,13 +167,13 @@ def _iso(ts: int | None) -> str | None:
     return None if ts is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
 
 
-def collect(files: Iterable[str], verify_checksum: bool = True) -> BinlogStats:
+def collect(files: Iterable[str], verify_checksum: bool = True, decryptor: Decryptor | None = None) -> BinlogStats:
     """Decode ``files`` whole and gather their figures; raises :class:`BinlogError` on the first bad event."""
     stats = BinlogStats()
     options = DecodeOptions(verify_checksum=verify_checksum)
     for path in files:
         stats.files.append(path)
-        for ev in read_events(path, options=options):
+        for ev in read_events(path, options=options, decryptor=decryptor):
             stats.add(ev)
         stats.end_file()
     return stats
@@ -185,13 +186,19 @@ def add_stats_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--verify-checksum", action=argparse.BooleanOptionalAction, default=True, help="fail on a CRC32 mismatch"
     )
+    parser.add_argument("--key-file", help="MariaDB file_key_management key file, to read encrypted binlogs")
 
 
 def stats_main(args: argparse.Namespace) -> int:
     """Run ``binlake stats``: 0 when every file decodes whole, 1 (and the error on stderr) when one does not."""
     try:
-        stats = collect(args.files, args.verify_checksum)
-    except BinlogError as e:
+        decryptor = None
+        if args.key_file is not None:
+            from binlake.crypto import load_key_file, mariadb_decryptor
+
+            decryptor = mariadb_decryptor(load_key_file(args.key_file))
+        stats = collect(args.files, args.verify_checksum, decryptor)
+    except (BinlogError, OSError) as e:
         print(f"binlake stats: {e}", file=sys.stderr)
         return 1
     sys.stdout.write(json.dumps(stats.as_dict(), indent=2) + "\n" if args.json else stats.as_text())

@@ -402,6 +402,7 @@ class DumpOptions:
     flashback: bool = False
     table_metadata: bool = True
     verify_checksum: bool = True
+    key_file: str | None = None
 
 
 _ROWS_NAMES: dict[int, str] = {
@@ -434,6 +435,8 @@ _SQL: dict[str, tuple[str, str, str | None]] = {
 _THREAD_SPECIFIC_F = 0x4
 _SUPPRESS_USE_F = 0x8
 _SKIP_REPLICATION_F = 0x400
+_IGNORABLE_F = 0x80
+_TYPE_STR = {E.START_ENCRYPTION_EVENT: "Start_encryption"}  # Log_event::get_type_str where printed by name
 _FL_STANDALONE, _FL_GROUP_COMMIT_ID, _FL_TRANSACTIONAL, _FL_ALLOW_PARALLEL = 0x01, 0x02, 0x04, 0x08
 _FL_WAITED, _FL_DDL, _FL_PREPARED_XA, _FL_COMPLETED_XA = 0x10, 0x20, 0x40, 0x80
 _FL_START_ALTER, _FL_COMMIT_ALTER, _FL_ROLLBACK_ALTER = 0x02, 0x04, 0x08
@@ -960,6 +963,9 @@ class TextPrinter:
 
     def _start_encryption(self, ev: Event) -> None:
         assert isinstance(ev, StartEncryptionEvent)
+        if ev.header.flags & _IGNORABLE_F:  # as a server sends it to replicas, the log after it decrypted
+            self._unknown(ev)
+            return
         self._emit(
             f"# Encryption scheme: {ev.crypto_scheme}, key_version: {ev.key_version}, nonce: {ev.nonce.hex()}\n"
             "# The rest of the binlog is encrypted!\n"
@@ -982,10 +988,9 @@ class TextPrinter:
 
     def _unknown(self, ev: Event) -> None:
         """``Unknown_log_event::print`` / ``Ignorable_log_event::print``."""
-        if ev.header.flags & 0x80:
-            self._emit(
-                f"{self._header(ev)}\tIgnorable\n# Ignorable event type {ev.header.type_code} ({ev.header.type})\n"
-            )
+        if ev.header.flags & _IGNORABLE_F:
+            name = _TYPE_STR.get(ev.header.type_code, ev.header.type)
+            self._emit(f"{self._header(ev)}\tIgnorable\n# Ignorable event type {ev.header.type_code} ({name})\n")
         else:
             self._emit(f"{self._header(ev)}\n# Unknown event\n")
 
@@ -1026,6 +1031,15 @@ def dump(files: Iterable[str], options: DumpOptions, out: BinaryIO) -> int:
     def write(text: str) -> None:
         out.write(text.encode("utf-8", "surrogateescape"))
 
+    decryptor = None
+    if options.key_file is not None:
+        from binlake.crypto import load_key_file, mariadb_decryptor
+
+        try:
+            decryptor = mariadb_decryptor(load_key_file(options.key_file))
+        except (BinlogError, OSError) as e:
+            print(f"ERROR: {e}", file=sys.stderr)
+            return 1
     printer = TextPrinter(write, options)
     printer.begin()
     files = list(files)
@@ -1034,7 +1048,7 @@ def dump(files: Iterable[str], options: DumpOptions, out: BinaryIO) -> int:
         start = options.start_position if n == 0 else None
         last = n == len(files) - 1
         try:
-            for ev in read_events(path, options=decode, start=start):
+            for ev in read_events(path, options=decode, start=start, decryptor=decryptor):
                 if not printer.feed(ev) and last:
                     break
         except BinlogError as e:
@@ -1082,6 +1096,9 @@ def add_dump_arguments(parser: argparse.ArgumentParser) -> None:
         default=True,
         help="fail on a CRC32 mismatch (default on)",
     )
+    parser.add_argument(
+        "--key-file", help="MariaDB file_key_management key file, to read encrypted binlogs (encrypt_binlog=ON)"
+    )
 
 
 def dump_main(args: argparse.Namespace) -> int:
@@ -1096,6 +1113,7 @@ def dump_main(args: argparse.Namespace) -> int:
         flashback=args.flashback,
         table_metadata=args.table_metadata and not args.flashback,
         verify_checksum=args.verify_checksum,
+        key_file=args.key_file,
     )
     try:
         return dump(args.files, options, sys.stdout.buffer)

@@ -301,18 +301,19 @@ def decode_rows(header: EventHeader, body: bytes, ctx: DecodeContext) -> RowsEve
     code = header.type_code
     kind, version, compressed = _TYPES[code]
     post_len = ctx.post_header_len(code)
-    if post_len < 6 and ctx.fde is not None:
-        # e.g. the WL#2325 prototype logs of "5.2.2-a_drop6p13" number their events differently: their type 20
-        # has no post-header and 8 bytes of body; no released server wrote a rows event like that
+    if version == 0 and post_len < 6:
+        # Servers that wrote pre-GA rows events gave them a post-header; a format description without one is
+        # from a server that never wrote them, or from the WL#2325 prototypes ("5.2.2-a_drop6p13"), which number
+        # events differently (their type 20 is 8 bytes of something else)
         raise UnsupportedError(
-            f"{EventType.name_of(code)} with a {post_len}-byte post-header is not a rows event of any released "
-            f"server (format description of {ctx.fde.server_version})"
+            f"{EventType.name_of(code)} under a format description without its post-header "
+            f"({ctx.fde.server_version if ctx.fde else 'none'}): not a rows event of any released server"
         )
     c = ctx.cursor(body)
     table_id = c.uint(4 if post_len == 6 else 6, "table_id")
     flags = c.u16("flags")
     extra = None
-    if post_len == ROWS_HEADER_LEN_V2 or (version == 2 and ctx.fde is None):
+    if post_len == ROWS_HEADER_LEN_V2:
         extra_len = c.u16("extra row info length")
         if extra_len < 2:
             raise MalformedError(f"extra row info length {extra_len} is below its own 2 bytes")

@@ -7,7 +7,7 @@ Lake layout (every name from the binlog percent-encoded by :mod:`binlake.spark.n
                                 (commit time), _seq (decimal(38,0), binlog order across files)
     LAKE/<db>.<table>/current   tables with a primary key: the rows as they are after the last change, + _seq, _ts
     LAKE/_events                every event (the ``events`` view's columns)
-    LAKE/_schema_history        every distinct table map: columns, key, lake column names, where first/last seen
+    LAKE/_schema_history        every distinct table map: columns, key, lake column names, where first seen
     LAKE/_binlake/batches/      the plan of each batch (NNNNNNNNNN.json) and its completion mark (.done)
 
 A run is one or more batches.  A batch's plan (its byte ranges and the positions reached after it) is written
@@ -419,8 +419,6 @@ HISTORY = pa.schema(
         ("table_id", pa.int64()),
         ("first_file", pa.string()),
         ("first_pos", pa.int64()),
-        ("last_file", pa.string()),
-        ("last_pos", pa.int64()),
         ("primary_key", pa.list_(pa.string())),
         ("columns", pa.list_(COLUMN)),
         ("lake_columns", pa.list_(pa.string())),
@@ -438,8 +436,6 @@ def _history_row(row: dict[str, Any], layout: Layout, batch: int) -> dict[str, A
         "table_id": row["table_id"],
         "first_file": row["file"],
         "first_pos": row["first_pos"],
-        "last_file": row["file"],
-        "last_pos": row["last_pos"],
         "primary_key": row["primary_key"],
         "columns": row["columns"],
         "lake_columns": [n for n, _ in layout],

@@ -167,7 +167,7 @@ def decode_file_id(header: EventHeader, body: bytes, ctx: DecodeContext) -> File
 
 @dataclass(frozen=True, slots=True)
 class ExecuteLoadQueryEvent(QueryEvent):
-    """The LOAD DATA statement over file ``file_id``; the file name is ``query_raw[fn_pos_start:fn_pos_end]``."""
+    """The LOAD DATA statement over file ``file_id``; ``fn_pos_start``/``fn_pos_end`` delimit its file clause."""
 
     file_id: int
     fn_pos_start: int
@@ -175,8 +175,17 @@ class ExecuteLoadQueryEvent(QueryEvent):
     dup_handling: int
 
     @property
-    def file_name(self) -> str:
+    def file_clause(self) -> str:
+        """``query_raw[fn_pos_start:fn_pos_end]``: the part a replica rewrites, `` INFILE 'name' [REPLACE] INTO``
+        (``Execute_load_query_log_event::print_query_header``)."""
         return _text(self.query_raw[self.fn_pos_start : self.fn_pos_end])
+
+    @property
+    def file_name(self) -> str:
+        """The file the source loaded (the quoted string of :attr:`file_clause`)."""
+        clause = self.file_clause
+        first, last = clause.find("'"), clause.rfind("'")
+        return clause[first + 1 : last] if 0 <= first < last else clause
 
     @property
     def dup_handling_name(self) -> str:

@@ -59,15 +59,13 @@ _POST = struct.Struct("<IIBH")  # thread_id, exec_time, db_len, error_code
 _MINIMAL_POST_HEADER = 11  # QUERY_HEADER_MINIMAL_LEN: binlog v1/v3 have no status_vars_len
 _MAX_DBS_IN_EVENT_MTS = 16  # a larger count (OVER_MAX_DBS_IN_EVENT_MTS = 254) means "too many": no names follow
 
-# OPTIONS_WRITTEN_TO_BIN_LOG bits of Q_FLAGS2 (sql/query_options.h; MariaDB sql/sql_priv.h adds the last three)
+# OPTIONS_WRITTEN_TO_BIN_LOG (0x0c084000) bits of Q_FLAGS2, as statement_events.h documents them; MariaDB writes
+# more bits of its own (``flags2_names`` lists only these)
 FLAGS2: dict[int, str] = {
     0x00004000: "OPTION_AUTO_IS_NULL",
     0x00080000: "OPTION_NOT_AUTOCOMMIT",
     0x04000000: "OPTION_NO_FOREIGN_KEY_CHECKS",
     0x08000000: "OPTION_RELAXED_UNIQUE_CHECKS",
-    0x20000000: "OPTION_NO_CHECK_CONSTRAINT_CHECKS",
-    0x40000000: "OPTION_IF_EXISTS",
-    0x80000000: "OPTION_INSERT_HISTORY",
 }
 
 # Gtid_log_event::FL_COMMIT_ALTER_E1 | FL_ROLLBACK_ALTER_E1 (MariaDB sql/log_event.h): Q_GTID_FLAGS3 carries the

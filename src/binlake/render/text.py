@@ -345,44 +345,51 @@ def _renderers() -> dict[int, Renderer]:
 _RENDER = _renderers()
 
 
-@dataclass(frozen=True, slots=True)
-class _ColumnPrinter:
-    """One column's precomputed pieces: ``###   @N=`` + value + `` /* TYPE meta=... is_null=0 */`` + newline."""
-
-    col: Column
-    prefix: str
-    render: Renderer | None
-    suffix: str
-    null_line: str
+_INT_BITS: dict[int, int] = {T.TINY: 8, T.SHORT: 16, T.INT24: 24, T.LONG: 32, T.LONGLONG: 64}
+LineFn = Callable[[object], str]
+_Printers = tuple[tuple[LineFn, ...], tuple[str, ...]]
 
 
-def _printers(tm: TableMapEvent) -> list[_ColumnPrinter]:
-    out = []
+def _line_fn(col: Column, prefix: str, suffix: str) -> LineFn:
+    """The whole ``###   @N=value /* ... */`` line of a non-NULL value of ``col``, built once per table map.
+
+    Integers that print as themselves (non-negative and below the sign bit) skip the renderer: most values do.
+    """
+    render = _RENDER.get(col.real_type_code)
+    if render is None:  # a type no value family renders: its Python repr, rather than nothing
+        return lambda v: f"{prefix}{v!r}{suffix}"
+    bits = _INT_BITS.get(col.real_type_code)
+    if bits is not None:
+        limit = 1 << (bits - 1)
+
+        def int_line(v: object) -> str:
+            if 0 <= v < limit:  # type: ignore[operator]
+                return f"{prefix}{v}{suffix}"
+            return f"{prefix}{render(col, v)}{suffix}"
+
+        return int_line
+    return lambda v: f"{prefix}{render(col, v)}{suffix}"
+
+
+def _printers(tm: TableMapEvent) -> _Printers:
+    """Per column: the line of a value, and the line of NULL (``print_verbose_one_row``'s pieces)."""
+    fns, nulls = [], []
     for col in tm.columns:
         comment = f"{value_type_name(col)} meta={col.meta} nullable={int(col.nullable)}"
-        out.append(
-            _ColumnPrinter(
-                col,
-                f"###   @{col.index + 1}=",
-                _RENDER.get(col.real_type_code),
-                f" /* {comment} is_null=0 */\n",
-                f"###   @{col.index + 1}=NULL /* {comment} is_null=1 */\n",
-            )
-        )
-    return out
+        prefix = f"###   @{col.index + 1}="
+        fns.append(_line_fn(col, prefix, f" /* {comment} is_null=0 */\n"))
+        nulls.append(f"{prefix}NULL /* {comment} is_null=1 */\n")
+    return tuple(fns), tuple(nulls)
 
 
-def _image_lines(printers: Sequence[_ColumnPrinter], image: Sequence[object], out: list[str]) -> None:
+def _image_lines(printers: _Printers, image: Sequence[object], out: list[str]) -> None:
     """``print_verbose_one_row`` for one image (absent columns skipped)."""
-    for p, value in zip(printers, image, strict=True):
-        if value is ABSENT:
-            continue
+    append = out.append
+    for fn, null_line, value in zip(printers[0], printers[1], image, strict=True):
         if value is None:
-            out.append(p.null_line)
-        elif p.render is None:
-            out.append(f"{p.prefix}{value!r}{p.suffix}")
-        else:
-            out.append(f"{p.prefix}{p.render(p.col, value)}{p.suffix}")
+            append(null_line)
+        elif value is not ABSENT:
+            append(fn(value))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -436,7 +443,8 @@ _THREAD_SPECIFIC_F = 0x4
 _SUPPRESS_USE_F = 0x8
 _SKIP_REPLICATION_F = 0x400
 _IGNORABLE_F = 0x80
-_TYPE_STR = {E.START_ENCRYPTION_EVENT: "Start_encryption"}  # Log_event::get_type_str where printed by name
+# Log_event::get_type_str of the types printed by name
+_TYPE_STR: dict[int, str] = {E.START_ENCRYPTION_EVENT: "Start_encryption"}
 _FL_STANDALONE, _FL_GROUP_COMMIT_ID, _FL_TRANSACTIONAL, _FL_ALLOW_PARALLEL = 0x01, 0x02, 0x04, 0x08
 _FL_WAITED, _FL_DDL, _FL_PREPARED_XA, _FL_COMPLETED_XA = 0x10, 0x20, 0x40, 0x80
 _FL_START_ALTER, _FL_COMMIT_ALTER, _FL_ROLLBACK_ALTER = 0x02, 0x04, 0x08
@@ -518,7 +526,7 @@ class TextPrinter:
     _stmt: list[RowsEvent] = field(default_factory=list)  # --flashback: rows events of the current statement
     _undo: list[str] = field(default_factory=list)  # --flashback: each buffered event's text, printed reversed
     _stop: str = ""  # --flashback: the STOP event's text, printed last
-    _printers: dict[int, tuple[tuple[Column, ...], list[_ColumnPrinter]]] = field(default_factory=dict)
+    _printers: dict[int, tuple[tuple[Column, ...], _Printers]] = field(default_factory=dict)
     _started: bool = False  # --start-datetime reached
     _ts_cache: tuple[int, str] = (-1, "")
     _checksum_on: bool = True

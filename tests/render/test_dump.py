@@ -198,3 +198,22 @@ def test_flashback_twice_is_the_original(changes: list[tuple[tuple[object, ...],
         ]
         back_kind, back = invert(*invert(kind, rows))
         assert (back_kind, back) == (kind, rows)
+
+
+def test_cli_options(capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    import argparse
+
+    from binlake.render.text import add_dump_arguments, dump_main
+
+    parser = argparse.ArgumentParser()
+    add_dump_arguments(parser)
+    assert dump_main(parser.parse_args([str(EXAMPLE)])) == 0
+    assert b"# Columns(" in capsysbinary.readouterr().out
+    assert dump_main(parser.parse_args([str(EXAMPLE), "--no-print-table-metadata"])) == 0
+    assert b"# Columns(" not in capsysbinary.readouterr().out
+    assert dump_main(parser.parse_args([str(EXAMPLE), "--flashback"])) == 0
+    out = capsysbinary.readouterr().out
+    assert b"# Columns(" not in out and b"### DELETE FROM `shop`.`orders`" in out
+    assert dump_main(parser.parse_args([str(EXAMPLE), "--start-datetime", "2100-01-01 00:00:00"])) == 0
+    assert b"###" not in capsysbinary.readouterr().out
+    assert dump_main(parser.parse_args([str(EXAMPLE), "--key-file", "/nonexistent/keys.txt"])) == 1

@@ -1095,8 +1095,8 @@ def add_dump_arguments(parser: argparse.ArgumentParser) -> None:
         "--print-table-metadata",
         dest="table_metadata",
         action=argparse.BooleanOptionalAction,
-        default=True,
-        help="the # Columns / # Primary Key lines of each table map (default on)",
+        default=None,
+        help="the # Columns / # Primary Key lines of each table map (default: on, off with --flashback)",
     )
     parser.add_argument(
         "--verify-checksum",
@@ -1119,11 +1119,8 @@ def dump_main(args: argparse.Namespace) -> int:
         database=args.database,
         table=args.table,
         flashback=args.flashback,
-        table_metadata=args.table_metadata and not args.flashback,
+        table_metadata=not args.flashback if args.table_metadata is None else args.table_metadata,
         verify_checksum=args.verify_checksum,
         key_file=args.key_file,
     )
-    try:
-        return dump(args.files, options, sys.stdout.buffer)
-    except BrokenPipeError:
-        return 0
+    return dump(args.files, options, sys.stdout.buffer)

@@ -19,6 +19,7 @@ bytes; :meth:`Decoder.finish` says whether anything incomplete is left.
 
 from __future__ import annotations
 
+import copy
 from collections import deque
 from collections.abc import Callable, Iterator
 
@@ -280,7 +281,10 @@ class Decoder:
 
     def _payload_events(self, ev: Event) -> Iterator[Event]:
         """The events inside a TRANSACTION_PAYLOAD (no checksums; positions are offsets in the payload)."""
-        data: bytes = ev.uncompressed(self.ctx.options.max_decompressed)  # type: ignore[attr-defined]
+        try:
+            data: bytes = ev.uncompressed(self.ctx.options.max_decompressed)  # type: ignore[attr-defined]
+        except BinlogError as e:  # the payload was already yielded: name it, not the event after it
+            raise e.at_pos(ev.header.pos) from None
         at, hlen = 0, self.ctx.header_len
         while at < len(data):
             if len(data) - at < hlen:
@@ -292,7 +296,12 @@ class Decoder:
                 raise MalformedError(
                     f"event of size {size} does not fit its transaction payload", pos=ev.header.pos, offset=at
                 )
-            inner = decode_event(data[at : at + size], at, self.ctx, checksummed=False, in_payload=ev.header.pos)
+            try:
+                inner = decode_event(data[at : at + size], at, self.ctx, checksummed=False, in_payload=ev.header.pos)
+            except BinlogError as e:  # name the payload's file position (+ offset in it), not a bare payload offset
+                err = copy.copy(e)
+                err.pos, err.offset = ev.header.pos, at + (e.offset or 0)
+                raise err from None
             _remember_table_map(self.ctx, inner)
             yield inner
             at += size

@@ -72,16 +72,22 @@ class Run:
     """One run of one command: wall and CPU seconds, exit code, peak memory in KiB, and its JSON output if any."""
 
     seconds: float
-    cpu_seconds: float
+    cpu_seconds: float  # the larger of the rusage figure and the sampled CPU time of the whole process tree
     exit_code: int
-    max_rss_kib: int  # ru_maxrss of wait4: the largest single process of the tree
-    tree_rss_kib: int  # the largest sum of RSS over the process tree seen by the sampler
+    max_rss_kib: int  # max RSS of the largest single process (GNU time's %M, else wait4's ru_maxrss)
+    tree_rss_kib: int  # the largest sum of RSS over the process tree the sampler saw
     output: dict[str, Any] | None = None
     error: str = ""
 
     @property
     def peak_rss_kib(self) -> int:
         return max(self.max_rss_kib, self.tree_rss_kib)
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+# GNU time reports the rusage of the one child it forks itself.  Without it, wait4 on our own child reports at least
+# our own RSS at the fork (Linux carries the pre-exec memory's high-water mark over exec), a floor of ~30 MiB.
+GNU_TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
 
 
 def _children(pid: int) -> list[int]:
@@ -99,34 +105,49 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def _tree_rss_kib(root: int) -> int:
-    """Sum of the resident set sizes of ``root`` and all its descendants (``/proc/PID/statm``), in KiB."""
+def _sample_tree(root: int, include_root: bool, cpu: dict[int, float]) -> int:
+    """Sum of the RSS (KiB) of ``root``'s process tree now; records each process' CPU seconds so far in ``cpu``."""
     total, todo = 0, [root]
     while todo:
         pid = todo.pop()
+        todo.extend(_children(pid))
+        if pid == root and not include_root:
+            continue
         try:
             with open(f"/proc/{pid}/statm") as f:
-                total += int(f.read().split()[1]) * PAGE // 1024
+                rss = int(f.read().split()[1]) * PAGE // 1024
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()  # after "(comm)": state is field 3 of proc(5)
+            cpu[pid] = (int(fields[11]) + int(fields[12])) / TICK  # utime, stime: fields 14 and 15
         except (OSError, IndexError, ValueError):
             continue
-        todo.extend(_children(pid))
+        total += rss
     return total
 
 
 def measure(cmd: Sequence[str], env: dict[str, str], *, capture: bool = False, interval: float = 0.05) -> Run:
     """Run ``cmd`` (stdout to /dev/null unless ``capture``: then parsed as JSON) and measure it."""
-    with tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as out:
+    with ExitStack() as files:
+        err = files.enter_context(tempfile.TemporaryFile())
+        out = files.enter_context(tempfile.TemporaryFile())
+        timed = files.enter_context(tempfile.NamedTemporaryFile("r", suffix=".time"))
+        launcher = [GNU_TIME, "-f", "%M %U %S", "-o", timed.name] if GNU_TIME else []
         start = time.perf_counter()
         proc = subprocess.Popen(
-            list(cmd), stdin=subprocess.DEVNULL, stdout=out if capture else subprocess.DEVNULL, stderr=err, env=env
+            [*launcher, *cmd],
+            stdin=subprocess.DEVNULL,
+            stdout=out if capture else subprocess.DEVNULL,
+            stderr=err,
+            env=env,
         )
         peak = 0
+        cpu: dict[int, float] = {}
         done = threading.Event()
 
         def sample() -> None:
             nonlocal peak
             while not done.is_set():
-                peak = max(peak, _tree_rss_kib(proc.pid))
+                peak = max(peak, _sample_tree(proc.pid, not launcher, cpu))
                 done.wait(interval)
 
         sampler = threading.Thread(target=sample, daemon=True)
@@ -136,7 +157,11 @@ def measure(cmd: Sequence[str], env: dict[str, str], *, capture: bool = False, i
         done.set()
         sampler.join()
         proc.returncode = os.waitstatus_to_exitcode(status)  # already reaped: keep Popen from waiting again
-        run = Run(seconds, usage.ru_utime + usage.ru_stime, proc.returncode, usage.ru_maxrss, peak)
+        max_rss, cpu_s = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
+        if launcher:
+            words = timed.read().split()  # GNU time may print "Command exited with non-zero status N" first
+            max_rss, cpu_s = int(words[-3]), float(words[-2]) + float(words[-1])
+        run = Run(seconds, max(cpu_s, sum(cpu.values())), proc.returncode, max_rss, peak)
         if proc.returncode != 0:
             err.seek(0)
             run.error = err.read().decode("utf-8", "replace")[-2000:]
@@ -196,6 +221,8 @@ class Result:
                 "peak_rss_mib": self.peak_rss_mib,
                 "mb_per_s": self.file_bytes / 1e6 / self.seconds,
                 "rows_per_s": row_changes / self.seconds if row_changes else None,
+                "mb_per_cpu_s": self.file_bytes / 1e6 / self.cpu_seconds,
+                "rows_per_cpu_s": row_changes / self.cpu_seconds if row_changes else None,
             }
         return d
 
@@ -368,30 +395,39 @@ def worker_pmr(port: int, log_file: str) -> dict[str, Any]:
 # -- the report -----------------------------------------------------------------------------------------------
 
 
-def report(results: list[Result], row_changes: int | None) -> dict[str, dict[str, float]]:
-    """Print the table; return ``{binlake command: {peer: peer seconds / binlake seconds}}``."""
+def report(results: list[Result], row_changes: int | None) -> dict[str, dict[str, dict[str, float]]]:
+    """Print the table; return ``{"wall"|"cpu": {binlake command: {peer: peer seconds / binlake seconds}}}``."""
     print()
-    head = f"{'command':<36} {'file MiB':>8} {'median s':>9} {'cpu s':>8} {'rows/s':>10} {'MB/s':>7} {'peak MiB':>9}"
+    head = (
+        f"{'command':<34} {'MiB':>6} {'wall s':>8} {'cpu s':>8} {'rows/s':>10} {'rows/cpu-s':>10} {'MB/s':>7} "
+        f"{'MB/cpu-s':>8} {'peak MiB':>8}"
+    )
     print(head)
     print("-" * len(head))
     for r in results:
         if not r.ok:
-            print(f"{r.name:<36} {r.file_bytes / MIB:8.1f}   not measured: {r.note}")
+            print(f"{r.name:<34} {r.file_bytes / MIB:6.1f}   not measured: {r.note}")
             continue
         rows = row_changes if r.big_file else r.rows
-        rate = f"{rows / r.seconds:10,.0f}" if rows else " " * 10
+        rates = f"{rows / r.seconds:10,.0f} {rows / r.cpu_seconds:10,.0f}" if rows else " " * 21
+        mb = r.file_bytes / 1e6
         print(
-            f"{r.name:<36} {r.file_bytes / MIB:8.1f} {r.seconds:9.2f} {r.cpu_seconds:8.2f} {rate} "
-            f"{r.file_bytes / 1e6 / r.seconds:7.1f} {r.peak_rss_mib:9.1f}"
+            f"{r.name:<34} {r.file_bytes / MIB:6.1f} {r.seconds:8.2f} {r.cpu_seconds:8.2f} {rates} "
+            f"{mb / r.seconds:7.1f} {mb / r.cpu_seconds:8.1f} {r.peak_rss_mib:8.1f}"
         )
     peers = [r for r in results if r.peer and r.ok and r.big_file]
     ours = [r for r in results if not r.peer and r.ok and r.big_file]
-    ratios = {b.name: {p.name: p.seconds / b.seconds for p in peers} for b in ours}
-    if peers and ours:
-        print("\nspeed of binlake relative to each peer (peer seconds / binlake seconds; > 1: binlake is faster)")
-        print(f"{'':<36}" + "".join(f" {p.name[:22]:>22}" for p in peers))
+    ratios = {
+        "wall": {b.name: {p.name: p.seconds / b.seconds for p in peers} for b in ours},
+        "cpu": {b.name: {p.name: p.cpu_seconds / b.cpu_seconds for p in peers} for b in ours},
+    }
+    for clock, what in (("wall", "median wall seconds"), ("cpu", "median CPU seconds")):
+        if not (peers and ours):
+            break
+        print(f"\nbinlake's speed relative to each peer by {what} (peer / binlake; > 1: binlake is faster)")
+        print(f"{'':<34}" + "".join(f" {p.name[:22]:>22}" for p in peers))
         for b in ours:
-            print(f"{b.name:<36}" + "".join(f" {ratios[b.name][p.name]:>21.2f}x" for p in peers))
+            print(f"{b.name:<34}" + "".join(f" {ratios[clock][b.name][p.name]:>21.2f}x" for p in peers))
     return ratios
 
 

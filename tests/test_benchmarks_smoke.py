@@ -1,0 +1,65 @@
+"""The benchmark's one command runs end to end on a tiny binlog and its figures hold together.
+
+``benchmarks/run.py --scale 0.001 --runs 1`` generates 110 transactions with a private MariaDB, measures every
+command once and writes JSON; this checks that every command succeeded, that binlake and python-mysql-replication
+counted the same row changes, and that this count is the one ``mariadb-binlog -v`` prints for the kept file.
+About 25 s, most of it Spark's start.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from binlake.testing.mariadb import available, run_mariadb_binlog
+
+pytestmark = pytest.mark.server
+
+RUN = Path(__file__).resolve().parents[1] / "benchmarks" / "run.py"
+ROW_CHANGE = re.compile(rb"^### (INSERT INTO|UPDATE|DELETE FROM) ", re.MULTILINE)
+
+
+@pytest.mark.skipif(not available(), reason="MariaDB server not installed")
+def test_run_scale_0_001(tmp_path: Path) -> None:
+    skip = []
+    if importlib.util.find_spec("pymysqlreplication") is None:  # benchmark-only: pip install mysql-replication
+        skip += ["--skip", "python-mysql-replication"]
+    if importlib.util.find_spec("pyspark") is None:
+        skip += ["--skip", "ingest"]
+    out = tmp_path / "bench.json"
+    keep = tmp_path / "keep"
+    cmd = [sys.executable, str(RUN), "--scale", "0.001", "--runs", "1", "--json", str(out), "--keep", str(keep)]
+    proc = subprocess.run([*cmd, *skip], capture_output=True, text=True, timeout=240, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    doc = json.loads(out.read_text("utf-8"))
+
+    assert doc["transactions"] == 110
+    results = {r["name"]: r for r in doc["results"]}
+    assert all(r["ok"] for r in results.values()), [(n, r["note"]) for n, r in results.items() if not r["ok"]]
+    expected = {"mariadb-binlog", "mariadb-binlog -vv DECODE-ROWS", "binlake decode (typed)", "binlake dump"}
+    assert expected <= results.keys()
+
+    # every row change of the file, as mariadb-binlog counts them, was decoded by binlake (and by the peer)
+    rc, text, err = run_mariadb_binlog(["-v", "--base64-output=DECODE-ROWS"], keep / "server" / "data" / doc["binlog"])
+    assert rc == 0, err
+    changes = len(ROW_CHANGE.findall(text))
+    assert 110 <= changes <= 110 * 100
+    assert doc["row_changes"] == changes
+    assert set(doc["rows_counted"].values()) == {changes}
+    assert results["binlake decode (typed)"]["rows_per_s"] == pytest.approx(
+        changes / results["binlake decode (typed)"]["median_seconds"]
+    )
+
+    # the prefix is the whole file at this scale (< 10 MiB); the ratios compare like with like
+    assert doc["prefix_bytes"] == doc["binlog_bytes"]
+    ratios = doc["speed_vs_peers"]["wall"]["binlake decode (typed)"]
+    assert ratios["mariadb-binlog"] == pytest.approx(
+        results["mariadb-binlog"]["median_seconds"] / results["binlake decode (typed)"]["median_seconds"]
+    )
+    assert "binlake decode (typed) 10 MiB" not in doc["speed_vs_peers"]["cpu"]

@@ -28,7 +28,7 @@ import enum
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 if TYPE_CHECKING:
     from binlake.events.context import DecodeContext
@@ -203,13 +203,16 @@ EventDecoder = Callable[[EventHeader, bytes, "DecodeContext"], Event]
 _REGISTRY: dict[int, EventDecoder] = {}
 
 
-def register(*codes: int) -> Callable[[EventDecoder], EventDecoder]:
+_D = TypeVar("_D", bound=EventDecoder)
+
+
+def register(*codes: int) -> Callable[[_D], _D]:
     """Register a decoder for type codes: ``@register(EventType.XID_EVENT)`` over ``def decode(header, body, ctx)``.
 
     ``body`` is the event's bytes after the common header and before the checksum (post-header + payload).
     """
 
-    def wrap(fn: EventDecoder) -> EventDecoder:
+    def wrap(fn: _D) -> _D:
         for code in codes:
             if code in _REGISTRY:
                 raise RuntimeError(f"two decoders for {EventType.name_of(code)}")

@@ -62,7 +62,7 @@ class DecodeContext:
         """
         if self.trace is None:
             return Cursor(body, base=-self.header_len)
-        from binlake.trace import TracingCursor  # type: ignore[import-not-found,unused-ignore]
+        from binlake.trace import TracingCursor
 
         cursor: Cursor = TracingCursor(body, base=-self.header_len, trace=self.trace)
         return cursor

@@ -27,6 +27,8 @@ Example::
 
 from __future__ import annotations
 
+import re
+
 import zlib
 from collections.abc import Callable
 
@@ -154,7 +156,7 @@ def _compressed_converter(col: Column) -> Converter:
 
 
 # my_b_write_quoted (sql/log_event.cc): bytes below 0x20 as \xNN, everything else as is (quotes included)
-_ESCAPES = {c: f"\\x{c:02x}" for c in range(0x20)}
+_CONTROL = re.compile(rb"[\x00-\x1f]")
 
 
 def render_quoted(raw: bytes) -> str:
@@ -166,7 +168,9 @@ def render_quoted(raw: bytes) -> str:
     >>> render_quoted(b"a\\x00'\\xe9")
     "'a\\\\x00'\\udce9'"
     """
-    return "'" + raw.decode("utf-8", "surrogateescape").translate(_ESCAPES) + "'"
+    if _CONTROL.search(raw) is not None:  # rare: a per-character translate of every value is the slow path
+        raw = _CONTROL.sub(lambda m: b"\\x%02x" % m[0][0], raw)
+    return "'" + raw.decode("utf-8", "surrogateescape") + "'"
 
 
 def _render(col: Column, value: object) -> str:

@@ -28,7 +28,6 @@ Example::
 from __future__ import annotations
 
 import re
-
 import zlib
 from collections.abc import Callable
 

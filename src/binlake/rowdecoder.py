@@ -174,11 +174,11 @@ class _Image:
                 if converter is not None:
                     converter(value)
             except BinlogError as e:
-                return type(e)(f"{name} at offset {pos}: {e.message}", offset=pos)
+                return type(e)(f"{name} at byte {pos} of the rows: {e.message}", offset=pos)
             except Exception as e:
-                return MalformedError(f"{name} at offset {pos}: {e!r}", offset=pos)
+                return MalformedError(f"{name} at byte {pos} of the rows: {e!r}", offset=pos)
             if end > len(buf):
-                return TruncatedError(f"{name} at offset {pos} runs past the end of the rows", offset=pos)
+                return TruncatedError(f"{name} at byte {pos} runs past the end of the rows", offset=pos)
             pos = end
         return pos
 

@@ -86,6 +86,7 @@ def _newdecimal_reader(col: Column) -> Reader:
     sign_bit = 1 << (8 * size - 1)
     negative_mask = ((1 << (8 * size)) - 1) ^ sign_bit  # invert every bit but the (already flipped) sign bit
     from_bytes = int.from_bytes
+    exponent = f"E-{scale}" if scale else ""
 
     def read(buf: bytes, pos: int) -> tuple[object, int]:
         end = pos + size
@@ -106,11 +107,8 @@ def _newdecimal_reader(col: Column) -> Reader:
                     f"digit group {group} out of range"
                 )
             unscaled += group * weight
-        text = str(unscaled)
-        if scale:
-            text = text.rjust(scale + 1, "0")
-            text = f"{text[:-scale]}.{text[-scale:]}"
-        return Decimal(f"-{text}" if negative else text), end
+        # "12345E-2" parses to Decimal('123.45') with exactly `scale` fraction digits, faster than slicing a string
+        return Decimal(f"-{unscaled}{exponent}" if negative else f"{unscaled}{exponent}"), end
 
     return read
 

@@ -260,6 +260,7 @@ def _datetime2_reader(col: Column) -> Reader:
     frac_bits = 8 * frac_bytes
     frac_mask = (1 << frac_bits) - 1
     from_bytes = int.from_bytes
+    new_datetime = dt.datetime
 
     def read(buf: bytes, pos: int) -> tuple[object, int]:
         end = pos + size
@@ -274,18 +275,11 @@ def _datetime2_reader(col: Column) -> Reader:
             raise _malformed(col, pos, f"fraction {frac} out of range")
         ymd = ymdhms >> 17
         ym = ymd >> 5
-        return _datetime(
-            col,
-            pos,
-            fsp,
-            ym // 13,
-            ym % 13,
-            ymd & 31,
-            (ymdhms >> 12) & 31,
-            (ymdhms >> 6) & 63,
-            ymdhms & 63,
-            frac * unit,
-        ), end
+        fields = (ym // 13, ym % 13, ymd & 31, (ymdhms >> 12) & 31, (ymdhms >> 6) & 63, ymdhms & 63, frac * unit)
+        try:  # the common case first: datetime checks the ranges itself
+            return new_datetime(*fields), end
+        except ValueError:  # zero/partial dates become InvalidDatetime, impossible fields MalformedError
+            return _datetime(col, pos, fsp, *fields), end
 
     return read
 

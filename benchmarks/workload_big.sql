@@ -42,8 +42,9 @@ BEGIN
   DECLARE first_id BIGINT UNSIGNED;
   DECLARE last_id BIGINT UNSIGNED;
   DECLARE from_id BIGINT UNSIGNED;
-  DECLARE ignored DOUBLE;
-  SET ignored = RAND(seed);  -- seeds every later RAND() of this session
+  -- RAND() without an argument draws from the session's generator, which these two variables seed (RAND(seed)
+  -- would seed only its own call site): the same seed writes the same binlog.
+  SET @@SESSION.rand_seed1 = seed, @@SESSION.rand_seed2 = seed * 7919 + 1;
   WHILE done < n_txn DO
     SET pick = RAND();
     SET k = 1 + FLOOR(RAND() * 100);

@@ -149,11 +149,12 @@ class Cursor:
     def packed_int(self, what: str = "packed integer") -> int:
         """A ``net_field_length_ll`` integer; NULL (0xFB) is malformed where a length is expected."""
         try:
-            value, self.pos = read_packed_int(self.buf, self.pos, self.end)
+            value, end = read_packed_int(self.buf, self.pos, self.end)
         except TruncatedError as e:
             raise TruncatedError(f"{what}: truncated packed integer", offset=self.pos - self.base) from e
-        if value is None:
+        if value is None:  # the cursor stays before the bad field, like every other failed read
             raise MalformedError(f"{what}: NULL marker where a length is expected", offset=self.pos - self.base)
+        self.pos = end
         return value
 
     def packed_bytes(self, what: str = "length-prefixed bytes") -> bytes:

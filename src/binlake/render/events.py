@@ -91,6 +91,14 @@ def add_events_arguments(parser: argparse.ArgumentParser) -> None:
         help="list only events of this type (server name such as TABLE_MAP_EVENT, or code); repeatable",
     )
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    parser.add_argument(
+        "--follow",
+        action="store_true",
+        help="at the end of the (last) file, wait for the server to write more, like tail -f (Ctrl-C stops)",
+    )
+    parser.add_argument(
+        "--idle-timeout", type=float, metavar="SECONDS", help="with --follow: stop after this long without new bytes"
+    )
     add_decode_arguments(parser)
 
 
@@ -104,14 +112,24 @@ def events_main(args: argparse.Namespace, out: TextIO | None = None) -> int:
         return EXIT_ERROR
     options = decode_options(args)
     status = 0
-    for path in args.files:
+    for i, path in enumerate(args.files):
         if len(args.files) > 1 and not args.json:
             out.write(f"# {path}\n")
+        follow = bool(getattr(args, "follow", False)) and i == len(args.files) - 1
         try:
-            for ev in read_events(path, options=options, start=args.start_position, stop=args.stop_position):
+            for ev in read_events(
+                path,
+                options=options,
+                start=args.start_position,
+                stop=args.stop_position,
+                follow=follow,
+                idle_timeout=getattr(args, "idle_timeout", None),
+            ):
                 if wanted and ev.header.type_code not in wanted:
                     continue
                 out.write((json.dumps(event_json(ev, path)) if args.json else event_line(ev)) + "\n")
+                if follow:
+                    out.flush()
         except BinlogError as e:
             out.flush()
             print(error_line(e, path), file=sys.stderr)

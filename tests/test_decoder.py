@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from pathlib import Path
@@ -48,7 +49,7 @@ def test_example_starts_with_format_description_and_ends_with_stop(example: byte
     assert fde.server_version.startswith("10.11.")
     assert evs[-1].type == "STOP_EVENT" and evs[-1].header.end_pos == len(example)
     # every event starts where the previous one ended, and log_pos says so too
-    for a, b in zip(evs, evs[1:], strict=False):
+    for a, b in itertools.pairwise(evs):
         assert b.header.pos == a.header.end_pos == a.header.log_pos
 
 

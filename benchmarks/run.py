@@ -219,12 +219,21 @@ class Result:
                 "median_seconds": self.seconds,
                 "median_cpu_seconds": self.cpu_seconds,
                 "peak_rss_mib": self.peak_rss_mib,
-                "mb_per_s": self.file_bytes / 1e6 / self.seconds,
-                "rows_per_s": row_changes / self.seconds if row_changes else None,
-                "mb_per_cpu_s": self.file_bytes / 1e6 / self.cpu_seconds,
-                "rows_per_cpu_s": row_changes / self.cpu_seconds if row_changes else None,
+                "mb_per_s": per(self.file_bytes / 1e6, self.seconds),
+                "rows_per_s": per(row_changes, self.seconds),
+                "mb_per_cpu_s": per(self.file_bytes / 1e6, self.cpu_seconds),
+                "rows_per_cpu_s": per(row_changes, self.cpu_seconds),
             }
         return d
+
+
+def per(amount: float | None, seconds: float) -> float | None:
+    """``amount`` per second; ``None`` without an amount or below the clock's resolution (GNU time: 10 ms)."""
+    return amount / seconds if amount and seconds > 0 else None
+
+
+def _fmt(value: float | None, width: int, spec: str) -> str:
+    return " " * (width - 1) + "-" if value is None else f"{value:{width}{spec}}"
 
 
 def bench(
@@ -409,17 +418,17 @@ def report(results: list[Result], row_changes: int | None) -> dict[str, dict[str
             print(f"{r.name:<34} {r.file_bytes / MIB:6.1f}   not measured: {r.note}")
             continue
         rows = row_changes if r.big_file else r.rows
-        rates = f"{rows / r.seconds:10,.0f} {rows / r.cpu_seconds:10,.0f}" if rows else " " * 21
         mb = r.file_bytes / 1e6
         print(
-            f"{r.name:<34} {r.file_bytes / MIB:6.1f} {r.seconds:8.2f} {r.cpu_seconds:8.2f} {rates} "
-            f"{mb / r.seconds:7.1f} {mb / r.cpu_seconds:8.1f} {r.peak_rss_mib:8.1f}"
+            f"{r.name:<34} {r.file_bytes / MIB:6.1f} {r.seconds:8.2f} {r.cpu_seconds:8.2f} "
+            f"{_fmt(per(rows, r.seconds), 10, ',.0f')} {_fmt(per(rows, r.cpu_seconds), 10, ',.0f')} "
+            f"{_fmt(per(mb, r.seconds), 7, '.1f')} {_fmt(per(mb, r.cpu_seconds), 8, '.1f')} {r.peak_rss_mib:8.1f}"
         )
     peers = [r for r in results if r.peer and r.ok and r.big_file]
     ours = [r for r in results if not r.peer and r.ok and r.big_file]
     ratios = {
         "wall": {b.name: {p.name: p.seconds / b.seconds for p in peers} for b in ours},
-        "cpu": {b.name: {p.name: p.cpu_seconds / b.cpu_seconds for p in peers} for b in ours},
+        "cpu": {b.name: {p.name: p.cpu_seconds / max(b.cpu_seconds, 0.01) for p in peers} for b in ours},
     }
     for clock, what in (("wall", "median wall seconds"), ("cpu", "median CPU seconds")):
         if not (peers and ours):

@@ -3,7 +3,8 @@
 ``benchmarks/run.py --scale 0.001 --runs 1`` generates 110 transactions with a private MariaDB, measures every
 command once and writes JSON; this checks that every command succeeded, that binlake and python-mysql-replication
 counted the same row changes, and that this count is the one ``mariadb-binlog -v`` prints for the kept file.
-About 25 s, most of it Spark's start.
+``binlake ingest`` is left out (``--skip ingest``): Spark's start alone takes 20 to 50 s on a busy 2-core machine,
+which would break the 60 s budget of this test, and tests/spark covers the command.  About 15 s.
 """
 
 from __future__ import annotations
@@ -27,11 +28,9 @@ ROW_CHANGE = re.compile(rb"^### (INSERT INTO|UPDATE|DELETE FROM) ", re.MULTILINE
 
 @pytest.mark.skipif(not available(), reason="MariaDB server not installed")
 def test_run_scale_0_001(tmp_path: Path) -> None:
-    skip = []
+    skip = ["--skip", "ingest"]
     if importlib.util.find_spec("pymysqlreplication") is None:  # benchmark-only: pip install mysql-replication
         skip += ["--skip", "python-mysql-replication"]
-    if importlib.util.find_spec("pyspark") is None:
-        skip += ["--skip", "ingest"]
     out = tmp_path / "bench.json"
     keep = tmp_path / "keep"
     cmd = [sys.executable, str(RUN), "--scale", "0.001", "--runs", "1", "--json", str(out), "--keep", str(keep)]
@@ -44,6 +43,7 @@ def test_run_scale_0_001(tmp_path: Path) -> None:
     assert all(r["ok"] for r in results.values()), [(n, r["note"]) for n, r in results.items() if not r["ok"]]
     expected = {"mariadb-binlog", "mariadb-binlog -vv DECODE-ROWS", "binlake decode (typed)", "binlake dump"}
     assert expected <= results.keys()
+    assert not any("ingest" in name for name in results)
 
     # every row change of the file, as mariadb-binlog counts them, was decoded by binlake (and by the peer)
     rc, text, err = run_mariadb_binlog(["-v", "--base64-output=DECODE-ROWS"], keep / "server" / "data" / doc["binlog"])

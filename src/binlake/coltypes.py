@@ -255,7 +255,7 @@ class Column:
             T.VECTOR,
         ):
             length = meta
-        elif type_code in (T.NEWDECIMAL, T.DECIMAL):
+        elif type_code == T.NEWDECIMAL or (type_code == T.DECIMAL and len(raw) == 2):  # old DECIMAL logs none
             precision, scale = raw[0], raw[1]
         elif type_code in (T.TIMESTAMP2, T.DATETIME2, T.TIME2):
             fsp = meta

@@ -15,8 +15,8 @@ Like ``mysqlbinlog --force-read``, but explicit about the cost.  Three modes (``
 
 When the event's size field is itself garbage (the size is below the header length, runs past the end of the file,
 or does not lead to a plausible next header), the reader resynchronises: it scans forward for the next position
-holding a plausible event header (a known type code, a size within the file, ``log_pos == pos + size`` when the
-file's events so far all had it, a matching CRC32 when the log is checksummed) and reports the gap.
+holding a plausible event header (a known type code, a size within the file, ``log_pos == pos + size`` unless an
+event so far lacked it (relay logs), a matching CRC32 when the log is checksummed) and reports the gap.
 
 Every skip is a :class:`Skipped` record (file, start, end, reason, events lost), passed to ``on_skip`` as soon as
 it is known and kept in the :class:`RecoverySummary`; without ``on_skip`` each one is logged as a warning on the
@@ -295,7 +295,7 @@ class RecoveringReader:
         code = mm[pos + 4]
         if code not in _KNOWN_CODES or (ctx.fde is None and code not in _FIRST):
             return False
-        logpos_reliable = hlen == 19 and self._logpos_events >= 2 and self._logpos_match == self._logpos_events
+        logpos_reliable = hlen == 19 and self._logpos_match == self._logpos_events  # no relay-log evidence yet
         if logpos_reliable and _u32(mm, pos + 13) != pos + size:
             return False
         if ctx.checksum_len and size >= hlen + 4:

@@ -80,6 +80,7 @@ def test_only_binlog_errors_escape(name: str, seeds: Seeds) -> None:
         if time.monotonic() >= end:
             break
     executions[name] = count
+    print(f"fuzz {name}: {count} inputs in {_SHARE:.1f} s")  # shown with -s
     assert count >= BATCH
 
 

@@ -3,7 +3,8 @@
 It checks the magic ``\\xfebin`` (unless told the stream has none, as a replication stream), splits the bytes into
 events by their size field, verifies CRC32 checksums, dispatches each event to its family's decoder, and keeps the
 state later events need: the format description in force (post-header lengths, checksum algorithm, several of them
-in relay logs), the table maps in scope, and whether the log is encrypted from here on.  A TRANSACTION_PAYLOAD is
+in relay logs), the table maps in scope, the tables' columns as DDL in QUERY events declares them
+(:mod:`binlake.schema`), and whether the log is encrypted from here on.  A TRANSACTION_PAYLOAD is
 followed by the events it carries, each marked with the payload's position.
 
 Example::
@@ -41,6 +42,7 @@ from binlake.events.format import (
     checksum_aware,
 )
 from binlake.events.mariadb import StartEncryptionEvent
+from binlake.events.query import QueryEvent
 from binlake.wire import crc32
 
 __all__ = ["MAGIC", "Decoder", "Decryptor", "computed_checksum", "decode_event"]
@@ -272,6 +274,8 @@ class Decoder:
             ctx.fde = ev.as_format_description()
         elif ev.header.type_code == EventType.TABLE_MAP_EVENT:
             _remember_table_map(ctx, ev)
+        elif isinstance(ev, QueryEvent) and ctx.schema is not None:
+            ctx.schema.observe(ev)  # DDL gives later MariaDB 5.3 TIME/DATETIME/TIMESTAMP columns their fsp
         elif isinstance(ev, StartEncryptionEvent) and not ev.header.flags & _LOG_EVENT_IGNORABLE_F:
             # a dump thread sends the decrypted log with this event flagged ignorable (sql_repl.cc, fix_checksum)
             ctx.encrypted = True

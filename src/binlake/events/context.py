@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from binlake.schema import SchemaTracker
 from binlake.wire import Cursor
 
 if TYPE_CHECKING:
@@ -35,11 +36,16 @@ class DecodeOptions:
     ``unknown_events``: ``"raw"`` yields unknown types as :class:`~binlake.events.base.RawEvent`, ``"error"`` raises
     :class:`~binlake.errors.UnknownEventError` (events flagged LOG_EVENT_IGNORABLE_F are always raw).
     ``max_decompressed``: the bound on any decompressed size.
+    ``track_schema``: follow the DDL of QUERY events (:mod:`binlake.schema`), which sizes MariaDB 5.3 fractional
+    TIME/DATETIME/TIMESTAMP columns; ``schema_sql``: DDL to start from (``CREATE TABLE`` statements, ``USE db``),
+    for tables created before the binlog being read, e.g. ``DecodeOptions(schema_sql=Path("schema.sql").read_text())``.
     """
 
     verify_checksum: bool = True
     unknown_events: Literal["raw", "error"] = "raw"
     max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
+    track_schema: bool = True
+    schema_sql: str | None = None
 
 
 @dataclass(slots=True)
@@ -53,6 +59,13 @@ class DecodeContext:
     encrypted: bool = False
     # set by `binlake explain`: a list that records every field a decoder reads (see binlake.trace)
     trace: list[object] | None = None
+    # the tables as the DDL seen so far left them (DecodeOptions.track_schema/schema_sql); the Decoder feeds it
+    schema: SchemaTracker | None = None
+
+    def __post_init__(self) -> None:
+        if self.schema is None and self.options.track_schema:
+            opts = self.options
+            self.schema = SchemaTracker.from_sql(opts.schema_sql) if opts.schema_sql else SchemaTracker()
 
     def cursor(self, body: bytes | memoryview) -> Cursor:
         """A cursor over an event body (after the common header), offsets reported from the event start.

@@ -39,6 +39,7 @@ from binlake.coltypes import Column, ColumnType, parse_field_metadata
 from binlake.errors import MalformedError
 from binlake.events.base import Event, EventHeader, EventType, register
 from binlake.events.context import DecodeContext
+from binlake.schema import OLD_TEMPORAL
 from binlake.wire import Cursor, bits_lsb_first, bits_msb_first
 
 __all__ = ["TM_FLAGS", "OptionalField", "OptionalMetadataType", "TableMapEvent", "decode_table_map"]
@@ -148,6 +149,9 @@ def decode_table_map(header: EventHeader, body: bytes, ctx: DecodeContext) -> Ta
         for _ in c.iter_tlv("optional metadata"):
             pass
     optional, columns = _layout(types, metadata, nulls, bytes(body[opt_start:]), opt_start + ctx.header_len)
+    if ctx.schema is not None and not OLD_TEMPORAL.isdisjoint(types):
+        # MariaDB 5.3 TIME(n)/DATETIME(n)/TIMESTAMP(n) log no fsp: the table's DDL gives it (binlake.schema)
+        columns = ctx.schema.complete(schema, table, columns)
     return TableMapEvent(header, table_id, flags, schema, table, types, metadata, nulls, optional, columns)
 
 

@@ -1,0 +1,784 @@
+"""A small schema tracker: the columns of each table, from the DDL the servers log in QUERY events.
+
+Why: a table map says little about some columns.  MariaDB 5.3's fractional TIME(n)/DATETIME(n)/TIMESTAMP(n)
+(tables created with ``mysql56_temporal_format=OFF``, types 11/12/7) log **no metadata**, so the byte size of their
+values, set by the fsp, is in no event but the table's ``CREATE TABLE`` (``Field_time_hires`` and friends in
+MariaDB's ``sql/field.cc``; ``mariadb-binlog`` cannot decode them and stops).  And a table map logged with
+``binlog_row_metadata=MINIMAL`` names no column.  The tracker follows the DDL of a binlog (and of a schema the user
+gives, for tables created in an earlier file) so the row decoder can size those columns
+(:meth:`SchemaTracker.complete`) and callers can name columns (:meth:`SchemaTracker.column_names`).
+
+What it understands (MySQL/MariaDB syntax, keywords in any case, names plain, in backticks or in double quotes,
+``db.table`` or relative to the QUERY event's default database, ``/* */``, ``#`` and ``-- `` comments skipped and
+the content of ``/*! */`` / ``/*M! */`` executable comments read as code):
+
+* ``CREATE [OR REPLACE] TABLE [IF NOT EXISTS] t (columns, keys...) [options]``, ``CREATE TABLE t [(] LIKE s [)]``,
+  ``WITH SYSTEM VERSIONING`` (MariaDB adds the invisible ``row_start``/``row_end`` TIMESTAMP(6) columns at the
+  end, ``sql/handler.cc`` ``vers_create_fields``); a ``CREATE TABLE ... SELECT`` whose columns come from the
+  query forgets the table (its columns are not in the statement);
+* ``ALTER [ONLINE] [IGNORE] TABLE [IF EXISTS] t`` with ``ADD [COLUMN] [IF NOT EXISTS] c ... [FIRST | AFTER x]``,
+  ``ADD (c ..., d ...)``, ``MODIFY``, ``CHANGE old new ...``, ``DROP [COLUMN] [IF EXISTS] c``, ``RENAME COLUMN a
+  TO b``, ``RENAME [TO|AS] t2``, ``ADD``/``DROP SYSTEM VERSIONING``; other clauses (keys, partitions, options) are
+  skipped;
+* ``RENAME TABLE a TO b[, ...]``, ``DROP TABLE [IF EXISTS] a[, b]``, ``DROP DATABASE``; ``TEMPORARY`` tables are
+  left alone (their rows are never logged as row events).
+
+Anything else is ignored, never an error: a statement the tracker does not understand changes nothing, and an
+``ALTER`` it cannot follow (a column it does not know) forgets the table rather than keep a wrong layout.  What
+it knows is used only where it agrees with the table map (same column count, names where the map logs them, each
+column's type family): a wrong guess never resizes a column.  Known gaps, refused by that check or simply
+unknown: MySQL's functional key parts (``INDEX ((a + 1))``) add hidden columns the statement does not list, and
+``CREATE SEQUENCE`` tables have the server's columns.  A two-phase ALTER (MariaDB ``binlog_alter_two_phase``) counts
+at its COMMIT ALTER.
+
+Example::
+
+    >>> s = SchemaTracker()
+    >>> s.execute("CREATE TABLE `t` (id INT PRIMARY KEY, d DATETIME(3), /* note */ t TIME(6))", db="shop")
+    True
+    >>> s.execute("ALTER TABLE shop.t ADD COLUMN ts TIMESTAMP(2) NULL AFTER id", db="other")
+    True
+    >>> [(c.name, c.type_name, c.fsp) for c in s.table("shop", "t").columns]
+    [('id', 'int', None), ('ts', 'timestamp', 2), ('d', 'datetime', 3), ('t', 'time', 6)]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import TYPE_CHECKING, NamedTuple
+
+from binlake.coltypes import Column, ColumnType
+
+if TYPE_CHECKING:
+    from binlake.events.query import QueryEvent
+
+__all__ = ["OLD_TEMPORAL", "SchemaTracker", "TableSchema", "TrackedColumn", "is_ddl", "split_statements"]
+
+T = ColumnType
+
+OLD_TEMPORAL = frozenset({T.TIMESTAMP, T.TIME, T.DATETIME})
+"""Table-map types whose fsp only the DDL knows (MariaDB 5.3 hires layouts, see :mod:`binlake.values.temporal`)."""
+
+# sql_mode bits (include/my_sqlcommand.h / sql/sql_class.h): ANSI_QUOTES, NO_BACKSLASH_ESCAPES
+MODE_ANSI_QUOTES = 0x4
+MODE_NO_BACKSLASH_ESCAPES = 0x100000
+# Q_GTID_FLAGS3 bits of MariaDB's binlog_alter_two_phase (Gtid_log_event::FL_*_ALTER_E1 in sql/log_event.h): the
+# ALTER's text is logged at its start and again at its commit or rollback
+_FL_START_ALTER = 0x02
+_FL_ROLLBACK_ALTER = 0x08
+
+# Statements worth parsing: CREATE/ALTER/RENAME/DROP after blanks and comments (possessive, so no backtracking on
+# long comment runs).  Checked on the raw query bytes of every QUERY event: BEGIN, COMMIT, DML fail at byte one.
+_DDL_START = re.compile(
+    rb"(?:\s|/\*(?!M?!).*?\*/|#[^\n]*+|--\s[^\n]*+)*+(?:/\*M?!\d*+)?\s*(?:create|alter|rename|drop)\b",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def is_ddl(query: bytes) -> bool:
+    """Might ``query`` change a table's columns?  A cheap test on the statement's first keyword.
+
+    >>> is_ddl(b"/* x */ create table t (a int)"), is_ddl(b"BEGIN"), is_ddl(b"INSERT INTO t VALUES (1)")
+    (True, False, False)
+    """
+    return _DDL_START.match(query) is not None
+
+
+# ---- lexer ---------------------------------------------------------------------------------------------------
+
+_LEX_PARTS = (
+    r"(?P<ws>\s+)"
+    r"|(?P<exec>/\*M?!\d*)"  # an executable comment's opener: what follows is code
+    r"|(?P<comment>/\*.*?\*/|\#[^\n]*|--(?:\s[^\n]*)?(?=\n|$))"
+    r"|(?P<close>\*/)"  # the end of an executable comment
+    r"|(?P<bq>`(?:[^`]|``)*`)"
+    r"|(?P<dq>\"(?:[^\"{bs}]|{esc}\"\")*\")"
+    r"|(?P<sq>'(?:[^'{bs}]|{esc}'')*')"
+    r"|(?P<word>[0-9A-Za-z_$\u0080-\U0010ffff]+)"
+    r"|(?P<p>.)"
+)
+_LEX = re.compile(_LEX_PARTS.format(bs="\\\\", esc="\\\\.|"), re.DOTALL)  # backslash escapes in strings
+_LEX_NO_BACKSLASH = re.compile(_LEX_PARTS.format(bs="", esc=""), re.DOTALL)  # sql_mode NO_BACKSLASH_ESCAPES
+_SKIP = frozenset({"ws", "exec", "comment", "close"})
+
+
+class _Tok(NamedTuple):
+    kind: str  # word, bq (`name`), dq ("name"), sq ('string'), p (one punctuation character), eof
+    text: str
+    start: int
+    end: int
+
+
+def _tokens(sql: str, sql_mode: int = 0) -> list[_Tok]:
+    lex = _LEX_NO_BACKSLASH if sql_mode & MODE_NO_BACKSLASH_ESCAPES else _LEX
+    out = []
+    for m in lex.finditer(sql):
+        kind = m.lastgroup or "p"
+        if kind not in _SKIP:
+            out.append(_Tok(kind, m.group(), m.start(), m.end()))
+    return out
+
+
+def _unquote(tok: _Tok) -> str:
+    """A name or string token's value: quotes removed, doubled quotes (and backslash escapes in strings) undone."""
+    if tok.kind == "bq":
+        return tok.text[1:-1].replace("``", "`")
+    if tok.kind in ("dq", "sq"):
+        q = tok.text[0]
+        body = tok.text[1:-1].replace(q + q, q)
+        return re.sub(r"\\(.)", r"\1", body) if "\\" in body else body
+    return tok.text
+
+
+def split_statements(script: str) -> Iterator[str]:
+    """The statements of an SQL script (``mysqldump --no-data`` output, a schema file), without their delimiters.
+
+    Splits at ``;`` outside quotes and comments and follows the client's ``DELIMITER`` command.
+
+    >>> list(split_statements("USE a; CREATE TABLE `x;y` (c INT -- t;\\n); # c\\nDELIMITER //\\nDROP TABLE z//"))
+    ['USE a', 'CREATE TABLE `x;y` (c INT -- t;\\n)', 'DROP TABLE z']
+    """
+    delimiter, pos, start, n = ";", 0, 0, len(script)
+    blank = True  # only blanks and comments since the statement's start: a DELIMITER line may come
+    directive = re.compile(r"[ \t]*delimiter[ \t]+(\S+)[^\n]*", re.IGNORECASE)
+    while pos < n:
+        if blank and (pos == 0 or script[pos - 1] == "\n"):
+            d = directive.match(script, pos)
+            if d is not None:
+                delimiter, pos = d[1], d.end()
+                start = pos
+                continue
+        if script.startswith(delimiter, pos):
+            if script[start:pos].strip():
+                yield script[start:pos].strip()
+            pos += len(delimiter)
+            start, blank = pos, True
+            continue
+        m = _LEX.match(script, pos)
+        if m is None:  # pragma: no cover - the last alternative matches any character
+            break
+        if m.lastgroup not in ("ws", "comment"):
+            blank = False
+        pos = m.end() if m.lastgroup != "p" else pos + 1
+    if script[start:].strip():
+        yield script[start:].strip()
+
+
+# ---- the tracked schema ----------------------------------------------------------------------------------------
+
+_TEMPORAL = frozenset({"time", "datetime", "timestamp"})
+_VERSIONING_COLUMN = re.compile(r"\bAS\s+ROW\s+(?:START|END)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class TrackedColumn:
+    """One column as its DDL declares it.
+
+    ``type_name`` is the declared type in lower case (``"datetime"``, ``"int"``, ``"double precision"``),
+    ``params`` what its parentheses hold (``("10", "2")`` for DECIMAL(10,2), the member names of an ENUM),
+    ``definition`` the text after the name as logged.
+    """
+
+    name: str
+    type_name: str
+    params: tuple[str, ...] = ()
+    unsigned: bool = False
+    definition: str = ""
+
+    @property
+    def fsp(self) -> int | None:
+        """Fractional-second digits of a TIME/DATETIME/TIMESTAMP column (0 without parentheses), else ``None``."""
+        if self.type_name not in _TEMPORAL:
+            return None
+        if not self.params:
+            return 0
+        p = self.params[0]
+        return int(p) if p.isdigit() and int(p) <= 6 else None
+
+
+@dataclass(frozen=True, slots=True)
+class TableSchema:
+    """A table's columns in table (and table-map) order; ``schema`` is ``None`` for a table given without one."""
+
+    schema: str | None
+    name: str
+    columns: tuple[TrackedColumn, ...]
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    def agrees_with(self, columns: Sequence[Column]) -> bool:
+        """Do these columns describe a table map's ``columns``: as many, the names the map logs (if it does), each
+        declared type one the map's type code can stand for (types the tracker does not know are not checked)?"""
+        if len(self.columns) != len(columns):
+            return False
+        for col, tracked in zip(columns, self.columns, strict=True):
+            if col.name is not None and col.name.casefold() != tracked.name.casefold():
+                return False
+            codes = _CODES.get(tracked.type_name)
+            if codes is not None and col.type_code not in codes:
+                return False
+            if col.type_code in OLD_TEMPORAL and tracked.fsp is None:
+                return False  # declared as something that is not a temporal type (or with a bad fsp)
+        return True
+
+    def index(self, name: str) -> int | None:
+        """Position of the column ``name`` (column names are case-insensitive in both servers)."""
+        return _find(self.columns, name)
+
+
+# Type-map codes each declared type may be logged as (Field::binlog_type() of each Field in sql/field.cc): what a
+# tracked table must agree with before its fsp is used.  Types not listed (user types, INET6, UUID...) are not
+# checked.
+_FAMILIES: tuple[tuple[str, frozenset[int]], ...] = (
+    ("tinyint, bool, boolean, int1", frozenset({T.TINY})),
+    ("smallint, int2", frozenset({T.SHORT})),
+    ("mediumint, int3, middleint", frozenset({T.INT24})),
+    ("int, integer, int4", frozenset({T.LONG})),
+    ("bigint, int8, serial", frozenset({T.LONGLONG})),
+    ("float, real", frozenset({T.FLOAT, T.DOUBLE})),  # FLOAT(p > 24) is DOUBLE; REAL is FLOAT in REAL_AS_FLOAT
+    ("double, double precision, float8", frozenset({T.DOUBLE})),
+    ("float4", frozenset({T.FLOAT})),
+    ("decimal, dec, numeric, fixed", frozenset({T.NEWDECIMAL, T.DECIMAL})),
+    ("bit", frozenset({T.BIT})),
+    ("date", frozenset({T.DATE, T.NEWDATE})),
+    ("time", frozenset({T.TIME, T.TIME2})),
+    ("datetime", frozenset({T.DATETIME, T.DATETIME2})),
+    ("timestamp", frozenset({T.TIMESTAMP, T.TIMESTAMP2})),
+    ("year", frozenset({T.YEAR})),
+    ("char, character, nchar, binary, national char, national character", frozenset({T.STRING})),
+    (
+        "varchar, varbinary, nvarchar, character varying, char varying, national varchar",
+        frozenset({T.VARCHAR, T.VAR_STRING, T.VARCHAR_COMPRESSED}),
+    ),
+    (
+        "tinyblob, blob, mediumblob, longblob, tinytext, text, mediumtext, longtext, long, long varchar, "
+        "long varbinary",
+        frozenset({T.BLOB, T.BLOB_COMPRESSED}),
+    ),
+    ("json", frozenset({T.JSON, T.BLOB})),  # MariaDB's JSON is LONGTEXT
+    ("enum", frozenset({T.STRING, T.ENUM})),
+    ("set", frozenset({T.STRING, T.SET})),
+    (
+        "geometry, point, linestring, polygon, multipoint, multilinestring, multipolygon, geometrycollection",
+        frozenset({T.GEOMETRY}),
+    ),
+)
+_CODES: dict[str, frozenset[int]] = {name: codes for names, codes in _FAMILIES for name in names.split(", ")}
+# Two-word type names: their first word -> the second words that make a type with it ("double" -> "precision")
+_TWO_WORDS: dict[str, frozenset[str]] = {
+    first: frozenset(n.split(" ")[1] for n in _CODES if n.startswith(first + " "))
+    for first in {n.split(" ")[0] for n in _CODES if " " in n}
+}
+
+# First words of CREATE TABLE elements and ALTER clauses that are not columns (all reserved words, so a column
+# of that name is quoted and its first token is not a plain word)
+_NOT_COLUMN = frozenset({"PRIMARY", "KEY", "INDEX", "UNIQUE", "CONSTRAINT", "FOREIGN", "FULLTEXT", "SPATIAL", "CHECK"})
+_NOT_ALTERED_COLUMN = _NOT_COLUMN | {"PARTITION", "PERIOD", "DEFAULT"}
+# MariaDB's system-versioning columns, added at the end of a table WITH SYSTEM VERSIONING that declares none
+# (vers_create_fields in sql/handler.cc: TIMESTAMP(6), INVISIBLE_SYSTEM)
+_ROW_START = TrackedColumn("row_start", "timestamp", ("6",), False, "TIMESTAMP(6) GENERATED ALWAYS AS ROW START")
+_ROW_END = TrackedColumn("row_end", "timestamp", ("6",), False, "TIMESTAMP(6) GENERATED ALWAYS AS ROW END")
+_EOF = _Tok("eof", "", -1, -1)
+_NAME_KINDS = frozenset({"word", "bq", "dq"})
+
+_Key = tuple[str | None, str]
+_Position = tuple[str, str]  # ("first", "") or ("after", column name)
+
+
+class _Skip(Exception):
+    """A statement (or clause) the tracker does not follow: it changes nothing."""
+
+
+class _Forget(Exception):
+    """An ALTER the tracker cannot follow on a table it knows: the table is forgotten."""
+
+
+def _key(schema: str | None, name: str) -> _Key:
+    """Tables are looked up case-insensitively (lower_case_table_names differs between servers)."""
+    return (schema.casefold() if schema is not None else None, name.casefold())
+
+
+def _is_p(tok: _Tok, char: str) -> bool:
+    return tok.kind == "p" and tok.text == char
+
+
+def _kw(tok: _Tok) -> str:
+    """The keyword a token may be: its upper-cased text if it is a plain word, else ``""``."""
+    return tok.text.upper() if tok.kind == "word" else ""
+
+
+def _matching(toks: Sequence[_Tok], i: int) -> int:
+    """Index of the ``)`` closing the ``(`` at ``i``."""
+    depth = 0
+    for j in range(i, len(toks)):
+        if toks[j].kind == "p":
+            if toks[j].text == "(":
+                depth += 1
+            elif toks[j].text == ")":
+                depth -= 1
+                if depth == 0:
+                    return j
+    raise _Skip("unbalanced parentheses")
+
+
+def _split(toks: Sequence[_Tok]) -> list[list[_Tok]]:
+    """``toks`` split at commas outside parentheses (empty parts dropped)."""
+    parts: list[list[_Tok]] = [[]]
+    depth = 0
+    for tok in toks:
+        if tok.kind == "p":
+            if tok.text == "(":
+                depth += 1
+            elif tok.text == ")":
+                depth -= 1
+            elif tok.text == "," and depth == 0:
+                parts.append([])
+                continue
+        parts[-1].append(tok)
+    return [p for p in parts if p]
+
+
+def _top_level_words(toks: Sequence[_Tok]) -> list[str]:
+    out, depth = [], 0
+    for tok in toks:
+        if _is_p(tok, "("):
+            depth += 1
+        elif _is_p(tok, ")"):
+            depth -= 1
+        elif depth == 0 and tok.kind == "word":
+            out.append(tok.text.upper())
+    return out
+
+
+class _Stream:
+    """A cursor over tokens that never runs off the end (past it, every token is ``_EOF``)."""
+
+    __slots__ = ("i", "toks")
+
+    def __init__(self, toks: Sequence[_Tok], i: int = 0) -> None:
+        self.toks = toks
+        self.i = i
+
+    def peek(self, k: int = 0) -> _Tok:
+        j = self.i + k
+        return self.toks[j] if j < len(self.toks) else _EOF
+
+    def kw(self, k: int = 0) -> str:
+        return _kw(self.peek(k))
+
+    def accept(self, *words: str) -> bool:
+        """Step over the keywords ``words`` if they come next."""
+        if all(self.kw(k) == w for k, w in enumerate(words)):
+            self.i += len(words)
+            return True
+        return False
+
+    def expect(self, *words: str) -> None:
+        if not self.accept(*words):
+            raise _Skip(f"expected {' '.join(words)}")
+
+    def accept_p(self, char: str) -> bool:
+        if _is_p(self.peek(), char):
+            self.i += 1
+            return True
+        return False
+
+    def name(self) -> str:
+        tok = self.peek()
+        if tok.kind not in _NAME_KINDS:
+            raise _Skip("expected a name")
+        self.i += 1
+        return _unquote(tok)
+
+    def qualified(self) -> tuple[str | None, str]:
+        """``db.name`` or ``name`` (``None`` for the database)."""
+        first = self.name()
+        if self.accept_p("."):
+            return first, self.name()
+        return None, first
+
+    def skip_wait(self) -> None:
+        """MariaDB's ``WAIT n`` / ``NOWAIT`` lock-timeout clause."""
+        if self.accept("WAIT"):
+            self.i += 1
+        else:
+            self.accept("NOWAIT")
+
+    def rest(self) -> list[_Tok]:
+        return list(self.toks[self.i :])
+
+
+def _column(name: str, toks: Sequence[_Tok], sql: str) -> TrackedColumn:
+    """A column from its name and the tokens of its definition (type, then attributes)."""
+    j = 2 if len(toks) > 2 and _is_p(toks[1], ".") else 0  # a qualified type: mariadb_schema.date
+    if len(toks) <= j or toks[j].kind not in ("word", "bq"):
+        raise _Skip("column without a type")
+    type_name = _unquote(toks[j]).lower()
+    j += 1
+    second = toks[j].text.lower() if j < len(toks) and toks[j].kind == "word" else ""
+    if second in _TWO_WORDS.get(type_name, ()):
+        type_name += " " + second
+        j += 1
+    params: tuple[str, ...] = ()
+    if j < len(toks) and _is_p(toks[j], "("):
+        k = _matching(toks, j)
+        params = tuple(
+            _unquote(part[0]) if len(part) == 1 else " ".join(t.text for t in part) for part in _split(toks[j + 1 : k])
+        )
+        j = k + 1
+    words = _top_level_words(toks[j:])
+    unsigned = "UNSIGNED" in words or "ZEROFILL" in words
+    return TrackedColumn(name, type_name, params, unsigned, sql[toks[0].start : toks[-1].end])
+
+
+def _element(part: Sequence[_Tok], sql: str) -> TrackedColumn | None:
+    """One element of a CREATE TABLE list (or of ``ALTER ... ADD (...)``): a column, or ``None`` for a key etc."""
+    first = part[0]
+    word = _kw(first)
+    second = _kw(part[1]) if len(part) > 1 else ""
+    if word in _NOT_COLUMN or (word, second) in (("PERIOD", "FOR"), ("VECTOR", "INDEX"), ("VECTOR", "KEY")):
+        return None
+    if first.kind not in _NAME_KINDS:
+        raise _Skip("element without a name")
+    return _column(_unquote(first), part[1:], sql)
+
+
+def _position(toks: list[_Tok]) -> tuple[list[_Tok], _Position | None]:
+    """A column definition of ALTER without its trailing ``FIRST`` / ``AFTER col``, and that position."""
+    if toks and _kw(toks[-1]) == "FIRST":
+        return toks[:-1], ("first", "")
+    if len(toks) >= 2 and _kw(toks[-2]) == "AFTER" and toks[-1].kind in _NAME_KINDS:
+        return toks[:-2], ("after", _unquote(toks[-1]))
+    return toks, None
+
+
+def _find(cols: Sequence[TrackedColumn], name: str) -> int | None:
+    folded = name.casefold()
+    return next((i for i, c in enumerate(cols) if c.name.casefold() == folded), None)
+
+
+def _place(cols: list[TrackedColumn], col: TrackedColumn, where: _Position | None) -> None:
+    if where is None:
+        cols.append(col)
+    elif where[0] == "first":
+        cols.insert(0, col)
+    else:
+        i = _find(cols, where[1])
+        if i is None:
+            raise _Forget(f"AFTER an unknown column {where[1]!r}")
+        cols.insert(i + 1, col)
+
+
+def _add_versioning(cols: list[TrackedColumn]) -> None:
+    if not any(_VERSIONING_COLUMN.search(c.definition) for c in cols):
+        cols += [_ROW_START, _ROW_END]
+
+
+def _alter_clause(spec: list[_Tok], cols: list[TrackedColumn], sql: str) -> tuple[str | None, str] | None:
+    """Apply one ALTER TABLE clause to ``cols``; a ``RENAME [TO]`` returns the new name."""
+    s = _Stream(spec)
+    if s.accept("ADD"):
+        column = s.accept("COLUMN")
+        if_not_exists = s.accept("IF", "NOT", "EXISTS")
+        if not column and s.accept("SYSTEM", "VERSIONING"):
+            _add_versioning(cols)
+            return None
+        if not column and s.kw() in _NOT_ALTERED_COLUMN:
+            return None
+        if _is_p(s.peek(), "("):
+            k = _matching(spec, s.i)
+            added = [_element(part, sql) for part in _split(spec[s.i + 1 : k])]
+            cols += [c for c in added if c is not None and not (if_not_exists and _find(cols, c.name) is not None)]
+            return None
+        body, where = _position(s.rest())
+        col = _column(_unquote(body[0]), body[1:], sql) if body and body[0].kind in _NAME_KINDS else None
+        if col is None:
+            raise _Skip("ADD without a column")
+        if not (if_not_exists and _find(cols, col.name) is not None):
+            _place(cols, col, where)
+    elif s.kw() in ("MODIFY", "CHANGE"):
+        change = s.kw() == "CHANGE"
+        s.i += 1
+        s.accept("COLUMN")
+        if_exists = s.accept("IF", "EXISTS")
+        old = s.name()
+        body, where = _position(s.rest())
+        if change:
+            if not body or body[0].kind not in _NAME_KINDS:
+                raise _Forget("CHANGE without a new name")
+            new, body = _unquote(body[0]), body[1:]
+        else:
+            new = old
+        i = _find(cols, old)
+        if i is None:
+            if if_exists:
+                return None
+            raise _Forget(f"{'CHANGE' if change else 'MODIFY'} of an unknown column {old!r}")
+        col = _column(new, body, sql)
+        if where is None:
+            cols[i] = col
+        else:
+            del cols[i]
+            _place(cols, col, where)
+    elif s.accept("DROP"):
+        column = s.accept("COLUMN")
+        if_exists = s.accept("IF", "EXISTS")
+        if not column and s.accept("SYSTEM", "VERSIONING"):
+            cols[:] = [c for c in cols if not _VERSIONING_COLUMN.search(c.definition)]
+            return None
+        if not column and s.kw() in _NOT_ALTERED_COLUMN:
+            return None
+        name = s.name()
+        i = _find(cols, name)
+        if i is None:
+            if if_exists:
+                return None
+            raise _Forget(f"DROP of an unknown column {name!r}")
+        del cols[i]
+    elif s.accept("RENAME"):
+        if s.accept("COLUMN"):
+            old = s.name()
+            s.expect("TO")
+            i = _find(cols, old)
+            if i is None:
+                raise _Forget(f"RENAME of an unknown column {old!r}")
+            cols[i] = replace(cols[i], name=s.name())
+        elif s.kw() not in ("INDEX", "KEY"):
+            if not (s.accept("TO") or s.accept("AS")):
+                s.accept_p("=")
+            return s.qualified()
+    return None
+
+
+class SchemaTracker:
+    """The tables of a binlog as its DDL left them; see the module docstring.
+
+    ``tables`` seeds it (``{(db, table): TableSchema}`` as :attr:`tables` returns them, keys in any case).
+    """
+
+    __slots__ = ("_completed", "_tables")
+
+    def __init__(self, tables: Mapping[_Key, TableSchema] | None = None) -> None:
+        self._tables: dict[_Key, TableSchema] = {}
+        for ts in (tables or {}).values():
+            self._tables[_key(ts.schema, ts.name)] = ts
+        self._completed: dict[tuple[int, int], tuple[tuple[Column, ...], TableSchema, tuple[Column, ...]]] = {}
+
+    @classmethod
+    def from_sql(cls, script: str, db: str | None = None) -> SchemaTracker:
+        """A tracker that has seen the statements of ``script`` (``USE db`` and ``DELIMITER`` understood)."""
+        return cls(_seed(script, db))
+
+    # -- what it knows
+
+    @property
+    def tables(self) -> dict[_Key, TableSchema]:
+        """Every known table by ``(database, table)`` as the DDL spelt them (a copy)."""
+        return {(ts.schema, ts.name): ts for ts in self._tables.values()}
+
+    def table(self, schema: str | None, name: str) -> TableSchema | None:
+        """The table ``schema.name``; a table tracked without a database (a seed without ``USE``) matches any."""
+        ts = self._tables.get(_key(schema, name))
+        if ts is None and schema is not None:
+            ts = self._tables.get(_key(None, name))
+        return ts
+
+    def column_names(self, schema: str | None, name: str, count: int | None = None) -> tuple[str, ...] | None:
+        """The column names of ``schema.name`` in table order, ``None`` when unknown or not ``count`` of them.
+
+        For table maps that log no names (``binlog_row_metadata=MINIMAL``)::
+
+            names = tracker.column_names(tm.schema, tm.table, tm.column_count) or tm.column_names
+        """
+        ts = self.table(schema, name)
+        if ts is None or (count is not None and count != len(ts.columns)):
+            return None
+        return ts.column_names
+
+    def complete(self, schema: str, name: str, columns: tuple[Column, ...]) -> tuple[Column, ...]:
+        """``columns`` of a table map, with the fsp of its old-type TIME/DATETIME/TIMESTAMP columns from the DDL.
+
+        Unchanged when the table is unknown or its tracked columns disagree with the map (count, names the map
+        logs, type families).  The same ``columns`` give the same tuple back, so the row decoders built for it
+        are reused.
+        """
+        ts = self.table(schema, name)
+        if ts is None:
+            return columns
+        hit = self._completed.get((id(columns), id(ts)))
+        if hit is not None and hit[0] is columns and hit[1] is ts:
+            return hit[2]
+        out = _with_fsp(ts, columns)
+        if len(self._completed) >= 256:
+            self._completed.clear()
+        self._completed[(id(columns), id(ts))] = (columns, ts, out)
+        return out
+
+    # -- what it is told
+
+    def observe(self, ev: QueryEvent) -> bool:
+        """Follow a QUERY event's statement if it is DDL (cheap for any other); True when the schema changed."""
+        if not _DDL_START.match(ev.query_raw):
+            return False
+        flags3 = ev.status("GTID_FLAGS3")
+        if isinstance(flags3, tuple) and flags3[0] & (_FL_START_ALTER | _FL_ROLLBACK_ALTER):
+            return False  # a two-phase ALTER counts when its COMMIT ALTER (the same text) is logged
+        mode = ev.status("SQL_MODE")
+        return self.execute(ev.query, ev.db or None, mode if isinstance(mode, int) else 0)
+
+    def execute(self, sql: str, db: str | None = None, sql_mode: int = 0) -> bool:
+        """Apply one statement run with default database ``db``; True when the schema changed.
+
+        Statements it does not understand change nothing (see the module docstring).
+        """
+        s = _Stream(_tokens(sql, sql_mode))
+        try:
+            if s.accept("CREATE"):
+                return self._create(s, db, sql)
+            if s.accept("ALTER"):
+                return self._alter(s, db, sql)
+            if s.accept("RENAME"):
+                return self._rename(s, db)
+            if s.accept("DROP"):
+                return self._drop(s, db)
+        except _Skip:
+            pass
+        return False
+
+    def feed_script(self, script: str, db: str | None = None) -> int:
+        """Apply every statement of ``script`` (``USE db`` switches the default database); returns how many
+        changed the schema."""
+        changed = 0
+        for stmt in split_statements(script):
+            s = _Stream(_tokens(stmt))
+            if s.accept("USE"):
+                with contextlib.suppress(_Skip):
+                    db = s.name()
+            elif is_ddl(stmt.encode("utf-8", "surrogateescape")):
+                changed += self.execute(stmt, db)
+        return changed
+
+    # -- statements
+
+    def _put(self, ts: TableSchema) -> bool:
+        self._tables[_key(ts.schema, ts.name)] = ts
+        return True
+
+    def _forget(self, schema: str | None, name: str) -> bool:
+        return self._tables.pop(_key(schema, name), None) is not None
+
+    def _create(self, s: _Stream, db: str | None, sql: str) -> bool:
+        s.accept("OR", "REPLACE")
+        if s.accept("TEMPORARY"):
+            return False
+        s.expect("TABLE")
+        if_not_exists = s.accept("IF", "NOT", "EXISTS")
+        schema, name = s.qualified()
+        schema = schema or db
+        if if_not_exists and self._tables.get(_key(schema, name)) is not None:
+            return False  # the statement left the existing table alone
+        like = s.accept("LIKE") or (_is_p(s.peek(), "(") and s.kw(1) == "LIKE" and s.accept_p("(") and s.accept("LIKE"))
+        if like:
+            src_schema, src = s.qualified()
+            source = self.table(src_schema or db, src)
+            if source is None:
+                return self._forget(schema, name)
+            return self._put(TableSchema(schema, name, source.columns))
+        if not _is_p(s.peek(), "("):
+            return self._forget(schema, name)  # CREATE TABLE ... SELECT: the columns are the query's
+        k = _matching(s.toks, s.i)
+        cols = [c for c in (_element(part, sql) for part in _split(s.toks[s.i + 1 : k])) if c is not None]
+        tail = _top_level_words(s.toks[k + 1 :])
+        if "SELECT" in tail:
+            return self._forget(schema, name)  # more columns come from the query
+        if any(tail[i : i + 3] == ["WITH", "SYSTEM", "VERSIONING"] for i in range(len(tail))):
+            _add_versioning(cols)
+        return self._put(TableSchema(schema, name, tuple(cols)))
+
+    def _alter(self, s: _Stream, db: str | None, sql: str) -> bool:
+        s.accept("ONLINE")
+        s.accept("IGNORE")
+        s.expect("TABLE")
+        s.accept("IF", "EXISTS")
+        schema, name = s.qualified()
+        ts = self.table(schema or db, name)
+        if ts is None:
+            return False
+        s.skip_wait()
+        cols = list(ts.columns)
+        target: tuple[str | None, str] = (ts.schema, ts.name)
+        try:
+            for spec in _split(s.rest()):
+                try:
+                    renamed = _alter_clause(spec, cols, sql)
+                except _Skip:
+                    continue  # a clause it does not know (options, partitions): no column changes
+                if renamed is not None:
+                    target = (renamed[0] or db, renamed[1])
+        except _Forget:
+            return self._forget(ts.schema, ts.name)
+        self._forget(ts.schema, ts.name)
+        return self._put(TableSchema(target[0], target[1], tuple(cols)))
+
+    def _rename(self, s: _Stream, db: str | None) -> bool:
+        if not (s.accept("TABLE") or s.accept("TABLES")):
+            return False
+        s.accept("IF", "EXISTS")
+        changed = False
+        while True:
+            schema, name = s.qualified()
+            s.skip_wait()
+            s.expect("TO")
+            new_schema, new = s.qualified()
+            ts = self.table(schema or db, name)
+            if ts is not None:
+                self._forget(ts.schema, ts.name)
+                changed = self._put(TableSchema(new_schema or db, new, ts.columns))
+            if not s.accept_p(","):
+                return changed
+
+    def _drop(self, s: _Stream, db: str | None) -> bool:
+        if s.accept("DATABASE") or s.accept("SCHEMA"):
+            s.accept("IF", "EXISTS")
+            gone = s.name().casefold()
+            keys = [k for k in self._tables if k[0] == gone]
+            for k in keys:
+                del self._tables[k]
+            return bool(keys)
+        if s.accept("TEMPORARY"):
+            return False
+        if not (s.accept("TABLE") or s.accept("TABLES")):
+            return False
+        s.accept("IF", "EXISTS")
+        changed = False
+        while True:
+            schema, name = s.qualified()
+            ts = self.table(schema or db, name)
+            if ts is not None:
+                changed = self._forget(ts.schema, ts.name) or changed
+            if not s.accept_p(","):
+                return changed
+
+
+def _with_fsp(ts: TableSchema, columns: tuple[Column, ...]) -> tuple[Column, ...]:
+    """``columns`` with the tracked fsp of old-type temporal columns, if ``ts`` agrees with them."""
+    if not ts.agrees_with(columns):
+        return columns
+    return tuple(
+        col.with_(fsp=tracked.fsp) if col.type_code in OLD_TEMPORAL and tracked.fsp and col.fsp is None else col
+        for col, tracked in zip(columns, ts.columns, strict=True)
+    )
+
+
+@lru_cache(maxsize=16)
+def _seed(script: str, db: str | None) -> dict[_Key, TableSchema]:
+    """The tables a seed script defines (cached: every decoding context of a run starts from the same seed)."""
+    tracker = SchemaTracker()
+    tracker.feed_script(script, db)
+    return tracker._tables

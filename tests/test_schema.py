@@ -476,3 +476,19 @@ def test_tracked_column_fsp_property() -> None:
     assert TrackedColumn("a", "time", ("7",)).fsp is None  # no server writes more than 6 digits
     assert TrackedColumn("a", "int").fsp is None and TrackedColumn("a", "datetime").fsp == 0
     assert TableSchema("d", "t", ()).column_names == ()
+
+
+def test_cli_schema_option_and_one_tracker_across_files(corpus_dir: Path, tmp_path: Path) -> None:
+    """``binlake stats --schema`` seeds the tracker; DDL read in one file of a run applies to the files after it."""
+    from binlake.cli import main
+
+    path = corpus_dir / "mariadb" / "binlogs" / "corpus-bin.000003"
+    rest = tmp_path / "rest-bin.000003"  # the file from byte 2084 on: its CREATE TABLE is gone
+    data = path.read_bytes()
+    fde_end = 4 + int.from_bytes(data[4 + 9 : 4 + 13], "little")
+    rest.write_bytes(data[:fde_end] + data[2084:])
+    assert main(["stats", str(rest)]) == 1  # cannot size DATETIME(3) without the DDL
+    schema = tmp_path / "schema.sql"
+    schema.write_text(f"USE corpus_types;\n{CREATE_OLD};\n")
+    assert main(["stats", "--schema", str(schema), str(rest)]) == 0
+    assert main(["stats", str(path), str(rest)]) == 0  # the DDL of the first file sizes the second

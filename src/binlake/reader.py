@@ -25,6 +25,7 @@ from binlake.decoder import MAGIC, Decoder, Decryptor
 from binlake.errors import BinlogError, MalformedError, TruncatedError
 from binlake.events.base import Event
 from binlake.events.context import DecodeContext, DecodeOptions
+from binlake.schema import SchemaTracker
 
 __all__ = ["HeaderInfo", "read_events", "walk_headers"]
 
@@ -53,6 +54,7 @@ def read_events(
     idle_timeout: float | None = None,
     should_stop: Callable[[], bool] | None = None,
     decryptor: Decryptor | None = None,
+    schema: SchemaTracker | None = None,
 ) -> Iterator[Event]:
     """Yield the events of the binlog at ``path``.
 
@@ -60,11 +62,14 @@ def read_events(
     decoded first but not yielded).  ``stop``: yield only events that start before it.  ``follow``: at the end of
     the file, wait for more bytes (polling every ``poll_interval`` s) until ``should_stop()`` is true or nothing
     arrived for ``idle_timeout`` s; without ``follow`` a partial event at the end is a
-    :class:`~binlake.errors.TruncatedError`.
+    :class:`~binlake.errors.TruncatedError`.  ``schema``: a :class:`~binlake.schema.SchemaTracker` to continue
+    (pass the same one for consecutive files of one log, so DDL seen in one file applies to the next).
     """
     name = os.fspath(path)
     try:
-        yield from _read(Path(name), options, start, stop, follow, poll_interval, idle_timeout, should_stop, decryptor)
+        yield from _read(
+            Path(name), options, start, stop, follow, poll_interval, idle_timeout, should_stop, decryptor, schema
+        )
     except BinlogError as e:
         raise e.at_file(name) from None
     except OSError as e:
@@ -81,11 +86,13 @@ def _read(
     idle_timeout: float | None,
     should_stop: Callable[[], bool] | None,
     decryptor: Decryptor | None,
+    schema: SchemaTracker | None,
 ) -> Iterator[Event]:
     with open(path, "rb") as f:
-        dec = Decoder(options, decryptor=decryptor)
+        dec = Decoder(context=DecodeContext(options or DecodeOptions(), schema=schema), decryptor=decryptor)
         if start is not None and start > 4:
             ctx = _context_at_start(f, options, decryptor)
+            ctx.schema = schema if schema is not None else ctx.schema
             dec = Decoder(start_pos=start, context=ctx, decryptor=decryptor)
             f.seek(start)
         idle_since = time.monotonic()

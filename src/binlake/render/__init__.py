@@ -7,8 +7,9 @@ Example::
     >>> import argparse
     >>> p = argparse.ArgumentParser()
     >>> add_decode_arguments(p)
-    >>> decode_options(p.parse_args(["--no-verify-checksum", "--unknown-events", "error"]))
-    DecodeOptions(verify_checksum=False, unknown_events='error', max_decompressed=1073741824)
+    >>> o = decode_options(p.parse_args(["--no-verify-checksum", "--unknown-events", "error"]))
+    >>> o.verify_checksum, o.unknown_events, o.schema_sql
+    (False, 'error', None)
     >>> error_line(BinlogError("CRC32 mismatch", pos=620), "binlog.000024")
     'binlake: binlog.000024: at 620: CRC32 mismatch'
 """
@@ -16,6 +17,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from binlake.errors import BinlogError
 from binlake.events.context import DecodeOptions
@@ -27,7 +29,7 @@ EXIT_ERROR = 2
 
 
 def add_decode_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--verify-checksum/--no-verify-checksum`` and ``--unknown-events raw|error`` to ``parser``."""
+    """Add the options every decoding subcommand shares: checksums, unknown events, ``--schema``, ``--key-file``."""
     parser.add_argument(
         "--verify-checksum",
         action=argparse.BooleanOptionalAction,
@@ -40,11 +42,26 @@ def add_decode_arguments(parser: argparse.ArgumentParser) -> None:
         default="raw",
         help="an event type binlake does not know: keep its raw bytes (default) or stop with an error",
     )
+    parser.add_argument(
+        "--schema",
+        metavar="SQL_FILE",
+        help="DDL (CREATE TABLE ...) of tables created before these binlogs; sizes MariaDB 5.3 fractional temporals",
+    )
+    parser.add_argument(
+        "--key-file",
+        metavar="FILE",
+        help="MariaDB file_key_management key file, to read encrypted binlogs (encrypt_binlog=ON)",
+    )
 
 
 def decode_options(args: argparse.Namespace) -> DecodeOptions:
     """The :class:`~binlake.events.context.DecodeOptions` of arguments added by :func:`add_decode_arguments`."""
-    return DecodeOptions(verify_checksum=args.verify_checksum, unknown_events=args.unknown_events)
+    schema = getattr(args, "schema", None)
+    return DecodeOptions(
+        verify_checksum=args.verify_checksum,
+        unknown_events=args.unknown_events,
+        schema_sql=None if schema is None else Path(schema).read_text(encoding="utf-8"),
+    )
 
 
 def error_line(err: BinlogError, file: str | None = None) -> str:

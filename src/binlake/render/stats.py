@@ -34,6 +34,8 @@ from binlake.events.context import DecodeOptions
 from binlake.events.query import QueryEvent
 from binlake.events.rows import RowsEvent
 from binlake.reader import read_events
+from binlake.render import add_decode_arguments, decode_options
+from binlake.schema import SchemaTracker
 
 __all__ = ["BinlogStats", "add_stats_arguments", "collect", "stats_main"]
 
@@ -167,13 +169,16 @@ def _iso(ts: int | None) -> str | None:
     return None if ts is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
 
 
-def collect(files: Iterable[str], verify_checksum: bool = True, decryptor: Decryptor | None = None) -> BinlogStats:
+def collect(
+    files: Iterable[str], options: DecodeOptions | None = None, decryptor: Decryptor | None = None
+) -> BinlogStats:
     """Decode ``files`` whole and gather their figures; raises :class:`BinlogError` on the first bad event."""
     stats = BinlogStats()
-    options = DecodeOptions(verify_checksum=verify_checksum)
+    options = options or DecodeOptions()
+    schema = SchemaTracker.from_sql(options.schema_sql) if options.schema_sql else SchemaTracker()
     for path in files:
         stats.files.append(path)
-        for ev in read_events(path, options=options, decryptor=decryptor):
+        for ev in read_events(path, options=options, decryptor=decryptor, schema=schema):
             stats.add(ev)
         stats.end_file()
     return stats
@@ -183,10 +188,7 @@ def add_stats_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``binlake stats``."""
     parser.add_argument("files", nargs="+", metavar="FILE", help="binlog files")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument(
-        "--verify-checksum", action=argparse.BooleanOptionalAction, default=True, help="fail on a CRC32 mismatch"
-    )
-    parser.add_argument("--key-file", help="MariaDB file_key_management key file, to read encrypted binlogs")
+    add_decode_arguments(parser)
 
 
 def stats_main(args: argparse.Namespace) -> int:
@@ -197,7 +199,7 @@ def stats_main(args: argparse.Namespace) -> int:
             from binlake.crypto import load_key_file, mariadb_decryptor
 
             decryptor = mariadb_decryptor(load_key_file(args.key_file))
-        stats = collect(args.files, args.verify_checksum, decryptor)
+        stats = collect(args.files, decode_options(args), decryptor)
     except (BinlogError, OSError) as e:
         print(f"binlake stats: {e}", file=sys.stderr)
         return 1

@@ -53,7 +53,9 @@ from binlake.events.query import QueryEvent
 from binlake.events.rows import ABSENT, RowsEvent
 from binlake.events.table_map import OptionalMetadataType, TableMapEvent
 from binlake.reader import read_events
+from binlake.render import add_decode_arguments, decode_options
 from binlake.render.flashback import invert
+from binlake.schema import SchemaTracker
 from binlake.values import collations, reader_for
 from binlake.wire import bits_msb_first
 
@@ -410,6 +412,7 @@ class DumpOptions:
     table_metadata: bool = True
     verify_checksum: bool = True
     key_file: str | None = None
+    schema_sql: str | None = None
 
 
 _ROWS_NAMES: dict[int, str] = {
@@ -1051,12 +1054,13 @@ def dump(files: Iterable[str], options: DumpOptions, out: BinaryIO) -> int:
     printer = TextPrinter(write, options)
     printer.begin()
     files = list(files)
-    decode = DecodeOptions(verify_checksum=options.verify_checksum)
-    for n, path in enumerate(files):
+    decode = DecodeOptions(verify_checksum=options.verify_checksum, schema_sql=options.schema_sql)
+    schema = SchemaTracker.from_sql(options.schema_sql) if options.schema_sql else SchemaTracker()
+    for n, path in enumerate(files):  # one schema for the run: DDL in one file applies to the next
         start = options.start_position if n == 0 else None
         last = n == len(files) - 1
         try:
-            for ev in read_events(path, options=decode, start=start, decryptor=decryptor):
+            for ev in read_events(path, options=decode, start=start, decryptor=decryptor, schema=schema):
                 if not printer.feed(ev) and last:
                     break
         except BinlogError as e:
@@ -1098,15 +1102,7 @@ def add_dump_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="the # Columns / # Primary Key lines of each table map (default: on, off with --flashback)",
     )
-    parser.add_argument(
-        "--verify-checksum",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="fail on a CRC32 mismatch (default on)",
-    )
-    parser.add_argument(
-        "--key-file", help="MariaDB file_key_management key file, to read encrypted binlogs (encrypt_binlog=ON)"
-    )
+    add_decode_arguments(parser)
 
 
 def dump_main(args: argparse.Namespace) -> int:
@@ -1122,5 +1118,6 @@ def dump_main(args: argparse.Namespace) -> int:
         table_metadata=not args.flashback if args.table_metadata is None else args.table_metadata,
         verify_checksum=args.verify_checksum,
         key_file=args.key_file,
+        schema_sql=decode_options(args).schema_sql,
     )
     return dump(args.files, options, sys.stdout.buffer)

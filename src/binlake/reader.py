@@ -23,7 +23,7 @@ from typing import BinaryIO
 
 from binlake.decoder import MAGIC, Decoder, Decryptor
 from binlake.errors import BinlogError, MalformedError, TruncatedError
-from binlake.events.base import Event
+from binlake.events.base import Event, EventType
 from binlake.events.context import DecodeContext, DecodeOptions
 from binlake.schema import SchemaTracker
 
@@ -91,10 +91,7 @@ def _read(
     with open(path, "rb") as f:
         dec = Decoder(context=DecodeContext(options or DecodeOptions(), schema=schema), decryptor=decryptor)
         if start is not None and start > 4:
-            ctx = _context_at_start(f, options, decryptor)
-            ctx.schema = schema if schema is not None else ctx.schema
-            dec = Decoder(start_pos=start, context=ctx, decryptor=decryptor)
-            f.seek(start)
+            dec = _resume(f, start, dec)
         idle_since = time.monotonic()
         while True:
             chunk = f.read(CHUNK)
@@ -119,19 +116,34 @@ def _read(
             time.sleep(poll)
 
 
-def _context_at_start(f: BinaryIO, options: DecodeOptions | None, decryptor: Decryptor | None) -> DecodeContext:
-    """Decode the events at the start of the file up to the first format description, to resume elsewhere."""
+_HEADER_EVENTS = (EventType.FORMAT_DESCRIPTION_EVENT, EventType.START_EVENT_V3, EventType.START_ENCRYPTION_EVENT)
+
+
+def _resume(f: BinaryIO, start: int, dec: Decoder) -> Decoder:
+    """Prepare ``dec`` to decode from event position ``start``: decode the file's header events first (the format
+    description, and MariaDB's START_ENCRYPTION right after it, whose nonce decrypts every later event), then
+    continue at ``start`` with that state."""
     f.seek(0)
-    dec = Decoder(options, decryptor=decryptor)
     while True:
-        chunk = f.read(CHUNK)
+        chunk = f.read(min(CHUNK, max(start - f.tell(), 19)))
         if not chunk:
             dec.finish()
             raise MalformedError("no format description event at the start of the file", pos=4)
         dec.feed(chunk)
-        for _ in dec.events():
-            if dec.ctx.fde is not None:
-                return dec.ctx
+        try:
+            for ev in dec.events():
+                if ev.header.type_code not in _HEADER_EVENTS or ev.header.end_pos >= start:
+                    break
+            else:
+                continue
+        except BinlogError:
+            if dec.ctx.fde is None:  # past the header events an error is the range's business, not ours
+                raise
+        if dec.ctx.fde is None:
+            raise MalformedError("no format description event before the start position", pos=4)
+        dec.restart(start)
+        f.seek(start)
+        return dec
 
 
 def walk_headers(path: str | os.PathLike[str], start: int = 4, stop: int | None = None) -> Iterator[HeaderInfo]:

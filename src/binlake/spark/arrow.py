@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Sequence
 from decimal import Decimal
+from typing import Any
 
 import pyarrow as pa
 
@@ -142,7 +143,7 @@ def _utc(seconds: int) -> dt.datetime:
 def event_batch(file: BinlogFile, records: Sequence[EventRecord]) -> pa.RecordBatch:
     """The ``events`` view rows of ``records`` (events of ``file``)."""
     hs = [r.event.header for r in records]
-    cols = [
+    cols: list[list[Any]] = [
         [file.name] * len(records),
         [file.seq] * len(records),
         [r.pos for r in records],
@@ -211,7 +212,7 @@ def change_batch(file: BinlogFile, changes: Sequence[Change], map_ids: dict[int,
             n = names[key] = c.table_map.column_names
         befores.append(_image(n, c.before))
         afters.append(_image(n, c.after))
-    cols = [
+    cols: list[list[Any]] = [
         [c.database for c in changes],
         [c.table for c in changes],
         [c.op for c in changes],
@@ -239,7 +240,7 @@ def lake_type(col: Column) -> pa.DataType:
     if t in _INTS:
         return pa.int64()
     if t == T.LONGLONG:
-        return pa.decimal128(20, 0) if col.unsigned else pa.int64()
+        return pa.int64() if col.unsigned is False else pa.decimal128(20, 0)  # unknown signedness: room for both
     if t == T.BIT:
         return pa.decimal128(20, 0) if (col.bits or 64) > 63 else pa.int64()
     if t == T.FLOAT:
@@ -258,7 +259,7 @@ def lake_type(col: Column) -> pa.DataType:
     if t == T.ENUM:
         return pa.string() if col.enum_values is not None else pa.int64()
     if t == T.SET:
-        return pa.list_(pa.string()) if col.set_values is not None else pa.int64()
+        return pa.list_(pa.string()) if col.set_values is not None else pa.decimal128(20, 0)  # 64-member mask
     if t == T.GEOMETRY:
         return pa.struct([("srid", pa.int64()), ("wkb", pa.binary())])
     if t == T.VECTOR:
@@ -285,11 +286,11 @@ def _converter(t: pa.DataType) -> Callable[[object], object]:
     if pa.types.is_timestamp(t):
         return lambda v: v if isinstance(v, dt.datetime) else None
     if pa.types.is_decimal(t):
-        return lambda v: Decimal(v) if isinstance(v, int | Decimal) else None  # type: ignore[arg-type]
+        return lambda v: Decimal(v) if isinstance(v, int | Decimal) else None
     if pa.types.is_list(t) and pa.types.is_string(t.value_type):
         return lambda v: sorted(v) if isinstance(v, frozenset | set) else None
     if pa.types.is_struct(t):
-        return lambda v: {"srid": v.srid, "wkb": v.wkb} if hasattr(v, "wkb") else None
+        return lambda v: {"srid": getattr(v, "srid", None), "wkb": getattr(v, "wkb", None)}
     return lambda v: v
 
 

@@ -33,7 +33,7 @@ BATCH_ROWS = 8192
 VIEWS = {"events": EVENTS, "tablemaps": TABLEMAPS, "changes": CHANGES}
 
 
-class SplitPartition(InputPartition):  # type: ignore[misc]
+class SplitPartition(InputPartition):
     """One planned byte range (pickled to the executor)."""
 
     def __init__(self, split: Split) -> None:
@@ -72,7 +72,7 @@ def read_split(split: Split, view: str, batch_rows: int = BATCH_ROWS) -> Iterato
             yield change_batch(split.file, ch_buf, ids)
 
 
-class _Reader(DataSourceReader):  # type: ignore[misc]
+class _Reader(DataSourceReader):
     def __init__(self, path: str, view: str, split_bytes: int) -> None:
         self.path, self.view, self.split_bytes = path, view, split_bytes
 
@@ -85,7 +85,7 @@ class _Reader(DataSourceReader):  # type: ignore[misc]
         yield from read_split(partition.split, self.view)
 
 
-class BinlakeDataSource(DataSource):  # type: ignore[misc]
+class BinlakeDataSource(DataSource):
     """``spark.read.format("binlake")``: see the module docstring."""
 
     @classmethod

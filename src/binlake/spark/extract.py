@@ -93,6 +93,7 @@ class Change:
     seq: int
     gtid: str | None
     ts: int = 0
+    rolled_back: bool = False  # its transaction ended in ROLLBACK (logged for non-transactional tables in it)
 
     @property
     def database(self) -> str:
@@ -146,6 +147,7 @@ def decode_split(split: Split, *, changes: bool = True) -> Iterator[Record]:
     trx_seq = 0
     begun = False  # BEGIN seen: the transaction runs to XID/COMMIT
     pending: list[Change | Truncate] = []
+    savepoints: dict[str, int] = {}  # SAVEPOINT name -> len(pending) when it was set
     runs: dict[int, TableMapRecord] = {}  # table id -> current run
     last_ts = 0
     for ev in read_events(f.path, start=split.start if split.start > 4 else None, stop=split.stop):
@@ -154,19 +156,28 @@ def decode_split(split: Split, *, changes: bool = True) -> Iterator[Record]:
         inner = h.in_payload is not None
         pos = h.in_payload if h.in_payload is not None else h.pos
         off = h.pos if inner else 0
-        closes = False
+        closes = rollback = False
         if code in _GTID:
-            gtid, trx_pos, trx_seq, begun = _gtid_text(ev), pos, 0, False
+            # MariaDB's GTID_EVENT stands for BEGIN unless FL_STANDALONE (DDL); MySQL logs BEGIN after its GTID
+            gtid, trx_pos, trx_seq, begun = _gtid_text(ev), pos, 0, getattr(ev, "standalone", None) is False
         elif code in _QUERY:
             q = str(getattr(ev, "query", "")).lstrip().upper()
             if q.startswith(("BEGIN", "XA START", "START TRANSACTION")):
                 if trx_pos is None:
                     gtid, trx_pos, trx_seq = None, pos, 0
                 begun = True
-            elif q.startswith(("COMMIT", "ROLLBACK")) or trx_pos is None or not begun:
+            elif (end := q.startswith("COMMIT") or _is_rollback(q)) or trx_pos is None or not begun:
+                rollback = end and _is_rollback(q)
                 if trx_pos is None:
                     gtid, trx_pos, trx_seq = None, pos, 0
                 closes = True
+            if q.startswith("SAVEPOINT"):
+                savepoints[q.split(None, 1)[-1].strip("` ")] = len(pending)
+            elif q.startswith("ROLLBACK TO"):  # the changes since the savepoint were undone
+                at = savepoints.get(q.split()[-1].strip("` "))
+                for c in pending[at or 0 :] if at is not None else ():
+                    if isinstance(c, Change):
+                        c.rolled_back = True
             if changes:
                 t = _truncates(ev, base + pos * SEQ_POS, pos, gtid)
                 pending.extend(t)
@@ -189,8 +200,11 @@ def decode_split(split: Split, *, changes: bool = True) -> Iterator[Record]:
         if closes:
             for c in pending:
                 c.ts = h.timestamp
+                if rollback and isinstance(c, Change):
+                    c.rolled_back = True
             yield from pending
             pending = []
+            savepoints.clear()
             gtid, trx_pos, trx_seq, begun = None, None, 0, False
         last_ts = h.timestamp
     if pending:  # the split ends inside a transaction (a damaged or still-written file): keep what is there
@@ -198,6 +212,11 @@ def decode_split(split: Split, *, changes: bool = True) -> Iterator[Record]:
             c.ts = last_ts
         yield from pending
     yield from runs.values()
+
+
+def _is_rollback(q: str) -> bool:
+    """``ROLLBACK`` ends the transaction; ``ROLLBACK TO [SAVEPOINT] x`` does not."""
+    return q.startswith("ROLLBACK") and not q.startswith("ROLLBACK TO")
 
 
 def _changes(ev: Any, seq0: int, pos: int, gtid: str | None) -> Iterator[Change]:

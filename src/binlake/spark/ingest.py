@@ -4,7 +4,8 @@ Lake layout (every name from the binlog percent-encoded by :mod:`binlake.spark.n
 
     LAKE/<db>.<table>/changes   one row per row change: the table's own typed columns, then _op (insert |
                                 update_preimage | update_postimage | delete), _file, _pos, _row, _gtid, _ts
-                                (commit time), _seq (decimal(38,0), binlog order across files)
+                                (commit time), _seq (decimal(38,0), binlog order across files),
+                                _rolled_back (its transaction ended in ROLLBACK: not applied to current)
     LAKE/<db>.<table>/current   tables with a primary key: the rows as they are after the last change, + _seq, _ts
     LAKE/_events                every event (the ``events`` view's columns)
     LAKE/_schema_history        every distinct table map: columns, key, lake column names, where first seen
@@ -54,6 +55,7 @@ META = [
     ("_gtid", pa.string()),
     ("_ts", UTC_TS),
     ("_seq", SEQ),
+    ("_rolled_back", pa.bool_()),
 ]
 _META_NAMES = {n for n, _ in META}
 FLUSH_ROWS = 65536
@@ -148,12 +150,20 @@ def _write_task(
                 seq = Decimal(rec.seq)
                 if rec.op == "update":
                     assert rec.before is not None and rec.after is not None
-                    buf.add(w[1], rec.before, ("update_preimage", name, rec.pos, rec.row, rec.gtid, ts, seq))
-                    buf.add(w[1], rec.after, ("update_postimage", name, rec.pos, rec.row, rec.gtid, ts, seq))
+                    buf.add(
+                        w[1],
+                        rec.before,
+                        ("update_preimage", name, rec.pos, rec.row, rec.gtid, ts, seq, rec.rolled_back),
+                    )
+                    buf.add(
+                        w[1],
+                        rec.after,
+                        ("update_postimage", name, rec.pos, rec.row, rec.gtid, ts, seq, rec.rolled_back),
+                    )
                 else:
                     image = rec.after if rec.op == "insert" else rec.before
                     assert image is not None
-                    buf.add(w[1], image, (rec.op, name, rec.pos, rec.row, rec.gtid, ts, seq))
+                    buf.add(w[1], image, (rec.op, name, rec.pos, rec.row, rec.gtid, ts, seq, rec.rolled_back))
                 counts[f"{w[0]} {rec.op}"] += 1
             elif isinstance(rec, Truncate):
                 truncates.append((table_dir(rec.database, rec.table), rec.seq))
@@ -348,7 +358,7 @@ def _run_batch(spark: Any, lake: str, manifest: dict[str, Any], progress: Progre
     schemas: dict[str, list[pa.Field]] = {}
     layouts: dict[str, Layout] = {}
     pk: dict[str, list[str]] = {}
-    new_history = []
+    new_history: list[dict[str, Any]] = []
     for row in maps:
         key = table_dir(row["database"], row["table"])
         if key not in schemas:
@@ -456,6 +466,8 @@ def _update_current(
     cols = [f.name for f in schema if f.name not in _META_NAMES]
     parts = [pq.read_table(os.path.join(lake, key, "changes", f.path)) for f in files]
     changes = pa.concat_tables(parts, promote_options="default") if parts else schema.empty_table()
+    # a transaction that ended in ROLLBACK was logged for its non-transactional tables; the rest was undone
+    changes = changes.filter(pc.invert(pc.fill_null(changes["_rolled_back"], False)))
     if truncate is not None:
         changes = changes.filter(pc.greater(changes["_seq"], pa.scalar(Decimal(truncate), SEQ)))
     up = pc.is_in(changes["_op"], pa.array(["insert", "update_postimage"]))

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, Field, Schema, write_deltalake
-from deltalake.transaction import AddAction, CommitProperties, Transaction, create_table_with_add_actions
+from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction, create_table_with_add_actions
 
 __all__ = ["APP_ID", "DataFile", "commit_files", "read_table", "table_schema", "txn_version", "write_parquet"]
 
@@ -97,7 +97,10 @@ def commit_files(uri: str, files: list[DataFile], schema: pa.Schema, batch: int)
     _evolve(dt, schema)
     dt = DeltaTable(uri)
     dt.create_write_transaction(
-        actions, mode="append", schema=pa.schema(dt.schema().to_arrow()), commit_properties=_commit(batch)
+        list[AddAction | RemoveAction](actions),
+        mode="append",
+        schema=pa.schema(dt.schema().to_arrow()),
+        commit_properties=_commit(batch),
     )
     return True
 

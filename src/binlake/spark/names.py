@@ -1,42 +1,66 @@
 """Safe, reversible folder names for database and table names taken from a binlog.
 
-A binlog names tables with arbitrary bytes (MySQL identifiers may hold ``/``, ``.``, ``%``, spaces, non-ASCII);
-a lake folder must never leave the lake (``../../x``) nor clash on case-insensitive file systems.  Every byte
-outside ``[a-z0-9_-]`` is percent-encoded (``%2F``), upper-case letters too (``%41``), so the encoding is a pure
-function, reversible, and always a single path component without dots.
+A binlog names tables with arbitrary characters (MySQL identifiers may hold ``/``, ``.``, ``%``, spaces, any
+Unicode, up to 64 characters); a lake folder must never leave the lake (``../../x``), clash on case-insensitive
+file systems, collide with the lake's own ``_events``/``_schema_history``, or pass the 255-byte limit of a file
+name.  So: ``[a-z0-9-]`` and lower-case non-ASCII letters stay as they are, everything else is escaped as ``+``
+and two hex digits per UTF-8 byte (upper case too: ``+41``; ``_`` too when it leads).  Not ``%``: delta-rs and
+Hadoop read a table location as a URL and would decode ``%XX`` themselves, and a name still longer than 200 bytes keeps its first
+bytes and ends in ``~`` plus a hash (the real names are also in ``_schema_history``).
 
 Example::
 
     >>> encode_name("../../x")
-    '%2E%2E%2F%2E%2E%2Fx'
+    '+2E+2E+2F+2E+2E+2Fx'
     >>> decode_name(encode_name("Käse Tabelle"))
     'Käse Tabelle'
+    >>> table_dir("shop", "Orders")
+    'shop/+4Frders'
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import urllib.parse
 
-__all__ = ["decode_name", "encode_name", "table_dir"]
+__all__ = ["MAX_NAME_BYTES", "decode_name", "encode_name", "table_dir"]
 
-_SAFE = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_-")
-_VALID = re.compile(r"(?:[a-z0-9_-]|%[0-9A-F]{2})*")
+MAX_NAME_BYTES = 200
+_ASCII_SAFE = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
+_VALID = re.compile(r"(?:[^%+./~\\]|\+[0-9A-F]{2})*")
+
+
+def _char(ch: str, first: bool) -> str:
+    if ch in _ASCII_SAFE and not (first and ch == "_"):
+        return ch
+    if not ch.isascii() and ch.isalnum() and ch == ch.lower() and not 0xD800 <= ord(ch) <= 0xDFFF:
+        return ch
+    return "".join(f"+{b:02X}" for b in ch.encode("utf-8", "surrogateescape"))
 
 
 def encode_name(name: str) -> str:
-    """Percent-encode ``name`` (UTF-8, surrogate escapes kept as their bytes) into one safe path component."""
-    raw = name.encode("utf-8", "surrogateescape")
-    return "".join(chr(b) if b in _SAFE else f"%{b:02X}" for b in raw)
+    """``name`` as one safe path component (see the module docstring); reversible unless it had to be shortened."""
+    if not name:
+        return "~empty"  # no server allows an empty name; never the parent folder itself
+    enc = "".join(_char(ch, i == 0) for i, ch in enumerate(name))
+    raw = enc.encode("utf-8")
+    if len(raw) <= MAX_NAME_BYTES:
+        return enc
+    digest = hashlib.sha1(name.encode("utf-8", "surrogateescape"), usedforsecurity=False).hexdigest()[:16]
+    head = raw[: MAX_NAME_BYTES - 17].decode("utf-8", "ignore")
+    head = re.sub(r"\+[0-9A-F]?$", "", head)  # never cut an escape in half
+    return f"{head}~{digest}"
 
 
 def decode_name(folder: str) -> str:
-    """Invert :func:`encode_name`; a folder name it could not have produced raises ``ValueError``."""
+    """Invert :func:`encode_name`; a folder name it could not have produced (or a shortened one) raises
+    ``ValueError``."""
     if not _VALID.fullmatch(folder):
-        raise ValueError(f"not an encoded binlake name: {folder!r}")
-    return urllib.parse.unquote_to_bytes(folder).decode("utf-8", "surrogateescape")
+        raise ValueError(f"not a (reversible) encoded binlake name: {folder!r}")
+    return urllib.parse.unquote_to_bytes(folder.replace("+", "%")).decode("utf-8", "surrogateescape")
 
 
 def table_dir(database: str, table: str) -> str:
-    """The folder of one source table below the lake root: ``<database>.<table>``, both encoded (no dots inside)."""
-    return f"{encode_name(database)}.{encode_name(table)}"
+    """The folder of one source table below the lake root: ``<database>/<table>``, each encoded."""
+    return f"{encode_name(database)}/{encode_name(table)}"

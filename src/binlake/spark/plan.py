@@ -15,6 +15,7 @@ Example::
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -133,7 +134,7 @@ def plan_file(
         if c - points[-1] >= split_bytes and c < stop:
             points.append(c)
     points.append(stop)
-    return [Split(file, a, b) for a, b in zip(points, points[1:], strict=False) if b > a]
+    return [Split(file, a, b) for a, b in itertools.pairwise(points) if b > a]
 
 
 def plan_splits(

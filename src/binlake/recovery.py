@@ -42,7 +42,8 @@ from typing import BinaryIO, Literal
 from binlake.decoder import Decoder, Decryptor, computed_checksum
 from binlake.errors import BinlogError, TruncatedError
 from binlake.events.base import Event, EventType
-from binlake.events.context import DecodeOptions
+from binlake.events.context import DecodeContext, DecodeOptions
+from binlake.schema import SchemaTracker
 
 __all__ = ["OnError", "RecoveringReader", "RecoverySummary", "Skipped", "read_events_recovering"]
 
@@ -152,6 +153,7 @@ class RecoveringReader:
         on_skip: Callable[[Skipped], object] | None,
         options: DecodeOptions | None,
         decryptor: Decryptor | None,
+        schema: SchemaTracker | None = None,
     ) -> None:
         if on_error not in _MODES:
             raise ValueError(f"on_error must be one of {', '.join(_MODES)}, not {on_error!r}")
@@ -161,6 +163,7 @@ class RecoveringReader:
         self.summary = RecoverySummary(self.path, on_error)
         self._options = options
         self._decryptor = decryptor
+        self._schema = schema
         self._it = self._run()
         self._trx_start: int | None = None  # first event of the transaction being read, if any was yielded
         self._skipping: _Skipping | None = None
@@ -189,7 +192,8 @@ class RecoveringReader:
         self.summary.complete = True
 
     def _read(self, f: BinaryIO, mm: mmap.mmap | _Empty, file_size: int) -> Iterator[Event]:
-        dec = Decoder(self._options, decryptor=self._decryptor)
+        ctx = DecodeContext(self._options or DecodeOptions(), schema=self._schema)
+        dec = Decoder(context=ctx, decryptor=self._decryptor)
         while True:
             try:
                 for ev in dec.events():
@@ -372,9 +376,10 @@ def read_events_recovering(
     on_skip: Callable[[Skipped], object] | None = None,
     options: DecodeOptions | None = None,
     decryptor: Decryptor | None = None,
+    schema: SchemaTracker | None = None,
 ) -> RecoveringReader:
     """Yield the events of the binlog at ``path``, recovering from bad events as ``on_error`` says (see the module
     docstring).  The returned iterator's ``summary`` is a :class:`RecoverySummary`; in ``"stop"`` mode the first
     error is raised naming the file, as :func:`binlake.reader.read_events` does.  Only
     :class:`~binlake.errors.BinlogError` escapes."""
-    return RecoveringReader(path, on_error, on_skip, options, decryptor)
+    return RecoveringReader(path, on_error, on_skip, options, decryptor, schema)

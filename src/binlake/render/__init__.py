@@ -17,12 +17,18 @@ Example::
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+from binlake.decoder import Decryptor
 from binlake.errors import BinlogError
+from binlake.events.base import Event
 from binlake.events.context import DecodeOptions
+from binlake.reader import read_events
+from binlake.schema import SchemaTracker
 
-__all__ = ["EXIT_ERROR", "add_decode_arguments", "decode_options", "error_line"]
+__all__ = ["EXIT_ERROR", "add_decode_arguments", "decode_options", "decryptor_of", "error_line", "open_log"]
 
 EXIT_ERROR = 2
 """Exit status of a subcommand that met a :class:`~binlake.errors.BinlogError` (or a usage error, as argparse)."""
@@ -52,6 +58,16 @@ def add_decode_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="MariaDB file_key_management key file, to read encrypted binlogs (encrypt_binlog=ON)",
     )
+    parser.add_argument(
+        "--file-key", metavar="SECRET", help="the secret of an encrypted --key-file (file_key_management_filekey)"
+    )
+    parser.add_argument(
+        "--on-error",
+        choices=("stop", "skip-event", "skip-transaction"),
+        default="stop",
+        help="a damaged event: stop there (default), or skip it / the rest of its transaction and go on; "
+        "every skip is reported on stderr with its positions",
+    )
 
 
 def decode_options(args: argparse.Namespace) -> DecodeOptions:
@@ -62,6 +78,66 @@ def decode_options(args: argparse.Namespace) -> DecodeOptions:
         unknown_events=args.unknown_events,
         schema_sql=None if schema is None else Path(schema).read_text(encoding="utf-8"),
     )
+
+
+def decryptor_of(args: argparse.Namespace) -> Decryptor | None:
+    """The decryptor ``--key-file``/``--file-key`` ask for, or ``None``; a bad key file is a BinlogError."""
+    key_file = getattr(args, "key_file", None)
+    if key_file is None:
+        return None
+    from binlake.crypto import load_key_file, mariadb_decryptor
+
+    try:
+        return mariadb_decryptor(load_key_file(key_file, getattr(args, "file_key", None)))
+    except OSError as e:
+        raise BinlogError(f"cannot read the key file: {e.strerror or e}", file=key_file) from e
+
+
+def open_log(
+    path: str,
+    options: DecodeOptions,
+    *,
+    on_error: str = "stop",
+    start: int | None = None,
+    stop: int | None = None,
+    decryptor: Decryptor | None = None,
+    schema: SchemaTracker | None = None,
+    follow: bool = False,
+    idle_timeout: float | None = None,
+) -> Iterator[Event]:
+    """The events of ``path`` for a subcommand: :func:`~binlake.reader.read_events`, or under ``--on-error skip-*``
+    the recovering reader, which reports each skip and a closing summary on stderr (never a silent skip)."""
+    if on_error == "stop":
+        yield from read_events(
+            path,
+            options=options,
+            start=start,
+            stop=stop,
+            decryptor=decryptor,
+            schema=schema,
+            follow=follow,
+            idle_timeout=idle_timeout,
+        )
+        return
+    if follow:
+        raise BinlogError("--follow reads a log being written: it cannot be combined with --on-error skip-*")
+    from binlake.recovery import read_events_recovering
+
+    events = read_events_recovering(
+        path,
+        on_error=on_error,  # type: ignore[arg-type]
+        on_skip=lambda skip: print(f"binlake: skipped {skip}", file=sys.stderr),
+        options=options,
+        decryptor=decryptor,
+        schema=schema,
+    )
+    for ev in events:
+        pos = ev.header.pos if ev.header.in_payload is None else ev.header.in_payload
+        if stop is not None and pos >= stop:
+            break
+        if start is None or pos >= start:
+            yield ev
+    print(f"binlake: {events.summary}", file=sys.stderr)
 
 
 def error_line(err: BinlogError, file: str | None = None) -> str:

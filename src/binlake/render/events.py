@@ -21,8 +21,7 @@ from typing import TextIO
 
 from binlake.errors import BinlogError
 from binlake.events.base import Event, EventType
-from binlake.reader import read_events
-from binlake.render import EXIT_ERROR, add_decode_arguments, decode_options, error_line
+from binlake.render import EXIT_ERROR, add_decode_arguments, decode_options, decryptor_of, error_line, open_log
 
 __all__ = ["add_events_arguments", "event_json", "event_line", "events_main", "parse_types"]
 
@@ -117,11 +116,13 @@ def events_main(args: argparse.Namespace, out: TextIO | None = None) -> int:
             out.write(f"# {path}\n")
         follow = bool(getattr(args, "follow", False)) and i == len(args.files) - 1
         try:
-            for ev in read_events(
+            for ev in open_log(
                 path,
-                options=options,
+                options,
+                on_error=args.on_error,
                 start=args.start_position,
                 stop=args.stop_position,
+                decryptor=decryptor_of(args),
                 follow=follow,
                 idle_timeout=getattr(args, "idle_timeout", None),
             ):

@@ -33,8 +33,7 @@ from binlake.events.base import Event, EventType
 from binlake.events.context import DecodeOptions
 from binlake.events.query import QueryEvent
 from binlake.events.rows import RowsEvent
-from binlake.reader import read_events
-from binlake.render import add_decode_arguments, decode_options
+from binlake.render import add_decode_arguments, decode_options, open_log
 from binlake.schema import SchemaTracker
 
 __all__ = ["BinlogStats", "add_stats_arguments", "collect", "stats_main"]
@@ -170,7 +169,10 @@ def _iso(ts: int | None) -> str | None:
 
 
 def collect(
-    files: Iterable[str], options: DecodeOptions | None = None, decryptor: Decryptor | None = None
+    files: Iterable[str],
+    options: DecodeOptions | None = None,
+    decryptor: Decryptor | None = None,
+    on_error: str = "stop",
 ) -> BinlogStats:
     """Decode ``files`` whole and gather their figures; raises :class:`BinlogError` on the first bad event."""
     stats = BinlogStats()
@@ -178,7 +180,7 @@ def collect(
     schema = SchemaTracker.from_sql(options.schema_sql) if options.schema_sql else SchemaTracker()
     for path in files:
         stats.files.append(path)
-        for ev in read_events(path, options=options, decryptor=decryptor, schema=schema):
+        for ev in open_log(path, options, on_error=on_error, decryptor=decryptor, schema=schema):
             stats.add(ev)
         stats.end_file()
     return stats
@@ -199,7 +201,7 @@ def stats_main(args: argparse.Namespace) -> int:
             from binlake.crypto import load_key_file, mariadb_decryptor
 
             decryptor = mariadb_decryptor(load_key_file(args.key_file))
-        stats = collect(args.files, decode_options(args), decryptor)
+        stats = collect(args.files, decode_options(args), decryptor, args.on_error)
     except (BinlogError, OSError) as e:
         print(f"binlake stats: {e}", file=sys.stderr)
         return 1

@@ -52,8 +52,7 @@ from binlake.events.mariadb import AnnotateRowsEvent, StartEncryptionEvent
 from binlake.events.query import QueryEvent
 from binlake.events.rows import ABSENT, RowsEvent
 from binlake.events.table_map import OptionalMetadataType, TableMapEvent
-from binlake.reader import read_events
-from binlake.render import add_decode_arguments, decode_options
+from binlake.render import add_decode_arguments, decode_options, open_log
 from binlake.render.flashback import invert
 from binlake.schema import SchemaTracker
 from binlake.values import collations, reader_for
@@ -413,6 +412,7 @@ class DumpOptions:
     verify_checksum: bool = True
     key_file: str | None = None
     schema_sql: str | None = None
+    on_error: str = "stop"
 
 
 _ROWS_NAMES: dict[int, str] = {
@@ -1060,7 +1060,9 @@ def dump(files: Iterable[str], options: DumpOptions, out: BinaryIO) -> int:
         start = options.start_position if n == 0 else None
         last = n == len(files) - 1
         try:
-            for ev in read_events(path, options=decode, start=start, decryptor=decryptor, schema=schema):
+            for ev in open_log(
+                path, decode, on_error=options.on_error, start=start, decryptor=decryptor, schema=schema
+            ):
                 if not printer.feed(ev) and last:
                     break
         except BinlogError as e:
@@ -1119,5 +1121,6 @@ def dump_main(args: argparse.Namespace) -> int:
         verify_checksum=args.verify_checksum,
         key_file=args.key_file,
         schema_sql=decode_options(args).schema_sql,
+        on_error=args.on_error,
     )
     return dump(args.files, options, sys.stdout.buffer)

@@ -184,7 +184,7 @@ def test_sigkill_mid_ingest_then_rerun(spark: Any, corpus_binlogs: Path, corpus_
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None:
-            if any(lake.glob("*/changes/_delta_log/*.json")):
+            if any(lake.glob("*/*/changes/_delta_log/*.json")):
                 break
             time.sleep(0.02)
         assert proc.poll() is None, "the ingest finished before it could be killed"

@@ -5,8 +5,8 @@ Unicode, up to 64 characters); a lake folder must never leave the lake (``../../
 file systems, collide with the lake's own ``_events``/``_schema_history``, or pass the 255-byte limit of a file
 name.  So: ``[a-z0-9-]`` and lower-case non-ASCII letters stay as they are, everything else is escaped as ``+``
 and two hex digits per UTF-8 byte (upper case too: ``+41``; ``_`` too when it leads).  Not ``%``: delta-rs and
-Hadoop read a table location as a URL and would decode ``%XX`` themselves, and a name still longer than 200 bytes keeps its first
-bytes and ends in ``~`` plus a hash (the real names are also in ``_schema_history``).
+Hadoop read a table location as a URL and would decode ``%XX`` themselves.  A name still longer than 200 bytes
+keeps its first bytes and ends in ``~`` plus a hash (the real names are also in ``_schema_history``).
 
 Example::
 

@@ -49,7 +49,7 @@ CORPUS_ENV = "BINLAKE_CORPUS"
 CORPUS_MISSING = "../shared/corpus not found: corpus tests need the shared binlog corpus beside the checkout"
 STRICT_ENV = "BINLAKE_STRICT_SKIPS"
 # Skip reasons CI must not accept. The Spark fixture (another module) can add its own words here, e.g. "spark".
-STRICT_SKIP_RE = re.compile(r"corpus|mariadb", re.IGNORECASE)
+STRICT_SKIP_RE = re.compile(r"corpus|mariadb|pyspark|deltalake|spark", re.IGNORECASE)
 _STRICT_COLLECT_SKIPS = pytest.StashKey[list[str]]()
 
 

@@ -66,9 +66,7 @@ json_values = st.recursive(
     | st.integers(-(1 << 63), (1 << 64) - 1)
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(),
-    lambda children: (
-        st.lists(children, max_size=6) | st.dictionaries(st.text(max_size=8), children, max_size=6)
-    ),
+    lambda children: st.lists(children, max_size=6) | st.dictionaries(st.text(max_size=8), children, max_size=6),
     max_leaves=30,
 )
 

@@ -22,9 +22,7 @@ def test_corpus_vectors() -> None:
     path = _binlog.CORPUS / "mysql" / "rust_mysql_common" / "vector.binlog"
     if not path.exists():
         pytest.skip("corpus not present (expected under ../shared/corpus)")
-    ev = next(
-        e for e in _binlog.events(path) if e.table.table == "foo" and e.type_code == 30
-    )
+    ev = next(e for e in _binlog.events(path) if e.table.table == "foo" and e.type_code == 30)
     col = ev.table.columns[1]
     assert col.vector_dimension == 3 and col.length == 4
     stored = [after[1] for _, after in ev.rows]  # type: ignore[index]

@@ -248,9 +248,7 @@ def decode(doc: bytes) -> object:
 # ----------------------------------------------------------------------------------------------- printing
 
 _JSON_ESCAPES = {c: f"\\u00{c:02X}" for c in (*range(0x20), 0x7F)}
-_JSON_ESCAPES.update(
-    {ord('"'): '\\"', ord("\\"): "\\\\", 8: "\\b", 12: "\\f", 10: "\\n", 13: "\\r", 9: "\\t"}
-)
+_JSON_ESCAPES.update({ord('"'): '\\"', ord("\\"): "\\\\", 8: "\\b", 12: "\\f", 10: "\\n", 13: "\\r", 9: "\\t"})
 
 
 def _quote(s: str) -> str:
@@ -285,11 +283,9 @@ def format_double(x: float) -> str:
     have_space = (n - decpt + 2 if decpt <= 0 else n + 1 if decpt < n else decpt) <= width
     force_e = decpt <= 0 and width <= 2 - decpt and width >= 3 + exp_len
     use_f = (
-        have_space
-        or (decpt <= width and (decpt >= -1 or (decpt == -2 and (n > 1 or not force_e))) and not force_e)
+        have_space or (decpt <= width and (decpt >= -1 or (decpt == -2 and (n > 1 or not force_e))) and not force_e)
     ) and (
-        not have_space
-        or (decpt >= -_MAX_DECPT_FOR_F_FORMAT + 1 and (decpt <= _MAX_DECPT_FOR_F_FORMAT or n > decpt))
+        not have_space or (decpt >= -_MAX_DECPT_FOR_F_FORMAT + 1 and (decpt <= _MAX_DECPT_FOR_F_FORMAT or n > decpt))
     )
     sign = "-" if str(x)[0] == "-" else ""
     if use_f:
@@ -438,9 +434,7 @@ def _encode_container(value: dict[str, object] | list[object], large: bool) -> t
     if size >= 1 << (8 * w) or (not large and len(items) >= 1 << 16):
         return None
     kind = (LARGE_OBJECT if large else SMALL_OBJECT) if is_object else (LARGE_ARRAY if large else SMALL_ARRAY)
-    return kind, word.pack(len(items)) + word.pack(size) + bytes(key_entries) + bytes(value_entries) + bytes(
-        body
-    )
+    return kind, word.pack(len(items)) + word.pack(size) + bytes(key_entries) + bytes(value_entries) + bytes(body)
 
 
 # ----------------------------------------------------------------------------------------------- JSON diffs
@@ -497,9 +491,7 @@ def parse_json_diffs(buf: bytes, pos: int, end: int) -> list[JsonDiff]:
     return diffs
 
 
-_LEG = re.compile(
-    r'\s*(?:\.\s*(?:([A-Za-z_$][\w$]*)|("(?:[^"\\]|\\.)*"))|\[\s*(last(?:\s*-\s*\d+)?|\d+)\s*\])'
-)
+_LEG = re.compile(r'\s*(?:\.\s*(?:([A-Za-z_$][\w$]*)|("(?:[^"\\]|\\.)*"))|\[\s*(last(?:\s*-\s*\d+)?|\d+)\s*\])')
 
 
 def _parse_path(path: str) -> list[str | int | tuple[str, int]]:

@@ -15,16 +15,16 @@ Example::
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from binlake.codes import CodeEnum
 from binlake.errors import MalformedError, TruncatedError
 
 __all__ = ["Column", "ColumnType", "metadata_size", "parse_field_metadata"]
 
 
-class ColumnType(enum.IntEnum):
+class ColumnType(CodeEnum):
     """``enum_field_types`` (``include/field_types.h``; MariaDB ``include/mysql_com.h``)."""
 
     DECIMAL = 0
@@ -64,14 +64,6 @@ class ColumnType(enum.IntEnum):
     VAR_STRING = 253
     STRING = 254
     GEOMETRY = 255
-
-    @classmethod
-    def name_of(cls, code: int) -> str:
-        """``"LONG"`` for 3, ``"UNKNOWN_123"`` for a code no server defines."""
-        try:
-            return cls(code).name
-        except ValueError:
-            return f"UNKNOWN_{code}"
 
 
 T = ColumnType

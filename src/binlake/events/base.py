@@ -24,11 +24,12 @@ Example::
 
 from __future__ import annotations
 
-import enum
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, TypeVar
+
+from binlake.codes import CodeEnum
 
 if TYPE_CHECKING:
     from binlake.events.context import DecodeContext
@@ -49,7 +50,7 @@ HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server_id, size, log_pos, 
 HEADER_V1 = struct.Struct("<IBII")  # 3.23: no log_pos, no flags
 
 
-class EventType(enum.IntEnum):
+class EventType(CodeEnum):
     """``Log_event_type`` of MySQL (``binlog_event.h``) and MariaDB (``sql/log_event.h``)."""
 
     UNKNOWN_EVENT = 0
@@ -110,11 +111,8 @@ class EventType(enum.IntEnum):
     DELETE_ROWS_COMPRESSED_EVENT = 171
 
     @classmethod
-    def name_of(cls, code: int) -> str:
-        try:
-            return cls(code).name
-        except ValueError:
-            return f"UNKNOWN_EVENT_{code}"
+    def unknown_name(cls, code: int) -> str:
+        return f"UNKNOWN_EVENT_{code}"
 
 
 # LOG_EVENT_*_F of binlog_event.h / MariaDB log_event.h

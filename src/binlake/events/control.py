@@ -39,14 +39,13 @@ Example::
 from __future__ import annotations
 
 import enum
-import struct
 from dataclasses import dataclass
 from decimal import Decimal
 
 from binlake.errors import MalformedError
 from binlake.events.base import HEADER, Event, EventHeader, EventType, register
 from binlake.events.context import DecodeContext
-from binlake.wire import Cursor, crc32
+from binlake.wire import F64, I64, U64, Cursor, crc32
 
 __all__ = [
     "HeartbeatEvent",
@@ -65,9 +64,6 @@ __all__ = [
     "XidEvent",
 ]
 
-_U64 = struct.Struct("<Q")
-_I64 = struct.Struct("<q")
-_F64 = struct.Struct("<d")
 
 
 def _text(raw: bytes) -> str:
@@ -252,9 +248,9 @@ class UserVarEvent(Event):
         if self.is_null:
             return None
         if self.value_type == ValueType.INT_RESULT:
-            return int((_U64 if self.unsigned else _I64).unpack(raw)[0])
+            return int((U64 if self.unsigned else I64).unpack(raw)[0])
         if self.value_type == ValueType.REAL_RESULT:
-            return float(_F64.unpack(raw)[0])
+            return float(F64.unpack(raw)[0])
         if self.value_type == ValueType.DECIMAL_RESULT:
             return _user_var_decimal(raw)
         from binlake.values.collations import codec, decode

@@ -30,11 +30,11 @@ Example (the seed 000 event, checksum excluded)::
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from binlake.codes import CodeEnum
 from binlake.coltypes import Column, ColumnType, parse_field_metadata
 from binlake.errors import MalformedError
 from binlake.events.base import Event, EventHeader, EventType, register
@@ -47,7 +47,7 @@ __all__ = ["TM_FLAGS", "OptionalField", "OptionalMetadataType", "TableMapEvent",
 TM_FLAGS = {0x1: "TM_BIT_LEN_EXACT_F", 0x2: "TM_REFERRED_FK_DB_F", 0x4: "TM_GENERATED_INVISIBLE_PK_F"}
 
 
-class OptionalMetadataType(enum.IntEnum):
+class OptionalMetadataType(CodeEnum):
     """``Table_map_event::Optional_metadata_field_type`` (rows_event.h)."""
 
     SIGNEDNESS = 1
@@ -63,13 +63,6 @@ class OptionalMetadataType(enum.IntEnum):
     ENUM_AND_SET_COLUMN_CHARSET = 11
     COLUMN_VISIBILITY = 12
     VECTOR_DIMENSIONALITY = 13
-
-    @classmethod
-    def name_of(cls, code: int) -> str:
-        try:
-            return cls(code).name
-        except ValueError:
-            return f"UNKNOWN_{code}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,6 +45,7 @@ from binlake.events.table_map import OptionalField, OptionalMetadataType, TableM
 from binlake.reader import CHUNK
 from binlake.render import EXIT_ERROR, add_decode_arguments, decode_options, error_line
 from binlake.trace import TlvValue, TraceField, fields_of
+from binlake.values.spatial import GEOMETRY_TYPES
 
 __all__ = [
     "Explanation",
@@ -453,7 +454,7 @@ def _optional_meaning(of: OptionalField, tm: TableMapEvent, ctx: DecodeContext) 
         return "; ".join(f"{_label(c)}: {_values(vals)}" for c, vals in zip(which, v, strict=False))
     if code == m.GEOMETRY_TYPE and isinstance(v, list):
         which = [c for c in cols if c.real_type_code == ColumnType.GEOMETRY]
-        return ", ".join(f"{_label(c)}: {_GEOMETRY.get(k, str(k))}" for c, k in zip(which, v, strict=False))
+        return ", ".join(f"{_label(c)}: {GEOMETRY_TYPES.get(k, str(k))}" for c, k in zip(which, v, strict=False))
     if code == m.SIMPLE_PRIMARY_KEY and isinstance(v, list):
         return "primary key (" + ", ".join(_label(cols[i]) for i in v if i < len(cols)) + ")"
     if code == m.PRIMARY_KEY_WITH_PREFIX and isinstance(v, list):
@@ -467,17 +468,6 @@ def _optional_meaning(of: OptionalField, tm: TableMapEvent, ctx: DecodeContext) 
     return of.raw.hex() or "(empty)"
 
 
-# GEOMETRY_TYPE codes: Field::geometry_type (sql/field.h)
-_GEOMETRY = {
-    0: "GEOMETRY",
-    1: "POINT",
-    2: "LINESTRING",
-    3: "POLYGON",
-    4: "MULTIPOINT",
-    5: "MULTILINESTRING",
-    6: "MULTIPOLYGON",
-    7: "GEOMETRYCOLLECTION",
-}
 
 
 def _values(vals: Sequence[str], limit: int = 8) -> str:

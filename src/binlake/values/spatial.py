@@ -22,13 +22,15 @@ from binlake.coltypes import Column, ColumnType
 from binlake.errors import MalformedError
 from binlake.values.strings import length_prefixed, render_quoted
 
-__all__ = ["CONVERTERS", "READERS", "RENDER", "Geometry"]
+__all__ = ["CONVERTERS", "GEOMETRY_TYPES", "READERS", "RENDER", "Geometry"]
 
 T = ColumnType
 Reader = Callable[[bytes, int], tuple[object, int]]
 Converter = Callable[[object], object]
 
-_TYPE_NAMES = {
+# Field::geometry_type (sql/field.h): the codes of WKB and of the GEOMETRY_TYPE optional metadata
+GEOMETRY_TYPES = {
+    0: "GEOMETRY",
     1: "POINT",
     2: "LINESTRING",
     3: "POLYGON",
@@ -54,7 +56,7 @@ class Geometry:
 
     @property
     def type_name(self) -> str:
-        return _TYPE_NAMES.get(self.geometry_type, f"UNKNOWN_{self.geometry_type}")
+        return GEOMETRY_TYPES.get(self.geometry_type, f"UNKNOWN_{self.geometry_type}")
 
 
 def _reader(col: Column) -> Reader:

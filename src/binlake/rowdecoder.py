@@ -8,12 +8,15 @@ the table saying which ones hold JSON diffs instead of a document (``Rows_log_ev
 ``sql/log_event.cc``).
 
 :func:`row_decoder` compiles, per ``(columns, kind, present bitmaps, typed)``, one Python function that reads all
-row changes of an event: the loop over rows and every column are in line; integer and floating columns are
-``struct.unpack_from`` calls (consecutive ones merged into one call when none of them is NULL), every other column
-calls its reader from :func:`binlake.values.reader_for` and, in typed mode, its converter from
-:func:`binlake.values.typed`.  Nothing is checked per value that the readers do not check themselves: when
-anything fails, the row is re-read column by column (``_Image.check``) to raise a
-:class:`~binlake.errors.BinlogError` naming the column and its offset, so no foreign exception escapes.
+row changes of an event: the loop over rows and every column are in line.  Integer and floating columns (INT24
+too) are ``struct.unpack_from`` calls, consecutive ones merged into one call when none of them is NULL; DATETIME2,
+NEWDECIMAL (specialised to its precision and scale) and length-prefixed strings are read in line, utf8 ones
+decoded with ``bytes.decode`` (their reader or converter runs only for values the in-line code does not take:
+invalid dates, out-of-range digit groups, bytes that are not UTF-8); every other column calls its reader from
+:func:`binlake.values.reader_for` and, in typed mode, its converter from :func:`binlake.values.typed`.  In-line
+reads do not check bounds: ``pos`` is checked once per row change, and when anything fails the row is re-read
+column by column (``_Image.check``) to raise a :class:`~binlake.errors.BinlogError` naming the column and its
+offset, so no foreign exception escapes.
 
 Example::
 
@@ -26,16 +29,24 @@ Example::
 
 from __future__ import annotations
 
+import datetime as dt
 import struct
 from collections import OrderedDict
-from typing import TYPE_CHECKING, cast
+from decimal import Decimal
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from binlake.coltypes import Column, ColumnType
 from binlake.errors import BinlogError, MalformedError, TruncatedError
 from binlake.events.rows import ABSENT
 from binlake.values import Converter, Reader, reader_for
 from binlake.values import typed as converter_for
+from binlake.values.collations import BINARY, codec
+from binlake.values.decimal import _groups as decimal_groups
+from binlake.values.decimal import decimal_size, precision_scale
 from binlake.values.json_binary import apply_json_diffs, parse_json_diffs
+from binlake.values.temporal import _DATETIMEF_INT_OFS as DATETIMEF_INT_OFS
+from binlake.values.temporal import _frac_reader_params as frac_params
+from binlake.values.temporal import column_fsp
 from binlake.wire import bits_lsb_first, read_packed_int
 
 if TYPE_CHECKING:
@@ -52,15 +63,21 @@ PARTIAL_JSON_UPDATES = 1  # enum_binlog_row_value_options (sql/system_variables.
 CACHE_SIZE = 512
 
 # Columns stored as one little-endian struct field (Field_*::pack in sql/field.cc), read in line rather than
-# through their reader; binlake.values.numeric decodes the same layouts (tests/rows check that both agree).
+# through their reader; binlake.values.numeric decodes the same layouts (tests/rows check that both agree).  INT24
+# (Field_medium::pack, 3 bytes) is read as a 2-byte low half and a 1-byte high half carrying the sign.
 _STRUCT_CODES: dict[int, tuple[str, str]] = {
     T.TINY: ("b", "B"),
     T.SHORT: ("h", "H"),
+    T.INT24: ("Hb", "HB"),
     T.LONG: ("i", "I"),
     T.LONGLONG: ("q", "Q"),
     T.FLOAT: ("f", "f"),
     T.DOUBLE: ("d", "d"),
 }
+# Strings read in line: the length prefix (strings.length_prefixed), then the bytes; utf8 ones decoded in line.
+_VARLEN = frozenset({T.STRING, T.VARCHAR, T.VAR_STRING, T.VARCHAR_COMPRESSED})
+_BLOBS = frozenset({T.TINY_BLOB, T.BLOB, T.MEDIUM_BLOB, T.LONG_BLOB, T.BLOB_COMPRESSED})
+_TEXT = frozenset({T.STRING, T.VARCHAR, T.VAR_STRING, T.TINY_BLOB, T.BLOB, T.MEDIUM_BLOB, T.LONG_BLOB})
 
 
 def _struct_code(col: Column, converter: object) -> str | None:
@@ -68,6 +85,44 @@ def _struct_code(col: Column, converter: object) -> str | None:
     if codes is None or converter is not None:
         return None
     return codes[1] if col.unsigned is True else codes[0]
+
+
+def _length_bytes(col: Column) -> int | None:
+    """Bytes of the length prefix of a string or blob column (``None`` for other types).
+
+    ``Field_varstring::length_bytes`` / ``Field_string::pack``: 1 byte while the column's maximum byte length is below
+    256, else 2; BLOB-like columns (``Field_blob::pack``) store ``col.length`` (1..4) bytes.
+    """
+    if col.real_type_code in _VARLEN:
+        return 1 if (col.length or 0) < 256 else 2
+    if col.real_type_code in _BLOBS:
+        return col.length or 0
+    return None
+
+
+def _utf8_text(col: Column, typed: bool) -> bool:
+    """Does the typed value of this string column decode with plain UTF-8 (utf8mb3/utf8mb4 charsets)?
+
+    Then ``bytes.decode('utf-8')`` gives what its converter gives (``collations.decode``) whenever it succeeds, and
+    the converter is only needed for bytes that are not UTF-8.
+    """
+    return (
+        typed
+        and col.real_type_code in _TEXT
+        and col.charset is not None
+        and col.charset != BINARY
+        and codec(col.charset) == "utf-8"
+    )
+
+
+class _Step(NamedTuple):
+    """One present column of an image: its bit in the null bitmap, how it is read, and its reader and converter."""
+
+    bit: int
+    col: Column
+    reader: Reader
+    conv: Converter | None
+    code: str | None  # struct format when read by struct in line (no converter)
 
 
 class _Image:
@@ -92,30 +147,37 @@ class _Image:
                 out.append((col, reader_for(col), converter_for(col) if self.typed else None))
         return out
 
+    def steps(self) -> list[_Step]:
+        """Every present column as a :class:`_Step`, in image order."""
+        return [
+            _Step(bit, col, reader, conv, None if col.index in self.partial else _struct_code(col, conv))
+            for bit, (col, reader, conv) in enumerate(self.readers())
+        ]
+
     def source(self, columns: tuple[Column, ...], ns: dict[str, object], indent: str) -> tuple[list[str], str]:
-        """Statements that read one image at ``pos`` into locals, and the tuple expression of the image."""
+        """Statements that read one image at ``pos`` into locals, and the tuple expression of the image.
+
+        Only struct reads and the readers check bounds; the values read in line do not, so the caller checks
+        ``pos`` against ``blen`` once after the row and the diagnose path names the column that ran past the end.
+        """
         if not self.cols:
             return [f"{indent}raise MalformedError('row image of no columns in non-empty rows data', offset=pos)"], ""
         nbytes = (len(self.cols) + 7) // 8
-        lines = [
-            f"q = pos + {nbytes}",
-            "if q > blen:",
-            "    raise TruncatedError('row image null bitmap runs past the end of the rows', offset=pos)",
-            "nulls = from_bytes(buf[pos:q], 'little')",
-            "pos = q",
-        ]
-        plan: list[tuple[int, Column, str | None]] = []
-        for bit, (col, reader, conv) in enumerate(self.readers()):
-            code = None if col.index in self.partial else _struct_code(col, conv)
-            if code is None:
-                ns[f"r{self.prefix}{col.index}"] = reader
-                if conv is not None:
-                    ns[f"c{self.prefix}{col.index}"] = conv
-            plan.append((bit, col, code))
+        if nbytes <= 3:
+            bitmap = " | ".join(f"buf[pos + {k}] << {8 * k}" if k else "buf[pos]" for k in range(nbytes))
+        else:
+            bitmap = f"from_bytes(buf[pos:pos + {nbytes}], 'little')"
+        lines = [f"nulls = {bitmap}", f"pos += {nbytes}"]
+        plan = self.steps()
+        for step in plan:
+            if step.code is None:
+                ns[f"r{self.prefix}{step.col.index}"] = step.reader
+                if step.conv is not None:
+                    ns[f"c{self.prefix}{step.col.index}"] = step.conv
         i = 0
         while i < len(plan):
             j = i
-            while j < len(plan) and plan[j][2] is not None:
+            while j < len(plan) and plan[j].code is not None:
                 j += 1
             if j - i >= 2:
                 lines += self._struct_run(plan[i:j], ns)
@@ -127,30 +189,124 @@ class _Image:
         values = ", ".join(f"{self.prefix}{c.index}" if c.index in present else "ABSENT" for c in columns)
         return [indent + line for line in lines], f"({values},)"
 
-    def _one(self, step: tuple[int, Column, str | None], ns: dict[str, object]) -> list[str]:
-        bit, col, code = step
-        v = f"{self.prefix}{col.index}"
-        out = [f"if nulls & {1 << bit}:", f"    {v} = None", "else:"]
-        if code is not None:
-            st = struct.Struct("<" + code)
+    def _one(self, step: _Step, ns: dict[str, object]) -> list[str]:
+        v = f"{self.prefix}{step.col.index}"
+        head = [f"if nulls & {1 << step.bit}:", f"    {v} = None", "else:"]
+        if step.code is not None:
+            st = struct.Struct("<" + step.code)
             ns[f"s{v}"] = st.unpack_from
-            return [*out, f"    {v} = s{v}(buf, pos)[0]", f"    pos += {st.size}"]
-        out.append(f"    {v}, pos = r{v}(buf, pos)")
-        if f"c{v}" in ns:
-            out.append(f"    {v} = c{v}({v})")
+            if len(step.code) == 2:  # INT24
+                return [*head, f"    l{v}, {v} = s{v}(buf, pos)", f"    {v} = {v} << 16 | l{v}", "    pos += 3"]
+            return [*head, f"    {v} = s{v}(buf, pos)[0]", f"    pos += {st.size}"]
+        col = step.col
+        if col.index in self.partial:
+            body = self._reader_call(v, ns)
+        elif col.real_type_code == T.DATETIME2:
+            body = self._datetime2(v, col)
+        elif col.real_type_code == T.NEWDECIMAL:
+            body = self._decimal(v, col)
+        elif (nlen := _length_bytes(col)) is not None:
+            body = self._string(v, nlen, _utf8_text(col, self.typed), ns)
+        else:
+            body = self._reader_call(v, ns)
+        return [*head, *("    " + line for line in body)]
+
+    def _reader_call(self, v: str, ns: dict[str, object]) -> list[str]:
+        return [f"{v}, pos = r{v}(buf, pos)", *([f"{v} = c{v}({v})"] if f"c{v}" in ns else [])]
+
+    @staticmethod
+    def _datetime2(v: str, col: Column) -> list[str]:
+        """DATETIME2 in line (see ``temporal._datetime2_reader``): ``datetime()`` rejects what the reader rejects
+        (a negative value gives a year below 1, a fraction past its bound a microsecond past 999999), so the reader
+        runs only for values ``datetime`` cannot hold, to return :class:`InvalidDatetime` or raise."""
+        frac_bytes, unit, _ = frac_params(column_fsp(col))
+        bits = 8 * frac_bytes
+        size = 5 + frac_bytes
+        out = [f"t = from_bytes(buf[pos:pos + {size}], 'big')"]
+        us = "0"
+        if frac_bytes:
+            out.append(f"f = t & {(1 << bits) - 1}")
+            us = "f" if unit == 1 else f"f * {unit}"
+        out += [
+            f"t = (t >> {bits}) - {DATETIMEF_INT_OFS}" if bits else f"t -= {DATETIMEF_INT_OFS}",
+            "d = t >> 17",
+            "m = d >> 5",
+            "try:",
+            f"    {v} = datetime(m // 13, m % 13, d & 31, t >> 12 & 31, t >> 6 & 63, t & 63, {us})",
+            "except ValueError:",
+            f"    {v} = r{v}(buf, pos)[0]",
+            f"pos += {size}",
+        ]
         return out
 
-    def _struct_run(self, run: list[tuple[int, Column, str | None]], ns: dict[str, object]) -> list[str]:
+    @staticmethod
+    def _decimal(v: str, col: Column) -> list[str]:
+        """NEWDECIMAL in line, specialised to its (precision, scale) (see ``decimal._newdecimal_reader``): the digit
+        groups cut from one big-endian integer with constant shifts; the reader raises for a group out of range."""
+        precision, scale = precision_scale(col)
+        size = decimal_size(precision, scale)
+        sign_bit = 1 << (8 * size - 1)
+        out = [
+            f"t = from_bytes(buf[pos:pos + {size}], 'big')",
+            f"if t & {sign_bit}:",
+            f"    t ^= {sign_bit}",
+            "    m = ''",
+            "else:",
+            f"    t ^= {((1 << (8 * size)) - 1) ^ sign_bit}",
+            "    m = '-'",
+        ]
+        checks, terms = [], []
+        for k, (shift, mask, bound, weight) in enumerate(decimal_groups(precision, scale)):
+            group = f"(t >> {shift})" if shift else "t"
+            out.append(f"g{k} = {group} & {mask}" if shift + mask.bit_length() < 8 * size else f"g{k} = {group}")
+            checks.append(f"g{k} >= {bound}")
+            terms.append(f"g{k} * {weight}" if weight > 1 else f"g{k}")
+        exponent = f"E-{scale}" if scale else ""
+        return [
+            *out,
+            f"if {' or '.join(checks)}:",
+            f"    {v} = r{v}(buf, pos)[0]",
+            "else:",
+            f"    {v} = Decimal(f'{{m}}{{{' + '.join(terms)}}}{exponent}')",
+            f"pos += {size}",
+        ]
+
+    @staticmethod
+    def _string(v: str, nlen: int, utf8: bool, ns: dict[str, object]) -> list[str]:
+        """A length-prefixed string in line (``strings.length_prefixed``), UTF-8 decoded in line when ``utf8``."""
+        length = " | ".join(f"buf[pos + {k}] << {8 * k}" if k else "buf[pos]" for k in range(nlen))
+        if nlen == 4:
+            length = "from_bytes(buf[pos:pos + 4], 'little')"
+        out = [f"t = pos + {nlen}", f"pos = t + ({length})", f"{v} = buf[t:pos]"]
+        if utf8:
+            return [
+                *out,
+                "try:",
+                f"    {v} = {v}.decode('utf-8')",
+                "except UnicodeDecodeError:",
+                f"    {v} = c{v}({v})",
+            ]
+        return [*out, *([f"{v} = c{v}({v})"] if f"c{v}" in ns else [])]
+
+    def _struct_run(self, run: list[_Step], ns: dict[str, object]) -> list[str]:
         """Columns read by one ``unpack_from`` when none is NULL, else one by one."""
-        mask = sum(1 << bit for bit, _, _ in run)
-        st = struct.Struct("<" + "".join(code or "" for _, _, code in run))
-        name = f"run{self.prefix}{run[0][1].index}"
+        mask = sum(1 << step.bit for step in run)
+        st = struct.Struct("<" + "".join(step.code or "" for step in run))
+        name = f"run{self.prefix}{run[0].col.index}"
         ns[name] = st.unpack_from
         out = [f"if nulls & {mask}:"]
         for step in run:
             out += ["    " + line for line in self._one(step, ns)]
-        targets = ", ".join(f"{self.prefix}{col.index}" for _, col, _ in run)
-        return [*out, "else:", f"    {targets} = {name}(buf, pos)", f"    pos += {st.size}"]
+        targets: list[str] = []
+        int24: list[str] = []
+        for step in run:
+            v = f"{self.prefix}{step.col.index}"
+            if step.code is not None and len(step.code) == 2:
+                targets += [f"l{v}", v]
+                int24.append(f"    {v} = {v} << 16 | l{v}")
+            else:
+                targets.append(v)
+        return [*out, "else:", f"    {', '.join(targets)} = {name}(buf, pos)", *int24, f"    pos += {st.size}"]
 
     def check(self, buf: bytes, start: int) -> int | BinlogError:
         """Re-read the image at ``start`` column by column: its end, or the error naming the failing column."""
@@ -215,7 +371,10 @@ class RowDecoder:
             "TruncatedError": TruncatedError,
             "MalformedError": MalformedError,
             "diagnose": self._diagnose,
+            "datetime": dt.datetime,
+            "Decimal": Decimal,
         }
+        overrun = "raise TruncatedError('row runs past the end of the rows', offset=start)"
         if kind == "image":
             body, image = self._images[0].source(columns, ns, "        ")
             lines = [
@@ -224,6 +383,8 @@ class RowDecoder:
                 "    blen = len(buf)",
                 "    try:",
                 *body,
+                "        if pos > blen:",
+                f"            {overrun}",
                 "    except Exception as e:",
                 "        raise diagnose(buf, start, e) from None",
                 f"    return {image or '()'}, pos",
@@ -242,6 +403,8 @@ class RowDecoder:
                 "        while pos < blen:",
                 "            start = pos",
                 *(line for body, _ in parts for line in body),
+                "            if pos > blen:",
+                f"                {overrun}",
                 f"            append({change or f'({images[0]}, {images[1]})'})",
                 "    except Exception as e:",
                 "        raise diagnose(buf, start, e) from None",

@@ -42,6 +42,7 @@ _TRX_START = frozenset(
 # Events that close a file for good: nothing follows a ROTATE or a STOP in the same file.
 _FILE_END = frozenset({EventType.ROTATE_EVENT, EventType.STOP_EVENT})
 _EXT = re.compile(r"\.(\d+)$")
+_IN_USE = 0x1  # LOG_EVENT_BINLOG_IN_USE_F
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,19 +97,31 @@ def list_binlogs(path: str | os.PathLike[str]) -> list[BinlogFile]:
     return sorted(files, key=lambda f: (f.seq, f.name))
 
 
+def _head(path: str) -> tuple[bool, bool]:
+    """(closed, encrypted) from the file's first events: the format description's LOG_EVENT_BINLOG_IN_USE_F (set
+    while the server writes the file, cleared when it closes it: ``MYSQL_BIN_LOG::close``) and MariaDB's
+    START_ENCRYPTION_EVENT right after it (every later header's type code is then ciphertext)."""
+    first = list(itertools.islice(walk_headers(path, 4), 2))  # the generator (and its mmap) closes as it goes
+    closed = bool(first) and not first[0].flags & _IN_USE
+    return closed, any(h.type_code == EventType.START_ENCRYPTION_EVENT for h in first[1:])
+
+
 def _boundaries(path: str, start: int) -> tuple[list[int], int, bool]:
-    """Transaction starts at or after ``start``, the end of the last whole event, and whether the file is closed."""
+    """Transaction starts at or after ``start``, the end of the last whole event, and whether the file is closed
+    (an encrypted file has no visible boundaries: its cuts are empty)."""
     cuts: list[int] = []
     end = start
-    closed = False
+    closed, encrypted = _head(path)
     try:
         for h in walk_headers(path, start):
+            end = h.pos + h.size
+            if encrypted:
+                continue
             if h.type_code in _TRX_START:
                 cuts.append(h.pos)
-            end = h.pos + h.size
             if h.type_code == EventType.XID_EVENT:
                 cuts.append(end)
-            closed = h.type_code in _FILE_END
+            closed = closed or h.type_code in _FILE_END
     except TruncatedError:
         pass  # a file still being written ends in a partial event: plan up to the last whole one
     return cuts, end, closed
@@ -119,8 +132,10 @@ def plan_file(
 ) -> list[Split]:
     """Cut ``file`` from ``start`` into splits of about ``split_bytes`` at transaction boundaries.
 
-    ``whole_tail=False`` (incremental ingest) stops a file that is not closed by ROTATE/STOP at its last
-    transaction boundary, so a transaction the server is still writing is left for the next run.
+    ``whole_tail=False`` (incremental ingest) stops a file that is not closed (ROTATE/STOP, or its format
+    description no longer flagged in use) at its last transaction boundary, so a transaction the server is still
+    writing is left for the next run; an encrypted file, whose boundaries the header walk cannot see, is one split,
+    planned once it is closed.
     """
     if file.size - start <= split_bytes and whole_tail:
         return [Split(file, start, None)] if file.size > start else []

@@ -18,35 +18,40 @@ __all__ = ["add_ingest_arguments", "ingest_main"]
 
 
 def add_ingest_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the ``ingest`` command's arguments to ``parser``."""
+    """Add the ``ingest`` command's arguments to ``parser`` (with the decoding options every subcommand shares:
+    ``--verify-checksum``, ``--unknown-events``, ``--schema``, ``--key-file``/``--file-key``, ``--on-error``)."""
+    from binlake.render import add_decode_arguments
+
     parser.add_argument("sources", nargs="+", metavar="SOURCE", help="binlog file, folder or glob (several allowed)")
     parser.add_argument("--lake", required=True, help="lake folder (created if missing)")
     parser.add_argument("--master", default="local[*]", help="Spark master URL (default: local[*])")
     parser.add_argument("--split-mb", type=int, default=64, help="target MiB of binlog per Spark task (default 64)")
+    add_decode_arguments(parser)
 
 
 def ingest_main(args: argparse.Namespace) -> int:
-    """Run the ingest described by ``args``; print the summary; 0 on success."""
+    """Run the ingest described by ``args``; print the summary; 0 on success, 2 on a binlog error."""
     from binlake.errors import BinlogError
-    from binlake.spark.ingest import Progress, ingest
+    from binlake.render import EXIT_ERROR, decode_options, decryptor_of, error_line
+    from binlake.spark.ingest import Progress, ingest, summary
+    from binlake.spark.statements import ReadSpec
+
+    try:
+        read = ReadSpec(decode_options(args), decryptor_of(args), args.on_error)
+    except OSError as e:
+        print(f"binlake ingest: cannot read --schema: {e.strerror or e}", file=sys.stderr)
+        return EXIT_ERROR
     from binlake.spark.session import build_session
 
     spark = build_session(args.master)
     progress = Progress(spark)
     try:
-        result = ingest(spark, list(args.sources), args.lake, split_bytes=args.split_mb << 20, progress=progress)
+        result = ingest(spark, list(args.sources), args.lake, split_bytes=args.split_mb << 20, progress=progress,
+                        read=read)  # fmt: skip
     except BinlogError as e:
-        print(f"binlake ingest: {e}", file=sys.stderr)
-        return 1
-    secs = max(result.seconds, 1e-9)
-    out = sys.stdout
-    out.write(
-        f"ingested {result.batches} batch(es): {result.files} files, {result.bytes / 1e6:.1f} MB, "
-        f"{result.events} events, {sum(result.changes.values())} row changes in {result.seconds:.1f} s "
-        f"({result.bytes / 1e6 / secs:.1f} MB/s, {result.events / secs:.0f} events/s)\n"
-    )
-    for key, n in sorted(result.changes.items()):
-        out.write(f"  {key}: {n}\n")
+        print(error_line(e), file=sys.stderr)
+        return EXIT_ERROR
+    print(summary(result))
     return 0
 
 

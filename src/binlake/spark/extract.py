@@ -34,9 +34,12 @@ from typing import Any
 
 from binlake.coltypes import Column
 from binlake.events.base import Event, EventType
+from binlake.events.control import XaPrepareEvent
 from binlake.events.table_map import TableMapEvent
-from binlake.reader import read_events
+from binlake.recovery import Skipped
+from binlake.schema import SchemaTracker
 from binlake.spark.plan import Split
+from binlake.spark.statements import SEQ_FILE, SEQ_POS, ReadSpec, open_split
 
 __all__ = [
     "Change",
@@ -52,8 +55,6 @@ E = EventType
 _GTID = frozenset({E.GTID_LOG_EVENT, E.ANONYMOUS_GTID_LOG_EVENT, E.GTID_TAGGED_LOG_EVENT, E.GTID_EVENT})
 _QUERY = frozenset({E.QUERY_EVENT, E.QUERY_COMPRESSED_EVENT})
 _TRX_END = frozenset({E.XID_EVENT, E.XA_PREPARE_LOG_EVENT})
-SEQ_FILE = 10**20
-SEQ_POS = 10**10
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +95,7 @@ class Change:
     gtid: str | None
     ts: int = 0
     rolled_back: bool = False  # its transaction ended in ROLLBACK (logged for non-transactional tables in it)
+    xid: str | None = None  # its transaction was XA PREPAREd (two-phase): the outcome is a later XA COMMIT/ROLLBACK
 
     @property
     def database(self) -> str:
@@ -136,10 +138,24 @@ def _gtid_text(ev: Event) -> str | None:
     return None if g is None else str(g)
 
 
-def decode_split(split: Split, *, changes: bool = True) -> Iterator[Record]:
+def decode_split(
+    split: Split,
+    *,
+    changes: bool = True,
+    read: ReadSpec | None = None,
+    schema: SchemaTracker | None = None,
+    skips: list[Skipped] | None = None,
+) -> Iterator[Record]:
     """Every record of ``split`` in binlog order (:class:`EventRecord` per event, :class:`TableMapRecord` per run,
     :class:`Change` per row change and :class:`Truncate` per emptying statement, the last two when their
-    transaction closes).  ``changes=False`` skips row decoding (for the events and table-map views)."""
+    transaction closes).  ``changes=False`` skips row decoding (for the events and table-map views).
+
+    ``read``: decoding options, decryptor and ``on_error`` (:class:`~binlake.spark.statements.ReadSpec`);
+    ``schema``: the tracker of the DDL in force at the split's start (:func:`~binlake.spark.statements.tracker_at`);
+    ``skips``: receives each skip of ``on_error`` ``skip-*`` (a ``skip-transaction`` skip also drops the changes of
+    the broken transaction read before the damage).  A transaction closed by XA_PREPARE (not ONE PHASE) tags its
+    changes with the XID: whether they count is decided by a later ``XA COMMIT``/``XA ROLLBACK``.
+    """
     f = split.file
     base = f.seq * SEQ_FILE
     gtid: str | None = None
@@ -150,7 +166,13 @@ def decode_split(split: Split, *, changes: bool = True) -> Iterator[Record]:
     savepoints: dict[str, int] = {}  # SAVEPOINT name -> len(pending) when it was set
     runs: dict[int, TableMapRecord] = {}  # table id -> current run
     last_ts = 0
-    for ev in read_events(f.path, start=split.start if split.start > 4 else None, stop=split.stop):
+    got: list[Skipped] = skips if skips is not None else []
+    seen_skips = len(got)
+    for ev in open_split(split, read or ReadSpec(), schema, got):
+        if len(got) > seen_skips:
+            if any(s.transaction_start is not None for s in got[seen_skips:]):
+                pending, gtid, trx_pos, trx_seq, begun = [], None, None, 0, False  # the broken transaction
+            seen_skips = len(got)
         h = ev.header
         code = h.type_code
         inner = h.in_payload is not None
@@ -183,6 +205,10 @@ def decode_split(split: Split, *, changes: bool = True) -> Iterator[Record]:
                 pending.extend(t)
         elif code in _TRX_END:
             closes = True
+            if isinstance(ev, XaPrepareEvent) and not ev.one_phase:
+                for c in pending:
+                    if isinstance(c, Change):
+                        c.xid = ev.xid_text
         yield EventRecord(ev, pos, off if inner else None, gtid, trx_pos, trx_seq if trx_pos is not None else None)
         if trx_pos is not None:
             trx_seq += 1

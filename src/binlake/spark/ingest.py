@@ -2,14 +2,20 @@
 
 Lake layout (every name from the binlog percent-encoded by :mod:`binlake.spark.names`)::
 
-    LAKE/<db>.<table>/changes   one row per row change: the table's own typed columns, then _op (insert |
+    LAKE/<db>/<table>/changes   one row per row change: the table's own typed columns, then _op (insert |
                                 update_preimage | update_postimage | delete), _file, _pos, _row, _gtid, _ts
                                 (commit time), _seq (decimal(38,0), binlog order across files),
-                                _rolled_back (its transaction ended in ROLLBACK: not applied to current)
-    LAKE/<db>.<table>/current   tables with a primary key: the rows as they are after the last change, + _seq, _ts
+                                _rolled_back (true: its transaction ended in ROLLBACK or XA ROLLBACK; null: XA
+                                PREPAREd, outcome not seen yet; neither is applied to current), _xid (the XID of
+                                an XA PREPAREd transaction), _absent (names of the columns the row image does not
+                                hold, binlog_row_image=MINIMAL/NOBLOB; null when it holds all: a column in _absent
+                                is *unknown*, a null column not in it is SQL NULL)
+    LAKE/<db>/<table>/current   tables with a primary key: the rows as they are after the last change, + _seq, _ts
     LAKE/_events                every event (the ``events`` view's columns)
     LAKE/_schema_history        every distinct table map: columns, key, lake column names, where first seen
-    LAKE/_binlake/batches/      the plan of each batch (NNNNNNNNNN.json) and its completion mark (.done)
+    LAKE/_skips                 what ``--on-error skip-event|skip-transaction`` skipped (file, bytes, reason)
+    LAKE/_binlake/batches/      the plan of each batch (NNNNNNNNNN.json) and its completion mark (.done, holding
+                                the XA transactions still waiting for their outcome)
 
 A run is one or more batches.  A batch's plan (its byte ranges and the positions reached after it) is written
 atomically before any table is touched; each table's commit carries the Delta application transaction
@@ -17,6 +23,13 @@ atomically before any table is touched; each table's commit carries the Delta ap
 ranges and commits only to the tables that have not got it: every table ends as one clean run leaves it.  Column
 changes (ALTER TABLE) add columns to the tables (schema merge); a column whose type changes gets a second column
 ``<name>__<type>``.
+
+Current state follows the statements a row event does not show: ``TRUNCATE``/``DROP``/``CREATE OR REPLACE`` empty
+it; ``RENAME TABLE a TO b`` (and ``ALTER TABLE a RENAME TO b``) moves ``a``'s rows to ``b`` at that point of the
+log (``a``'s change table keeps its history; changes after the rename land in ``b``), swaps included; an XA
+transaction counts from its ``XA COMMIT`` (possibly batches later: its change rows are then updated); a partial row
+image (MINIMAL/NOBLOB) updates only the columns it holds.  The planner reads the DDL of every range before the
+tasks run, so a split that starts mid-file decodes with the schema in force there (:mod:`.statements`).
 
 Example::
 
@@ -39,13 +52,36 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from binlake.errors import BinlogError
+from binlake.events.rows import ABSENT
+from binlake.recovery import Skipped
+from binlake.schema import SchemaTracker
 from binlake.spark.arrow import COLUMN, EVENTS, SEQ, UTC_TS, event_batch, lake_type, tablemap_rows, to_lake
 from binlake.spark.extract import Change, EventRecord, TableMapRecord, Truncate, decode_split, map_id
-from binlake.spark.lake import DataFile, commit_files, overwrite, read_table, table_schema, txn_version, write_parquet
+from binlake.spark.lake import (
+    DataFile,
+    append_table,
+    commit_files,
+    overwrite,
+    read_table,
+    read_table_before,
+    resolve_rollbacks,
+    table_schema,
+    write_parquet,
+)
 from binlake.spark.names import table_dir
 from binlake.spark.plan import DEFAULT_SPLIT_BYTES, BinlogFile, Split, list_binlogs, plan_splits
+from binlake.spark.statements import (
+    SEQ_FILE,
+    SEQ_POS,
+    ReadSpec,
+    Statement,
+    scan_statements,
+    tracker_at,
+    tracker_to_json,
+)
 
-__all__ = ["IngestResult", "ingest"]
+__all__ = ["IngestResult", "Progress", "ingest", "merge_current"]
 
 META = [
     ("_op", pa.string()),
@@ -56,11 +92,15 @@ META = [
     ("_ts", UTC_TS),
     ("_seq", SEQ),
     ("_rolled_back", pa.bool_()),
+    ("_xid", pa.string()),
+    ("_absent", pa.list_(pa.string())),
 ]
 _META_NAMES = {n for n, _ in META}
+_META_INDEX = {n: i for i, (n, _) in enumerate(META)}
 FLUSH_ROWS = 65536
 EVENTS_DIR = "_events"
 HISTORY_DIR = "_schema_history"
+SKIPS_DIR = "_skips"
 Layout = list[tuple[str, pa.DataType]]  # per column of a table map: lake column name and type
 
 
@@ -72,16 +112,53 @@ class IngestResult:
     files: int = 0
     bytes: int = 0
     events: int = 0
-    changes: Counter[str] = field(default_factory=Counter)  # "db.table op" -> count
+    changes: Counter[str] = field(default_factory=Counter)  # "db/table op" -> count
+    skips: list[dict[str, Any]] = field(default_factory=list)  # what --on-error skip-* skipped
+    xa_pending: int = 0  # XA transactions prepared and not yet committed or rolled back
+    renames: int = 0
     seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class _TaskPlan:
+    """What every task of a batch gets besides its splits (pickled once per task)."""
+
+    read: ReadSpec
+    schema: list[Any]  # SchemaTracker state at the batch start (statements.tracker_to_json)
+    ddl: list[Statement]
+    outcomes: dict[str, bool]  # XID -> rolled back, for the XA outcomes seen in the batch
+
+    def tracker(self, split: Split) -> SchemaTracker:
+        return tracker_at(self.schema, self.ddl, split.file.seq * SEQ_FILE + split.start * SEQ_POS)
 
 
 # -- tasks (run on executors) ------------------------------------------------------------------------------------
 
 
-def _tablemap_task(splits: Iterable[Split]) -> Iterator[dict[str, Any]]:
+def _guarded(rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """A task's output, with a BinlogError passed to the driver as a value (Spark would wrap it in its own
+    exception, losing the file and position): :func:`_collect` raises it there."""
+    try:
+        yield from rows
+    except BinlogError as e:
+        yield {"error": e}
+
+
+def _collect(rdd: Any, task: Callable[[Iterator[Split]], Iterator[dict[str, Any]]]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = rdd.mapPartitions(lambda it: _guarded(task(it))).collect()
+    for row in rows:
+        if "error" in row:
+            raise row["error"]
+    return rows
+
+
+def _tablemap_task(splits: Iterable[Split], plan: _TaskPlan) -> Iterator[dict[str, Any]]:
     for split in splits:
-        recs = [r for r in decode_split(split, changes=False) if isinstance(r, TableMapRecord)]
+        recs = [
+            r
+            for r in decode_split(split, changes=False, read=plan.read, schema=plan.tracker(split), skips=[])
+            if isinstance(r, TableMapRecord)
+        ]
         for r, row in zip(recs, tablemap_rows(split.file, recs), strict=True):
             row["lake"] = [
                 (n, lake_type(c)) for n, c in zip(r.table_map.column_names, r.table_map.columns, strict=True)
@@ -99,7 +176,10 @@ class _TableBuffer:
         self.files: list[DataFile] = []
 
     def add(self, where: dict[str, int], image: tuple[object, ...], meta: tuple[object, ...]) -> None:
-        self.rows.append((where, image, meta))
+        """One row: ``image`` in table-map order, ``where`` lake column -> index in it, ``meta`` the META values
+        before ``_absent`` (computed here from the image)."""
+        absent = [n for n, i in where.items() if image[i] is ABSENT] if ABSENT in image else None
+        self.rows.append((where, image, (*meta, absent)))
         if len(self.rows) >= FLUSH_ROWS:
             self.flush()
 
@@ -109,17 +189,28 @@ class _TableBuffer:
         arrays = []
         for f in self.schema:
             if f.name in _META_NAMES:
-                i = [n for n, _ in META].index(f.name)
-                vals = [m[i] for _, _, m in self.rows]
-                arrays.append(pa.array(vals, f.type))
+                i = _META_INDEX[f.name]
+                arrays.append(pa.array([m[i] for _, _, m in self.rows], f.type))
             else:
                 arrays.append(to_lake([img[w[f.name]] if f.name in w else None for w, img, _ in self.rows], f.type))
         self.files.append(write_parquet(pa.Table.from_arrays(arrays, schema=self.schema), self.uri, self.key))
         self.rows = []
 
 
+def _skip_row(s: Skipped) -> dict[str, Any]:
+    return {
+        "file": os.path.basename(s.file),
+        "start": s.start,
+        "end": s.end,
+        "reason": s.reason,
+        "events_lost": s.events_lost,
+        "resynced": s.resynced,
+        "transaction_start": s.transaction_start,
+    }
+
+
 def _write_task(
-    splits: Iterable[Split], lake: str, layouts: dict[str, Layout], schemas: dict[str, pa.Schema]
+    splits: Iterable[Split], lake: str, layouts: dict[str, Layout], schemas: dict[str, pa.Schema], plan: _TaskPlan
 ) -> Iterator[dict[str, Any]]:
     """Decode splits; write each table's changes and the events as Parquet files; report them (not committed)."""
     for split in splits:
@@ -129,8 +220,10 @@ def _write_task(
         event_files: list[DataFile] = []
         counts: Counter[str] = Counter()
         truncates: list[tuple[str, int]] = []
+        prepared: dict[str, set[str]] = defaultdict(set)  # XID without an outcome in the batch -> its tables
+        skips: list[Skipped] = []
         name = split.file.name
-        for rec in decode_split(split):
+        for rec in decode_split(split, read=plan.read, schema=plan.tracker(split), skips=skips):
             if isinstance(rec, EventRecord):
                 events.append(rec)
                 if len(events) >= FLUSH_ROWS:
@@ -146,24 +239,20 @@ def _write_task(
                     if key not in buffers:
                         buffers[key] = _TableBuffer(key, os.path.join(lake, key, "changes"), schemas[key])
                 buf = buffers[w[0]]
-                ts = _utc(rec.ts)
-                seq = Decimal(rec.seq)
+                rolled_back: bool | None = rec.rolled_back
+                if rec.xid is not None and not rec.rolled_back:
+                    rolled_back = plan.outcomes.get(rec.xid)
+                    if rolled_back is None:
+                        prepared[rec.xid].add(w[0])
+                meta = (name, rec.pos, rec.row, rec.gtid, _utc(rec.ts), Decimal(rec.seq), rolled_back, rec.xid)
                 if rec.op == "update":
                     assert rec.before is not None and rec.after is not None
-                    buf.add(
-                        w[1],
-                        rec.before,
-                        ("update_preimage", name, rec.pos, rec.row, rec.gtid, ts, seq, rec.rolled_back),
-                    )
-                    buf.add(
-                        w[1],
-                        rec.after,
-                        ("update_postimage", name, rec.pos, rec.row, rec.gtid, ts, seq, rec.rolled_back),
-                    )
+                    buf.add(w[1], rec.before, ("update_preimage", *meta))
+                    buf.add(w[1], rec.after, ("update_postimage", *meta))
                 else:
                     image = rec.after if rec.op == "insert" else rec.before
                     assert image is not None
-                    buf.add(w[1], image, (rec.op, name, rec.pos, rec.row, rec.gtid, ts, seq, rec.rolled_back))
+                    buf.add(w[1], image, (rec.op, *meta))
                 counts[f"{w[0]} {rec.op}"] += 1
             elif isinstance(rec, Truncate):
                 truncates.append((table_dir(rec.database, rec.table), rec.seq))
@@ -177,6 +266,8 @@ def _write_task(
             "events": event_files,
             "counts": counts,
             "truncates": truncates,
+            "prepared": {x: sorted(k) for x, k in prepared.items()},
+            "skips": [_skip_row(s) for s in skips],
         }
 
 
@@ -215,12 +306,15 @@ def resolve_layout(cols: Layout, schema: list[pa.Field]) -> Layout:
 
 
 class Progress:
-    """A progress bar on a TTY (Spark's task counts), log lines otherwise."""
+    """What a run is doing, on ``stream`` (stderr): on a terminal one redrawn line per stage (a bar of Spark's task
+    counts, tasks done/total, seconds so far), otherwise plain log lines (a stage's start, each change of its task
+    count at most every ``interval`` seconds, its end with the time it took)."""
 
-    def __init__(self, spark: Any, stream: Any = None) -> None:
-        self.sc = spark.sparkContext
+    def __init__(self, spark: Any, stream: Any = None, *, interval: float = 0.5) -> None:
+        self.sc = spark.sparkContext if spark is not None else None
         self.stream = stream or sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.interval = interval
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -230,30 +324,45 @@ class Progress:
         self.stream.write(f"binlake ingest: {text}\n")
         self.stream.flush()
 
-    def _poll(self, label: str) -> None:
-        last = ""
-        while not self._stop.wait(0.5):
-            tracker = self.sc.statusTracker()
-            done = total = 0
-            for sid in tracker.getActiveStageIds():
-                info = tracker.getStageInfo(sid)
-                if info is not None:
-                    done += info.numCompletedTasks
-                    total += info.numTasks
-            if not total:
+    def _tasks(self) -> tuple[int, int]:
+        """(completed, total) tasks of the active stages."""
+        assert self.sc is not None
+        tracker = self.sc.statusTracker()
+        done = total = 0
+        for sid in tracker.getActiveStageIds():
+            info = tracker.getStageInfo(sid)
+            if info is not None:
+                done += info.numCompletedTasks
+                total += info.numTasks
+        return done, total
+
+    def show(self, label: str, done: int, total: int, seconds: float) -> None:
+        """Draw the state of a stage: the bar on a terminal, a log line otherwise."""
+        if self.tty:
+            width = 30
+            fill = width * done // max(total, 1)
+            self.stream.write(
+                f"\r\x1b[K{label:<10} [{'#' * fill}{'.' * (width - fill)}] {done}/{total} tasks  {seconds:.0f} s"
+            )
+            self.stream.flush()
+        else:
+            self.log(f"{label}: {done}/{total} tasks, {seconds:.0f} s")
+
+    def _poll(self, label: str, t0: float) -> None:
+        last = (-1, -1)
+        while not self._stop.wait(self.interval):
+            if self.sc is None:
                 continue
-            if self.tty:
-                width = 30
-                fill = width * done // total
-                self.stream.write(f"\r{label} [{'#' * fill}{'.' * (width - fill)}] {done}/{total} tasks")
-                self.stream.flush()
-            elif f"{done}/{total}" != last:
-                last = f"{done}/{total}"
-                self.log(f"{label}: {done}/{total} tasks")
+            now = self._tasks()
+            if now[1] and (self.tty or now != last):
+                self.show(label, *now, time.monotonic() - t0)
+                last = now
 
     def run(self, label: str, fn: Callable[[], Any]) -> Any:
+        """``fn()`` with the progress of its Spark jobs shown as ``label``."""
+        t0 = time.monotonic()
         self._stop.clear()
-        self._thread = threading.Thread(target=self._poll, args=(label,), daemon=True)
+        self._thread = threading.Thread(target=self._poll, args=(label, t0), daemon=True)
         self._thread.start()
         try:
             return fn()
@@ -262,7 +371,56 @@ class Progress:
             self._thread.join()
             if self.tty:
                 self.stream.write("\r\x1b[K")
-                self.stream.flush()
+            self.log(f"{label}: done in {time.monotonic() - t0:.1f} s")
+
+
+def summary(result: IngestResult) -> str:
+    """The closing report of a run: files, bytes, events, changes per table, throughput, skips, pending XA.
+
+    >>> r = IngestResult(1, 2, 3_000_000, 500, Counter({"db/t insert": 7, "db/t update": 2}), seconds=2.0)
+    >>> print(summary(r))
+    ingested 1 batch: 2 files, 3.0 MB, 500 events, 9 row changes in 2.0 s (1.5 MB/s, 250 events/s)
+      TABLE  INSERT  UPDATE  DELETE
+      db.t        7       2       0
+    """
+    secs = max(result.seconds, 1e-9)
+    total = sum(result.changes.values())
+    lines = [
+        f"ingested {result.batches} batch{'es' if result.batches != 1 else ''}: {result.files} file"
+        f"{'s' if result.files != 1 else ''}, {result.bytes / 1e6:.1f} MB, {result.events} events, {total} row "
+        f"changes in {result.seconds:.1f} s ({result.bytes / 1e6 / secs:.1f} MB/s, {result.events / secs:.0f} "
+        "events/s)"
+    ]
+    per: dict[str, Counter[str]] = defaultdict(Counter)
+    for key, n in result.changes.items():
+        table, op = key.rsplit(" ", 1)
+        per[table][op] += n
+    if per:
+        names = {t: _display(t) for t in per}
+        width = max(len("TABLE"), *(len(n) for n in names.values()))
+        lines.append(f"  {'TABLE':<{width}}  INSERT  UPDATE  DELETE")
+        for t in sorted(per, key=lambda k: names[k]):
+            c = per[t]
+            lines.append(f"  {names[t]:<{width}}  {c['insert']:>6}  {c['update']:>6}  {c['delete']:>6}")
+    if result.renames:
+        lines.append(f"  {result.renames} table rename(s) carried the current state over")
+    if result.xa_pending:
+        lines.append(f"  {result.xa_pending} XA transaction(s) prepared, waiting for XA COMMIT/ROLLBACK")
+    if result.skips:
+        lost = sum(int(s["events_lost"]) for s in result.skips)
+        lines.append(f"  {len(result.skips)} damaged stretch(es) skipped ({lost} events lost), listed in _skips:")
+        lines.extend(f"    {s['file']} {s['start']}-{s['end']}: {s['reason']}" for s in result.skips[:10])
+    return "\n".join(lines)
+
+
+def _display(key: str) -> str:
+    """``db/table`` folder key -> ``db.table`` as the source named it."""
+    from binlake.spark.names import decode_name
+
+    try:
+        return ".".join(decode_name(p) for p in key.split("/"))
+    except ValueError:
+        return key
 
 
 def _batches_dir(lake: str) -> str:
@@ -279,6 +437,17 @@ def _last_manifest(lake: str) -> tuple[dict[str, Any] | None, bool]:
     with open(os.path.join(d, plans[-1]), encoding="utf-8") as f:
         manifest: dict[str, Any] = json.load(f)
     return manifest, os.path.exists(os.path.join(d, plans[-1][:-5] + ".done"))
+
+
+def _done_state(lake: str, batch: int) -> dict[str, Any]:
+    """What batch ``batch`` left for the next one (its ``.done`` file): XA transactions still pending."""
+    path = os.path.join(_batches_dir(lake), f"{batch:010d}.done")
+    if batch < 1 or not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    state: dict[str, Any] = json.loads(text) if text.strip() else {}
+    return state
 
 
 def _atomic_write(path: str, text: str) -> None:
@@ -299,6 +468,17 @@ def _split_from(v: list[Any]) -> Split:
     return Split(BinlogFile(v[0], v[1], v[2], v[3]), v[4], v[5], v[6])
 
 
+def _schema_after(manifest: dict[str, Any] | None, seed: str | None) -> SchemaTracker:
+    """The schema where the next batch starts: the last batch's start state and DDL, over the ``--schema`` seed."""
+    tracker = SchemaTracker.from_sql(seed) if seed else SchemaTracker()
+    if manifest is None:
+        return tracker
+    ddl = [Statement.from_json(v) for v in manifest.get("statements", [])]
+    last = tracker_at(manifest.get("schema", []), ddl, 1 << 200)
+    known = last.tables
+    return SchemaTracker({**{k: v for k, v in tracker.tables.items() if k not in known}, **known})
+
+
 def ingest(
     spark: Any,
     sources: list[str],
@@ -306,16 +486,21 @@ def ingest(
     *,
     split_bytes: int = DEFAULT_SPLIT_BYTES,
     progress: Progress | None = None,
+    read: ReadSpec | None = None,
 ) -> IngestResult:
-    """Ingest what is new in ``sources`` into ``lake`` (finishing an interrupted batch first); see the module doc."""
+    """Ingest what is new in ``sources`` into ``lake`` (finishing an interrupted batch first); see the module doc.
+
+    ``read``: decoding options (``schema_sql`` seeds the schema of the first batch), decryptor, ``on_error``.
+    """
     lake = os.path.abspath(lake)
+    read = read or ReadSpec()
     progress = progress or Progress(spark)
     result = IngestResult()
     t0 = time.monotonic()
     manifest, done = _last_manifest(lake)
     if manifest is not None and not done:
         progress.log(f"finishing interrupted batch {manifest['batch']}")
-        _run_batch(spark, lake, manifest, progress, result)
+        _run_batch(spark, lake, manifest, progress, result, read)
     positions: dict[str, int] = dict(manifest["positions"]) if manifest is not None else {}
     files: dict[str, BinlogFile] = {}
     for src in sources:
@@ -328,36 +513,60 @@ def ingest(
         for s in splits:
             after[s.file.name] = s.stop if s.stop is not None else s.file.size
         batch = (manifest["batch"] + 1) if manifest is not None else 1
-        manifest = {"batch": batch, "splits": [_split_json(s) for s in splits], "positions": after}
+        tracker = _schema_after(manifest, read.options.schema_sql)
+        start_schema = tracker_to_json(tracker)
+        statements = scan_statements(splits, tracker, read)
+        manifest = {
+            "batch": batch,
+            "splits": [_split_json(s) for s in splits],
+            "positions": after,
+            "schema": start_schema,
+            "statements": [s.to_json() for s in statements],
+        }
         _atomic_write(os.path.join(_batches_dir(lake), f"{batch:010d}.json"), json.dumps(manifest, indent=1))
-        _run_batch(spark, lake, manifest, progress, result)
+        _run_batch(spark, lake, manifest, progress, result, read)
     elif result.batches == 0:
         progress.log("nothing new")
     result.seconds = time.monotonic() - t0
     return result
 
 
-def _run_batch(spark: Any, lake: str, manifest: dict[str, Any], progress: Progress, result: IngestResult) -> None:
+def _known_layouts(lake: str) -> tuple[dict[str, Layout], dict[str, list[str]]]:
+    """Layouts of the table maps already in ``_schema_history`` and the latest primary key of every table."""
+    history = read_table(os.path.join(lake, HISTORY_DIR))
+    known: dict[str, Layout] = {}
+    pk: dict[str, list[str]] = {}
+    if history is None:
+        return known, pk
+    for row in history.sort_by([("batch", "ascending"), ("first_pos", "ascending")]).to_pylist():
+        known[row["map_id"]] = [
+            (n, pa.ipc.read_schema(pa.py_buffer(bytes.fromhex(t))).field(0).type)
+            for n, t in zip(row["lake_columns"], row["lake_types"], strict=True)
+        ]
+        index = {c["name"]: i for i, c in enumerate(row["columns"])}
+        key = table_dir(row["database"], row["table"])
+        pk[key] = [row["lake_columns"][index[c]] for c in row["primary_key"] if c in index]
+    return known, pk
+
+
+def _run_batch(
+    spark: Any, lake: str, manifest: dict[str, Any], progress: Progress, result: IngestResult, read: ReadSpec
+) -> None:
     batch: int = manifest["batch"]
     splits = [_split_from(v) for v in manifest["splits"]]
+    statements = [Statement.from_json(v) for v in manifest.get("statements", [])]
+    outcomes = {s.xid: s.rolled_back for s in statements if s.kind == "xa"}
+    plan = _TaskPlan(read, manifest.get("schema", []), [s for s in statements if s.kind == "ddl"], outcomes)
     sc = spark.sparkContext
     rdd = sc.parallelize(splits, max(1, len(splits)))
     progress.log(f"batch {batch}: {len(splits)} splits of {len({s.file.name for s in splits})} files")
 
     # 1. table maps -> the lake layout of every map and every table's schema (binlog order decides new columns)
-    maps: list[dict[str, Any]] = progress.run("table maps", lambda: rdd.mapPartitions(_tablemap_task).collect())
+    maps: list[dict[str, Any]] = progress.run("table maps", lambda: _collect(rdd, lambda it: _tablemap_task(it, plan)))
     maps.sort(key=lambda r: (r["file_seq"], r["first_pos"]))
-    history = read_table(os.path.join(lake, HISTORY_DIR))
-    known: dict[str, Layout] = {}
-    if history is not None:
-        for row in history.select(["map_id", "lake_columns", "lake_types"]).to_pylist():
-            known[row["map_id"]] = [
-                (n, pa.ipc.read_schema(pa.py_buffer(bytes.fromhex(t))).field(0).type)
-                for n, t in zip(row["lake_columns"], row["lake_types"], strict=True)
-            ]
+    known, pk = _known_layouts(lake)
     schemas: dict[str, list[pa.Field]] = {}
     layouts: dict[str, Layout] = {}
-    pk: dict[str, list[str]] = {}
     new_history: list[dict[str, Any]] = []
     for row in maps:
         key = table_dir(row["database"], row["table"])
@@ -377,48 +586,56 @@ def _run_batch(spark: Any, lake: str, manifest: dict[str, Any], progress: Progre
 
     # 2. decode and write Parquet in the tasks
     reports: list[dict[str, Any]] = progress.run(
-        "decode", lambda: rdd.mapPartitions(lambda it: _write_task(it, lake, layouts, full)).collect()
+        "decode", lambda: _collect(rdd, lambda it: _write_task(it, lake, layouts, full, plan))
     )
 
     # 3. commit every table (each idempotent for this batch)
     by_table: dict[str, list[DataFile]] = defaultdict(list)
     event_files: list[DataFile] = []
-    truncates: dict[str, int] = {}
-    for rep in reports:
+    truncates: list[tuple[int, str]] = []
+    pending: dict[str, set[str]] = {x: set(k) for x, k in _done_state(lake, batch - 1).get("xa_pending", {}).items()}
+    skips: list[dict[str, Any]] = []
+    for rep in sorted(reports, key=lambda r: int(r["split"])):
         for f in rep["files"]:
             by_table[f.table].append(f)
         event_files.extend(rep["events"])
-        for key, seq in rep["truncates"]:
-            truncates[key] = max(truncates.get(key, 0), seq)
+        truncates.extend((seq, key) for key, seq in rep["truncates"])
         result.changes.update(rep["counts"])
         result.events += sum(f.rows for f in rep["events"])
+        for x, keys in rep["prepared"].items():
+            pending.setdefault(x, set()).update(keys)
+        skips.extend({**s, "batch": batch} for s in rep["skips"])
+    resolved = {x: (outcomes[x], keys) for x, keys in pending.items() if x in outcomes}
+    pending = {x: keys for x, keys in pending.items() if x not in outcomes}
+    earlier_xa: dict[str, list[str]] = defaultdict(list)  # table -> XIDs committed now, prepared in a batch before
+    for x, (rolled_back, keys) in resolved.items():
+        for key in keys:
+            resolve_rollbacks(os.path.join(lake, key, "changes"), {x: rolled_back}, batch)
+            if not rolled_back:
+                earlier_xa[key].append(x)
     for key, fs in sorted(by_table.items()):
         commit_files(os.path.join(lake, key, "changes"), fs, full[key], batch)
     if event_files:
         commit_files(os.path.join(lake, EVENTS_DIR), event_files, EVENTS, batch)
-    hist_uri = os.path.join(lake, HISTORY_DIR)
-    if new_history and txn_version(hist_uri) < batch:
-        from deltalake import write_deltalake
+    if new_history:
+        append_table(os.path.join(lake, HISTORY_DIR), pa.Table.from_pylist(new_history, schema=HISTORY), batch)
+    if skips:
+        append_table(os.path.join(lake, SKIPS_DIR), pa.Table.from_pylist(skips, schema=SKIPS), batch)
 
-        from binlake.spark.lake import _commit
+    # 4. current state of tables with a primary key: changes, emptying statements and renames in binlog order
+    renames = [s for s in statements if s.kind == "rename"]
+    _update_current(lake, batch, pk, full, by_table, earlier_xa, truncates, renames)
 
-        write_deltalake(
-            hist_uri, pa.Table.from_pylist(new_history, schema=HISTORY), mode="append", commit_properties=_commit(batch)
-        )
-
-    # 4. current state of tables with a primary key: latest change per key, in binlog order
-    for key in sorted(set(by_table) | set(truncates)):
-        if pk.get(key) and key in full:
-            _update_current(lake, key, pk[key], by_table.get(key, []), truncates.get(key), full[key], batch)
-        elif key in truncates and txn_version(os.path.join(lake, key, "current")) > -1:
-            cur = read_table(os.path.join(lake, key, "current"))
-            assert cur is not None
-            overwrite(os.path.join(lake, key, "current"), cur.slice(0, 0), batch)
-
-    _atomic_write(os.path.join(_batches_dir(lake), f"{batch:010d}.done"), "")
+    _atomic_write(
+        os.path.join(_batches_dir(lake), f"{batch:010d}.done"),
+        json.dumps({"xa_pending": {x: sorted(k) for x, k in sorted(pending.items())}}),
+    )
     result.batches += 1
     result.files += len({s.file.name for s in splits})
     result.bytes += sum((s.stop if s.stop is not None else s.file.size) - s.start for s in splits)
+    result.skips.extend(skips)
+    result.xa_pending = len(pending)
+    result.renames += len(renames)
 
 
 HISTORY = pa.schema(
@@ -433,6 +650,19 @@ HISTORY = pa.schema(
         ("columns", pa.list_(COLUMN)),
         ("lake_columns", pa.list_(pa.string())),
         ("lake_types", pa.list_(pa.string())),
+        ("batch", pa.int64()),
+    ]
+)
+
+SKIPS = pa.schema(
+    [
+        ("file", pa.string()),
+        ("start", pa.int64()),
+        ("end", pa.int64()),
+        ("reason", pa.string()),
+        ("events_lost", pa.int64()),
+        ("resynced", pa.bool_()),
+        ("transaction_start", pa.int64()),
         ("batch", pa.int64()),
     ]
 )
@@ -454,48 +684,216 @@ def _history_row(row: dict[str, Any], layout: Layout, batch: int) -> dict[str, A
     }
 
 
-def _update_current(
-    lake: str, key: str, pk: list[str], files: list[DataFile], truncate: int | None, schema: pa.Schema, batch: int
-) -> None:
-    """Apply this batch's changes of one table to its current-state table (one atomic overwrite commit)."""
-    uri = os.path.join(lake, key, "current")
-    if txn_version(uri) >= batch:
-        return
-    import pyarrow.parquet as pq
+# -- current state ---------------------------------------------------------------------------------------------
 
-    cols = [f.name for f in schema if f.name not in _META_NAMES]
-    parts = [pq.read_table(os.path.join(lake, key, "changes", f.path)) for f in files]
-    changes = pa.concat_tables(parts, promote_options="default") if parts else schema.empty_table()
-    # a transaction that ended in ROLLBACK was logged for its non-transactional tables; the rest was undone
-    changes = changes.filter(pc.invert(pc.fill_null(changes["_rolled_back"], False)))
-    if truncate is not None:
-        changes = changes.filter(pc.greater(changes["_seq"], pa.scalar(Decimal(truncate), SEQ)))
+
+def _key_of(row: dict[str, Any], pk: list[str]) -> tuple[Any, ...]:
+    return tuple(row.get(c) for c in pk)
+
+
+def _merge_partial(current: pa.Table, changes: pa.Table, pk: list[str], schema: pa.Schema) -> pa.Table:
+    """:func:`merge_current` for changes with partial images: row by row, a column an image lacks keeps the value
+    it had (from an earlier change of the batch or from ``current``)."""
+    cols = [n for n in schema.names if n not in ("_seq", "_ts")]
+    state: dict[tuple[Any, ...], dict[str, Any] | None] = {}
+    base: dict[tuple[Any, ...], tuple[Any, ...] | None] = {}  # key -> the key of `current` that fills the rest
+    before: tuple[Any, ...] = ()
+    fill: tuple[Any, ...] | None
+    for r in changes.to_pylist():
+        absent = set(r["_absent"] or ())
+        vals = {c: r[c] for c in cols if c in r and c not in absent}
+        vals["_seq"], vals["_ts"] = r["_seq"], r["_ts"]
+        op = r["_op"]
+        if op == "update_preimage":
+            before = _key_of(vals, pk)
+            continue
+        if op == "insert":
+            k = _key_of(vals, pk)
+            state[k], base[k] = vals, None
+        elif op == "delete":
+            k = _key_of(vals, pk)
+            state[k], base[k] = None, None
+        else:  # update_postimage: the key of its preimage, the columns it holds
+            old = state.get(before, ...)
+            if old is ...:
+                old, fill = {}, before
+            else:
+                fill = base.get(before)
+            new = {**(old or {}), **vals}
+            k = tuple(vals[c] if c in vals else before[i] for i, c in enumerate(pk))
+            new.update(zip(pk, k, strict=True))
+            if k != before:
+                state[before], base[before] = None, None
+            state[k], base[k] = new, fill
+    filled: dict[tuple[Any, ...], dict[str, Any]] = {}
+    key_schema = pa.schema([schema.field(c) for c in pk])
+    wanted = {b for b in base.values() if b is not None}
+    if wanted and current.num_rows:
+        keys = pa.Table.from_pylist([dict(zip(pk, b, strict=True)) for b in wanted], schema=key_schema)
+        for row in current.join(keys, keys=pk, join_type="inner").to_pylist():
+            filled[_key_of(row, pk)] = row
+    rows = [{**filled.get(base[k] or (), {}), **v} for k, v in state.items() if v is not None]
+    touched = pa.Table.from_pylist([dict(zip(pk, k, strict=True)) for k in state], schema=key_schema)
+    return _replace_keys(current, touched, pk, pa.Table.from_pylist(rows, schema=schema))
+
+
+def _replace_keys(current: pa.Table, keys: pa.Table, pk: list[str], new_rows: pa.Table) -> pa.Table:
+    """``current`` without the rows of ``keys``, plus ``new_rows``, in ``_seq`` order."""
+    if current.num_rows and keys.num_rows:
+        current = current.append_column("_i", pa.array(range(current.num_rows), pa.int64()))
+        keep = current.select([*pk, "_i"]).join(keys, keys=pk, join_type="left anti")
+        current = current.take(keep["_i"]).drop_columns(["_i"])
+    return pa.concat_tables([current, new_rows]).sort_by([("_seq", "ascending")])
+
+
+def merge_current(current: pa.Table | None, changes: pa.Table, pk: list[str], schema: pa.Schema) -> pa.Table:
+    """``current`` (rows of ``schema``: the table's columns, ``_seq``, ``_ts``) after ``changes`` (change-table
+    rows that count: not rolled back), by primary key ``pk``.
+
+    Complete images: the latest change of each key wins (vectorised).  Partial images (``_absent``): a column an
+    image lacks keeps its previous value; an insert that lacks a column leaves it null (the server's default is in
+    no event).
+    """
+    current = _conform(current if current is not None else schema.empty_table(), schema)
+    if not changes.num_rows:
+        return current
     up = pc.is_in(changes["_op"], pa.array(["insert", "update_postimage"]))
-    changes = changes.append_column("_up", up)
-    changes = changes.sort_by([("_seq", "ascending"), ("_up", "ascending")])
+    changes = changes.append_column("_up", up).sort_by([("_seq", "ascending"), ("_up", "ascending")])
+    if "_absent" in changes.column_names and changes["_absent"].null_count < changes.num_rows:
+        return _merge_partial(current, changes, pk, schema)
     changes = changes.append_column("_i", pa.array(range(changes.num_rows), pa.int64()))
     last = changes.select([*pk, "_i"]).group_by(pk).aggregate([("_i", "max")])
     latest = changes.take(last["_i_max"])
-    upserts = latest.filter(latest["_up"])
-    out_schema = pa.schema([*(schema.field(c) for c in cols), schema.field("_seq"), schema.field("_ts")])
-    new_rows = pa.Table.from_arrays(
+    new_rows = _conform(latest.filter(latest["_up"]), schema)
+    return _replace_keys(current, latest.select(pk), pk, new_rows)
+
+
+def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` with exactly ``schema``'s columns (missing ones null, others dropped, types cast)."""
+    return pa.Table.from_arrays(
         [
-            upserts[c] if c in upserts.column_names else pa.nulls(upserts.num_rows, out_schema.field(c).type)
-            for c in out_schema.names
+            table[f.name].cast(f.type) if f.name in table.column_names else pa.nulls(table.num_rows, f.type)
+            for f in schema
         ],
-        schema=out_schema,
+        schema=schema,
     )
-    current = None if truncate is not None else read_table(uri)
-    if current is not None and current.num_rows:
-        current = current.append_column("_i", pa.array(range(current.num_rows), pa.int64()))
-        keep = current.select([*pk, "_i"]).join(latest.select(pk), keys=pk, join_type="left anti")
-        current = current.take(keep["_i"])
-        current = pa.Table.from_arrays(
-            [
-                current[c] if c in current.column_names else pa.nulls(current.num_rows, out_schema.field(c).type)
-                for c in out_schema.names
-            ],
-            schema=out_schema,
-        )
-        new_rows = pa.concat_tables([current, new_rows])
-    overwrite(uri, new_rows.sort_by([("_seq", "ascending")]), batch)
+
+
+class _Current:
+    """The current-state tables a batch touches, in memory: each loaded as it was before the batch (so a re-run after
+    a crash computes the same states), written at the end in one overwrite commit per table."""
+
+    def __init__(self, lake: str, batch: int, pk: dict[str, list[str]], schemas: dict[str, pa.Schema]) -> None:
+        self.lake, self.batch, self.pk, self.changes_schemas = lake, batch, pk, schemas
+        self.tables: dict[str, pa.Table] = {}
+        self.schemas: dict[str, pa.Schema] = {}
+
+    def uri(self, key: str) -> str:
+        return os.path.join(self.lake, key, "current")
+
+    def schema(self, key: str) -> pa.Schema:
+        """The current table's columns: the change table's (as this batch knows them), ``_seq``, ``_ts``."""
+        if key not in self.schemas:
+            full = self.changes_schemas.get(key) or table_schema(os.path.join(self.lake, key, "changes"))
+            fields = [f for f in (full or []) if f.name not in _META_NAMES]
+            for f in table_schema(self.uri(key)) or []:
+                if f.name not in {g.name for g in fields} and f.name not in ("_seq", "_ts"):
+                    fields.append(f)
+            self.schemas[key] = pa.schema([*fields, pa.field("_seq", SEQ), pa.field("_ts", UTC_TS)])
+        return self.schemas[key]
+
+    def get(self, key: str) -> pa.Table:
+        if key not in self.tables:
+            before = read_table_before(self.uri(key), self.batch)
+            schema = self.schema(key)
+            self.tables[key] = _conform(before if before is not None else schema.empty_table(), schema)
+        return self.tables[key]
+
+    def empty(self, key: str) -> None:
+        self.tables[key] = self.schema(key).empty_table()
+
+    def move(self, src: str, dst: str) -> None:
+        """RENAME: ``dst`` gets ``src``'s rows (and key), ``src`` is left empty."""
+        moved = self.get(src)
+        names = {f.name for f in self.schema(dst)}
+        self.schemas[dst] = pa.schema([*(f for f in self.schema(src) if f.name not in names), *self.schema(dst)])
+        self.tables[dst] = _conform(moved, self.schema(dst))
+        self.pk.setdefault(dst, self.pk[src])
+        self.empty(src)
+
+    def write(self) -> None:
+        for key, table in sorted(self.tables.items()):
+            overwrite(self.uri(key), _conform(table, self.schema(key)), self.batch)
+
+
+def _counted(lake: str, key: str, files: list[DataFile], earlier_xa: list[str]) -> pa.Table:
+    """The change rows of one table that current state applies: this batch's files (not rolled back, not waiting
+    for an XA outcome), plus the rows of XA transactions prepared in an earlier batch and committed in this one."""
+    import pyarrow.parquet as pq
+
+    parts = [pq.read_table(os.path.join(lake, key, "changes", f.path)) for f in files]
+    if earlier_xa:
+        old = read_table(os.path.join(lake, key, "changes"))
+        if old is not None:
+            parts.append(old.filter(pc.is_in(old["_xid"], pa.array(earlier_xa, pa.string()))))
+    if not parts:
+        return pa.table({"_seq": pa.array([], SEQ)})
+    changes = pa.concat_tables(parts, promote_options="default")
+    # a transaction that ended in ROLLBACK was logged for its non-transactional tables; the rest was undone.  An XA
+    # transaction still waiting for its outcome (null) does not count either
+    return changes.filter(pc.fill_null(pc.equal(changes["_rolled_back"], False), False))
+
+
+def _update_current(
+    lake: str,
+    batch: int,
+    pk: dict[str, list[str]],
+    schemas: dict[str, pa.Schema],
+    by_table: dict[str, list[DataFile]],
+    earlier_xa: dict[str, list[str]],
+    truncates: list[tuple[int, str]],
+    renames: list[Statement],
+) -> None:
+    """Apply this batch to the current-state tables: each table's changes in ``_seq`` order, cut where a
+    statement empties a table (``truncates``: (seq, table)) or moves it (``renames``)."""
+    cur = _Current(lake, batch, pk, schemas)
+    changes = {
+        key: _counted(lake, key, by_table.get(key, []), earlier_xa.get(key, []))
+        for key in set(by_table) | set(earlier_xa)
+        if pk.get(key)
+    }
+    applied: dict[str, Decimal] = {}
+
+    def advance(key: str, upto: int | None) -> None:
+        """Apply the changes of ``key`` before ``upto`` (all of them for ``None``) not applied yet."""
+        ch = changes.get(key)
+        if ch is None or not ch.num_rows:
+            return
+        seg = ch
+        if key in applied:
+            seg = seg.filter(pc.greater_equal(seg["_seq"], pa.scalar(applied[key], SEQ)))
+        if upto is not None:
+            seg = seg.filter(pc.less(seg["_seq"], pa.scalar(Decimal(upto), SEQ)))
+            applied[key] = Decimal(upto)
+        else:
+            applied[key] = Decimal(10**38 - 1)
+        if seg.num_rows:
+            cur.tables[key] = merge_current(cur.get(key), seg, pk[key], cur.schema(key))
+
+    ops: list[tuple[int, int, str, Any]] = [(seq, 0, "truncate", key) for seq, key in truncates]
+    ops += [(s.seq, 1, "rename", s.pairs) for s in renames]
+    for seq, _, kind, what in sorted(ops, key=lambda o: (o[0], o[1])):
+        if kind == "truncate":
+            advance(what, seq)
+            if pk.get(what) or os.path.isdir(cur.uri(what)):
+                cur.empty(what)
+            continue
+        for src, dst in what:
+            s, d = table_dir(*src), table_dir(*dst)
+            advance(s, seq)
+            advance(d, seq)
+            if pk.get(s):
+                cur.move(s, d)
+    for key in changes:
+        advance(key, None)
+    cur.write()

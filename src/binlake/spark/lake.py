@@ -21,9 +21,22 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable, Field, Schema, write_deltalake
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction, create_table_with_add_actions
 
-__all__ = ["APP_ID", "DataFile", "commit_files", "read_table", "table_schema", "txn_version", "write_parquet"]
+__all__ = [
+    "APP_ID",
+    "XA_APP_ID",
+    "DataFile",
+    "append_table",
+    "commit_files",
+    "read_table",
+    "read_table_before",
+    "resolve_rollbacks",
+    "table_schema",
+    "txn_version",
+    "write_parquet",
+]
 
 APP_ID = "binlake-ingest"
+XA_APP_ID = "binlake-xa"  # the later XA COMMIT/ROLLBACK updates of change rows: a batch's second kind of commit
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,15 +68,15 @@ def write_parquet(table: pa.Table, table_dir: str, key: str) -> DataFile:
     )
 
 
-def _commit(batch: int) -> CommitProperties:
-    return CommitProperties(app_transactions=[Transaction(APP_ID, batch)])
+def _commit(batch: int, app_id: str = APP_ID) -> CommitProperties:
+    return CommitProperties(app_transactions=[Transaction(app_id, batch)])
 
 
-def txn_version(uri: str) -> int:
+def txn_version(uri: str, app_id: str = APP_ID) -> int:
     """The last batch committed to the table at ``uri`` (-1 when the table does not exist or has none)."""
     if not DeltaTable.is_deltatable(uri):
         return -1
-    v = DeltaTable(uri).transaction_version(APP_ID)
+    v = DeltaTable(uri).transaction_version(app_id)
     return -1 if v is None else int(v)
 
 
@@ -111,6 +124,46 @@ def overwrite(uri: str, table: pa.Table, batch: int) -> bool:
         return False
     write_deltalake(uri, table, mode="overwrite", schema_mode="overwrite", commit_properties=_commit(batch))
     return True
+
+
+def append_table(uri: str, table: pa.Table, batch: int) -> bool:
+    """Append ``table`` (written by the driver) to the table at ``uri`` as batch ``batch``, once."""
+    if txn_version(uri) >= batch:
+        return False
+    write_deltalake(uri, table, mode="append", schema_mode="merge", commit_properties=_commit(batch))
+    return True
+
+
+def _sql_text(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def resolve_rollbacks(uri: str, outcomes: dict[str, bool], batch: int) -> bool:
+    """Set ``_rolled_back`` of the change rows of the XA transactions ``outcomes`` names (XID -> rolled back) that
+    still wait for it (null), in one commit per table and batch."""
+    if not outcomes or not DeltaTable.is_deltatable(uri) or txn_version(uri, XA_APP_ID) >= batch:
+        return False
+    xids = ", ".join(_sql_text(x) for x in sorted(outcomes))
+    rolled = [x for x, rb in sorted(outcomes.items()) if rb]
+    value = f"_xid IN ({', '.join(_sql_text(x) for x in rolled)})" if rolled else "false"
+    DeltaTable(uri).update(
+        updates={"_rolled_back": value},
+        predicate=f"_xid IN ({xids}) AND _rolled_back IS NULL",
+        commit_properties=_commit(batch, XA_APP_ID),
+    )
+    return True
+
+
+def read_table_before(uri: str, batch: int) -> pa.Table | None:
+    """The content of the table at ``uri`` before batch ``batch`` was committed to it (time travel back over the
+    commits carrying that batch or a later one), or ``None`` when it had none."""
+    if not DeltaTable.is_deltatable(uri):
+        return None
+    dt = DeltaTable(uri)
+    version = dt.version()
+    while version >= 0 and (DeltaTable(uri, version=version).transaction_version(APP_ID) or -1) >= batch:
+        version -= 1
+    return DeltaTable(uri, version=version).to_pyarrow_table() if version >= 0 else None
 
 
 def read_table(uri: str) -> pa.Table | None:

@@ -1,0 +1,357 @@
+"""What the driver learns from a batch's QUERY events before any task runs: DDL, renames and XA outcomes.
+
+Three things a task cannot know from its own byte range:
+
+* the **schema** in force where its range starts: MariaDB 5.3 fractional TIME/DATETIME/TIMESTAMP columns are sized
+  by their ``CREATE TABLE`` (:mod:`binlake.schema`), which may be in an earlier split, file or batch;
+* the **outcome of XA transactions** it prepares: the rows are logged at ``XA PREPARE`` (MySQL's and MariaDB's
+  XA_PREPARE_LOG_EVENT) and the ``XA COMMIT``/``XA ROLLBACK`` comes later as a separate statement;
+* **table renames** (``RENAME TABLE a TO b``, ``ALTER TABLE a ... RENAME TO b``), which move a table's current
+  state to another name.
+
+:func:`scan_statements` finds them with a header walk that decodes only the QUERY events whose bytes may hold such
+a statement (a regular expression on the raw event: cheap), falling back to a full decode for encrypted or damaged
+files.  The schema travels as JSON (:func:`tracker_to_json`) with the batch's DDL, and a task rebuilds the tracker
+of its split start with :func:`tracker_at`.
+
+Example::
+
+    tracker = SchemaTracker()
+    found = scan_statements(splits, tracker, ReadSpec())
+    [s.query for s in found if s.kind == "ddl"]        # what changed the schema, in binlog order
+    {s.xid: s.rolled_back for s in found if s.kind == "xa"}
+"""
+
+from __future__ import annotations
+
+import itertools
+import mmap
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from binlake.decoder import Decryptor
+from binlake.errors import BinlogError
+from binlake.events.base import Event, EventType
+from binlake.events.context import DecodeOptions
+from binlake.events.query import QueryEvent
+from binlake.reader import read_events, walk_headers
+from binlake.recovery import OnError, Skipped, read_events_recovering
+from binlake.schema import SchemaTracker, TableSchema, TrackedColumn
+from binlake.spark.plan import Split
+
+__all__ = [
+    "SEQ_FILE",
+    "SEQ_POS",
+    "ReadSpec",
+    "Statement",
+    "open_split",
+    "parse_renames",
+    "parse_xa_outcome",
+    "scan_statements",
+    "tracker_at",
+    "tracker_from_json",
+    "tracker_to_json",
+]
+
+E = EventType
+SEQ_FILE = 10**20
+SEQ_POS = 10**10
+_QUERY = frozenset({E.QUERY_EVENT, E.QUERY_COMPRESSED_EVENT})
+# A QUERY event's statement follows the NUL that ends its default database (Query_log_event::write in MariaDB's
+# sql/log_event_server.cc): a NUL, blanks and comments, then a keyword worth decoding the event for
+_CANDIDATE = re.compile(
+    rb"\x00(?:\s|/\*(?!M?!).*?\*/|#[^\n]*\n|--\s[^\n]*\n)*(?:/\*M?!\d*\s*)?(?:create|alter|rename|drop|xa)\b",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadSpec:
+    """How tasks and the driver read binlogs: decoding options, the decryptor of encrypted MariaDB logs, and what to
+    do at a damaged event (:mod:`binlake.recovery`).  Pickled to executors with each task."""
+
+    options: DecodeOptions = field(default_factory=DecodeOptions)
+    decryptor: Decryptor | None = None
+    on_error: OnError = "stop"
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """A statement the driver needs: ``kind`` ``ddl`` (changed the tracked schema), ``rename`` (``pairs`` of
+    ``(db, table)`` from -> to, in execution order) or ``xa`` (``xid`` resolved; ``rolled_back``)."""
+
+    kind: Literal["ddl", "rename", "xa"]
+    seq: int
+    file: str
+    pos: int
+    db: str | None = None
+    sql_mode: int = 0
+    query: str = ""
+    pairs: tuple[tuple[tuple[str, str], tuple[str, str]], ...] = ()
+    xid: str = ""
+    rolled_back: bool = False
+
+    def to_json(self) -> list[Any]:
+        pairs = [[list(a), list(b)] for a, b in self.pairs]
+        return [self.kind, self.seq, self.file, self.pos, self.db, self.sql_mode, self.query, pairs, self.xid,
+                self.rolled_back]  # fmt: skip
+
+    @classmethod
+    def from_json(cls, v: Sequence[Any]) -> Statement:
+        pairs = tuple((tuple(a), tuple(b)) for a, b in v[7])
+        return cls(v[0], int(v[1]), v[2], v[3], v[4], v[5], v[6], pairs, v[8], v[9])
+
+
+# -- reading a split -----------------------------------------------------------------------------------------------
+
+
+class _TrackFrom(SchemaTracker):
+    """A tracker that ignores the DDL before ``start``: the recovering reader decodes a file from its first event,
+    while the tracker already holds the schema at the split's start."""
+
+    __slots__ = ("start",)
+
+    def __init__(self, base: SchemaTracker, start: int) -> None:
+        super().__init__(base.tables)
+        self.start = start
+
+    def observe(self, ev: QueryEvent) -> bool:
+        return ev.header.pos >= self.start and super().observe(ev)
+
+
+def open_split(
+    split: Split, read: ReadSpec, schema: SchemaTracker | None = None, skips: list[Skipped] | None = None
+) -> Iterator[Event]:
+    """The events of ``split`` read as ``read`` says; under ``on_error`` ``skip-*`` each skip that starts in the
+    split is appended to ``skips`` (the recovering reader decodes from the file's start, so splits of one damaged
+    file do not report each other's skips)."""
+    f = split.file
+    if read.on_error == "stop":
+        yield from read_events(
+            f.path,
+            options=read.options,
+            start=split.start if split.start > 4 else None,
+            stop=split.stop,
+            decryptor=read.decryptor,
+            schema=schema,
+        )
+        return
+    stop = split.stop if split.stop is not None else 1 << 62
+
+    def keep(s: Skipped) -> None:
+        if skips is not None and split.start <= max(s.start, 4) < stop:
+            skips.append(s)
+
+    events = read_events_recovering(
+        f.path,
+        on_error=read.on_error,
+        on_skip=keep,
+        options=read.options,
+        decryptor=read.decryptor,
+        schema=_TrackFrom(schema, split.start) if schema is not None else None,
+    )
+    for ev in events:
+        pos = ev.header.pos if ev.header.in_payload is None else ev.header.in_payload
+        if pos >= stop:
+            break
+        if pos >= split.start:
+            yield ev
+
+
+# -- what a statement says ----------------------------------------------------------------------------------------
+
+_XA_END = re.compile(r"\s*XA\s+(COMMIT|ROLLBACK)\s+", re.IGNORECASE)
+_XID_PART = re.compile(
+    r"\s*(?:[xX]'(?P<hex>[0-9a-fA-F]*)'|0x(?P<hex0>[0-9a-fA-F]+)|'(?P<sq>(?:[^'\\]|\\.|'')*)'"
+    r"|\"(?P<dq>(?:[^\"\\]|\\.|\"\")*)\"|(?P<num>\d+))\s*"
+)
+
+
+def _literal(m: re.Match[str]) -> bytes | int:
+    if m["hex"] is not None or m["hex0"] is not None:
+        return bytes.fromhex(m["hex"] if m["hex"] is not None else m["hex0"])
+    if m["num"] is not None:
+        return int(m["num"])
+    q = "'" if m["sq"] is not None else '"'
+    body = (m["sq"] if m["sq"] is not None else m["dq"]).replace(q + q, q)
+    return re.sub(r"\\(.)", r"\1", body).encode("utf-8", "surrogateescape")
+
+
+def parse_xa_outcome(query: str) -> tuple[str, bool] | None:
+    """``XA COMMIT xid`` / ``XA ROLLBACK xid`` -> (the XID as :class:`~binlake.events.control.XaPrepareEvent`
+    prints it, rolled back?); anything else (``XA COMMIT ... ONE PHASE`` included: it resolves no earlier prepare)
+    -> ``None``.  The XID is ``gtrid [, bqual [, formatID]]`` (sql/xa.cc ``XID``; formatID 1 by default).
+
+    >>> parse_xa_outcome("XA ROLLBACK X'0102ff',X'627175616c2d78',42")
+    ("X'0102ff',X'627175616c2d78',42", True)
+    >>> parse_xa_outcome("xa commit 'xa-1'")
+    ("X'78612d31',X'',1", False)
+    """
+    m = _XA_END.match(query)
+    if m is None:
+        return None
+    rest, parts = query[m.end() :], list[bytes | int]()
+    while len(parts) < 3:
+        p = _XID_PART.match(rest)
+        if p is None:
+            return None
+        parts.append(_literal(p))
+        rest = rest[p.end() :]
+        if not rest.startswith(","):
+            break
+        rest = rest[1:]
+    if rest.strip().rstrip(";").strip():
+        return None  # ONE PHASE, or something this parser does not know
+    gtrid, bqual, fmt = parts[0], parts[1] if len(parts) > 1 else b"", parts[2] if len(parts) > 2 else 1
+    if not isinstance(gtrid, bytes) or not isinstance(bqual, bytes) or not isinstance(fmt, int):
+        return None
+    return f"X'{gtrid.hex()}',X'{bqual.hex()}',{fmt}", m[1].upper() == "ROLLBACK"
+
+
+_NAME = r"(?:`(?:[^`]|``)+`|[0-9A-Za-z_$\u0080-\U0010ffff]+)"
+_QUALIFIED = re.compile(rf"\s*({_NAME})(?:\s*\.\s*({_NAME}))?\s*")
+_RENAME_TABLE = re.compile(r"\s*RENAME\s+TABLES?\s+(?:IF\s+EXISTS\s+)?", re.IGNORECASE)
+_ALTER_TABLE = re.compile(r"\s*ALTER\s+(?:ONLINE\s+)?(?:IGNORE\s+)?TABLE\s+(?:IF\s+EXISTS\s+)?", re.IGNORECASE)
+_WAIT = re.compile(r"(?:WAIT\s+\d+|NOWAIT)\s*", re.IGNORECASE)
+_TO = re.compile(r"TO\b", re.IGNORECASE)
+_ALTER_RENAME = re.compile(r"(?:^|,)\s*RENAME\s+(?!COLUMN\b|INDEX\b|KEY\b)(?:(?:TO|AS)\b|=)?", re.IGNORECASE)
+
+
+def _unquote(name: str) -> str:
+    return name[1:-1].replace("``", "`") if name.startswith("`") else name
+
+
+def _qualified(text: str, db: str) -> tuple[tuple[str, str], str] | None:
+    m = _QUALIFIED.match(text)
+    if m is None:
+        return None
+    if m[2] is None:
+        return (db, _unquote(m[1])), text[m.end() :]
+    return (_unquote(m[1]), _unquote(m[2])), text[m.end() :]
+
+
+def parse_renames(query: str, db: str) -> list[tuple[tuple[str, str], tuple[str, str]]]:
+    """The ``(db, table)`` pairs a ``RENAME TABLE`` or an ``ALTER TABLE ... RENAME [TO|AS]`` moves, in order; names
+    without a database are in ``db`` (the statement's default).  Other statements -> ``[]``.
+
+    >>> parse_renames("RENAME TABLE t TO t_old, `s`.`new` TO t", "shop")
+    [(('shop', 't'), ('shop', 't_old')), (('s', 'new'), ('shop', 't'))]
+    >>> parse_renames("ALTER TABLE t ADD COLUMN x INT, RENAME TO other.t2", "shop")
+    [(('shop', 't'), ('other', 't2'))]
+    """
+    pairs: list[tuple[tuple[str, str], tuple[str, str]]] = []
+    m = _RENAME_TABLE.match(query)
+    if m is not None:
+        rest = query[m.end() :]
+        while True:
+            src = _qualified(rest, db)
+            if src is None:
+                return []
+            rest = src[1]
+            w = _WAIT.match(rest)
+            rest = rest[w.end() :] if w else rest
+            if _TO.match(rest) is None:
+                return []
+            dst = _qualified(rest[2:], db)
+            if dst is None:
+                return []
+            pairs.append((src[0], dst[0]))
+            rest = dst[1].lstrip()
+            if not rest.startswith(","):
+                return pairs
+            rest = rest[1:]
+    m = _ALTER_TABLE.match(query)
+    if m is None:
+        return []
+    src = _qualified(query[m.end() :], db)
+    if src is None:
+        return []
+    rest = src[1]
+    r = _ALTER_RENAME.search(rest)
+    if r is None:
+        return []
+    dst = _qualified(rest[r.end() :], db)
+    return [(src[0], dst[0])] if dst is not None and dst[0] != src[0] else []
+
+
+# -- the driver's scan ------------------------------------------------------------------------------------------
+
+
+def _query_events(split: Split, read: ReadSpec) -> Iterator[QueryEvent]:
+    """The QUERY events of ``split`` that may be DDL or XA outcomes: decoded one by one after a header walk, or by
+    a full read where the header walk cannot see the type codes (encrypted logs) or fails (damage)."""
+    f = split.file
+    positions: list[int] = []
+    try:
+        if any(h.type_code == E.START_ENCRYPTION_EVENT for h in itertools.islice(walk_headers(f.path, 4), 3)):
+            raise BinlogError("encrypted: the header walk sees ciphertext type codes")
+        with open(f.path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            for h in walk_headers(f.path, split.start, split.stop):
+                if h.type_code in _QUERY:
+                    raw = m[h.pos : h.pos + h.size]
+                    if h.type_code == E.QUERY_COMPRESSED_EVENT or _CANDIDATE.search(raw):
+                        positions.append(h.pos)
+    except BinlogError:
+        for ev in open_split(split, read):
+            if isinstance(ev, QueryEvent) and ev.header.in_payload is None:
+                yield ev
+        return
+    for pos in positions:
+        for ev in read_events(f.path, options=read.options, start=pos, stop=pos + 1, decryptor=read.decryptor):
+            if isinstance(ev, QueryEvent):
+                yield ev
+
+
+def scan_statements(splits: Iterable[Split], tracker: SchemaTracker, read: ReadSpec) -> list[Statement]:
+    """The DDL that changed ``tracker`` (updated in place), the renames and the XA outcomes of ``splits`` (in
+    binlog order), in order."""
+    out: list[Statement] = []
+    for split in splits:
+        f = split.file
+        for ev in _query_events(split, read):
+            pos = ev.header.pos
+            seq = f.seq * SEQ_FILE + pos * SEQ_POS
+            query = ev.query
+            xa = parse_xa_outcome(query) if query.lstrip()[:2].upper() == "XA" else None
+            if xa is not None:
+                out.append(Statement("xa", seq, f.name, pos, xid=xa[0], rolled_back=xa[1]))
+                continue
+            mode = ev.status("SQL_MODE")
+            sql_mode = mode if isinstance(mode, int) else 0
+            if tracker.observe(ev):
+                out.append(Statement("ddl", seq, f.name, pos, ev.db or None, sql_mode, query))
+            pairs = parse_renames(query, ev.db or "")
+            if pairs:
+                out.append(Statement("rename", seq, f.name, pos, ev.db or None, sql_mode, query, tuple(pairs)))
+    return out
+
+
+# -- the schema as JSON ---------------------------------------------------------------------------------------
+
+
+def tracker_to_json(tracker: SchemaTracker) -> list[Any]:
+    """Every table the tracker knows, as JSON-able lists (exact: no SQL is re-parsed)."""
+    return [
+        [ts.schema, ts.name, [[c.name, c.type_name, list(c.params), c.unsigned, c.definition] for c in ts.columns]]
+        for ts in tracker.tables.values()
+    ]
+
+
+def tracker_from_json(state: Sequence[Any]) -> SchemaTracker:
+    """Invert :func:`tracker_to_json`."""
+    tables = {}
+    for schema, name, cols in state:
+        ts = TableSchema(schema, name, tuple(TrackedColumn(c[0], c[1], tuple(c[2]), c[3], c[4]) for c in cols))
+        tables[(schema, name)] = ts
+    return SchemaTracker(tables)
+
+
+def tracker_at(state: Sequence[Any], ddl: Sequence[Statement], seq: int) -> SchemaTracker:
+    """The tracker of the batch start ``state`` after the batch's ``ddl`` statements before ``seq``."""
+    tracker = tracker_from_json(state)
+    for s in ddl:
+        if s.kind == "ddl" and s.seq < seq:
+            tracker.execute(s.query, s.db, s.sql_mode)
+    return tracker

@@ -299,9 +299,13 @@ def _query_events(split: Split, read: ReadSpec) -> Iterator[QueryEvent]:
                 yield ev
         return
     for pos in positions:
-        for ev in read_events(f.path, options=read.options, start=pos, stop=pos + 1, decryptor=read.decryptor):
-            if isinstance(ev, QueryEvent):
-                yield ev
+        try:
+            events = list(read_events(f.path, options=read.options, start=pos, stop=pos + 1, decryptor=read.decryptor))
+        except BinlogError:
+            if read.on_error == "stop":
+                raise
+            continue  # a damaged statement: the task that reads it skips it and reports the skip
+        yield from (ev for ev in events if isinstance(ev, QueryEvent))
 
 
 def scan_statements(splits: Iterable[Split], tracker: SchemaTracker, read: ReadSpec) -> list[Statement]:

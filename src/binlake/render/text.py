@@ -24,12 +24,14 @@ Example::
 from __future__ import annotations
 
 import argparse
+import datetime
+import functools
 import struct
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from binlake.coltypes import Column, ColumnType
 from binlake.errors import BinlogError
@@ -51,11 +53,12 @@ from binlake.events.load import ExecuteLoadQueryEvent, FileBlockEvent, FileIdEve
 from binlake.events.mariadb import AnnotateRowsEvent, StartEncryptionEvent
 from binlake.events.query import QueryEvent
 from binlake.events.rows import ABSENT, RowsEvent
-from binlake.events.table_map import OptionalMetadataType, TableMapEvent
+from binlake.events.table_map import OptionalField, OptionalMetadataType, TableMapEvent
 from binlake.render import add_decode_arguments, decode_options, open_log
-from binlake.render.flashback import invert
+from binlake.render.flashback import Change, Image, invert
 from binlake.schema import SchemaTracker
 from binlake.values import collations, reader_for
+from binlake.values.temporal import column_fsp
 from binlake.wire import bits_msb_first
 
 __all__ = [
@@ -74,6 +77,7 @@ E = EventType
 M = OptionalMetadataType
 DELIM = "/*!*/;"
 FLUSH_AT = 1 << 20  # characters of text gathered before a write to the output
+_TEXTS_KEPT = 512  # generated row printers kept (one per table layout, change kind and columns present)
 
 # ---------------------------------------------------------------------------------------------------------------
 # quoting (pretty_print_str / my_snprintf's %`s in MariaDB)
@@ -347,50 +351,195 @@ _RENDER = _renderers()
 
 
 _INT_BITS: dict[int, int] = {T.TINY: 8, T.SHORT: 16, T.INT24: 24, T.LONG: 32, T.LONGLONG: 64}
-LineFn = Callable[[object], str]
-_Printers = tuple[tuple[LineFn, ...], tuple[str, ...]]
+_QUOTED = frozenset(  # rendered by strings.render_quoted (my_b_write_quoted)
+    {T.STRING, T.VARCHAR, T.VAR_STRING, T.VARCHAR_COMPRESSED, T.TINY_BLOB, T.BLOB, T.MEDIUM_BLOB, T.LONG_BLOB}
+    | {T.BLOB_COMPRESSED}
+)
+_DATETIMES = frozenset({T.DATETIME2, T.DATETIME})
+# Values printed as C's printf formats them, which Python's format specs reproduce (numeric.render_float/double)
+_FORMAT_SPECS: dict[int, str] = {T.FLOAT: "<20g", T.DOUBLE: ".20g"}
+RowsTextFn = Callable[[Sequence[Change], Callable[[str], None], str], None]
 
 
-def _line_fn(col: Column, prefix: str, suffix: str) -> LineFn:
-    """The whole ``###   @N=value /* ... */`` line of a non-NULL value of ``col``, built once per table map.
+_LITERAL = str.maketrans(
+    {"\\": "\\\\", '"': '\\"', "{": "{{", "}": "}}", **{chr(c): f"\\x{c:02x}" for c in (*range(32), 127)}}
+)
 
-    Integers that print as themselves (non-negative and below the sign bit) skip the renderer: most values do.
+
+def _lit(text: str) -> str:
+    """``text`` as literal text of a generated triple-quoted f-string: braces doubled, quotes and controls escaped."""
+    return text.translate(_LITERAL)
+
+
+@dataclass(frozen=True, slots=True)
+class _ValueCode:
+    """How generated code prints one non-NULL value: ``stmts`` run first, then ``expr`` is formatted with
+    ``conv`` (an f-string conversion or format spec: ``"!s"``, ``":f"``) between quotes when ``quoted``."""
+
+    stmts: tuple[str, ...]
+    expr: str
+    conv: str = ""
+    quoted: bool = False
+
+
+def _value_code(col: Column, v: str, ns: dict[str, object]) -> _ValueCode:
+    """The code that prints the non-NULL value held in variable ``v``.
+
+    The common types print in line (``log_event_print_value``'s text, as the ``RENDER`` tables give it, which
+    tests/render/test_dump.py checks value for value); an unusual value of them (a string with control bytes, an
+    invalid date, an integer out of its type's range) and every other type go through the column's ``RENDER``
+    function ``R<v>``.
     """
-    render = _RENDER.get(col.real_type_code)
+    code = col.real_type_code
+    render = _RENDER.get(code)
     if render is None:  # a type no value family renders: its Python repr, rather than nothing
-        return lambda v: f"{prefix}{v!r}{suffix}"
-    bits = _INT_BITS.get(col.real_type_code)
-    if bits is not None:
-        limit = 1 << (bits - 1)
+        return _ValueCode((), v, "!r")
+    ns[f"R{v}"] = functools.partial(render, col)
+    bits = _INT_BITS.get(code)
+    if bits is not None:  # render_int: the bits as a signed number, then the unsigned reading when negative
+        half, full = 1 << (bits - 1), 1 << bits
+        return _ValueCode(
+            (
+                f"if 0 <= {v} < {half}:",
+                f"    t{v} = {v}",
+                f"elif -{half} <= {v} < 0:",
+                f'    t{v} = f"{{{v}}} ({{{v} + {full}}})"',
+                "else:",
+                f"    t{v} = R{v}({v})",
+            ),
+            f"t{v}",
+        )
+    if code == T.NEWDECIMAL:  # format(d, "f"); str(d) is the same (and faster) while -exponent <= 6
+        return _ValueCode((), v, "!s" if (col.scale if col.scale is not None else col.meta & 0xFF) <= 6 else ":f")
+    spec = _FORMAT_SPECS.get(code)
+    if spec is not None:
+        return _ValueCode((), v, f":{spec}")
+    if code in _QUOTED:  # no byte below 0x20 (isprintable() is False for all of them): the bytes as they are
+        return _ValueCode(
+            (f"s{v} = {v}.decode(U, SE)", f"if not s{v}.isprintable():", f"    s{v} = R{v}({v})[1:-1]"),
+            f"s{v}",
+            quoted=True,
+        )
+    if code in _DATETIMES:  # str(datetime): YYYY-MM-DD HH:MM:SS, then .ffffff unless microsecond is 0
+        try:
+            fsp = column_fsp(col)
+        except BinlogError:
+            return _ValueCode((), f"R{v}({v})")
+        with_us = f"str({v})" if fsp == 6 else f"str({v})[:{19 + (fsp and fsp + 1)}]"
+        zeros = "." + "0" * fsp if fsp else ""
+        return _ValueCode(
+            (
+                f"if type({v}) is DT:",
+                f"    s{v} = {with_us} if {v}.microsecond else str({v}) + {zeros!r}",
+                "else:",
+                f"    s{v} = R{v}({v})[1:-1]",
+            ),
+            f"s{v}",
+            quoted=True,
+        )
+    return _ValueCode((), f"R{v}({v})")
 
-        def int_line(v: object) -> str:
-            if 0 <= v < limit:  # type: ignore[operator]
-                return f"{prefix}{v}{suffix}"
-            return f"{prefix}{render(col, v)}{suffix}"
 
-        return int_line
-    return lambda v: f"{prefix}{render(col, v)}{suffix}"
+def _image_code(
+    columns: tuple[Column, ...],
+    present: Sequence[bool],
+    v: str,
+    any_null: bool,
+    ns: dict[str, object],
+    before: Sequence[bool] = (),
+) -> tuple[list[str], list[str], str]:
+    """``print_verbose_one_row`` of one image held in variable ``v``: the checks that it has no NULL where the fast
+    code assumes none (NOT NULL columns), the statements, and the f-string part of its lines.
+
+    ``before`` (the after image of an update): the columns present in the before image ``a``; a string or date
+    equal to the before image's (an unchanged column) reuses its text.
+    """
+    checks: list[str] = []
+    body: list[str] = []
+    parts: list[str] = []
+    for col, here in zip(columns, present, strict=True):
+        if not here:
+            continue
+        var = f"{v}{col.index}"
+        comment = _lit(f" /* {value_type_name(col)} meta={col.meta} nullable={int(col.nullable)} is_null=")
+        code = _value_code(col, var, ns)
+        quote = "'" if code.quoted else ""
+        if col.nullable or any_null:
+            # NULL and a value differ in the value text, its quotes and is_null: three variables, no inner f-string
+            body += [f"if {var} is None:", f"    v{var} = 'NULL'", f"    n{var} = '1'"]
+            if quote:
+                body.append(f"    q{var} = ''")
+            body += ["else:", *("    " + s for s in code.stmts)]
+            value = f'f"{{{code.expr}{code.conv}}}"' if code.conv not in ("", "!s") else code.expr
+            body += [f"    v{var} = {value}", f"    n{var} = '0'"]
+            if quote:
+                body.append(f'    q{var} = "{quote}"')
+                quote = f"{{q{var}}}"
+            parts.append(f"###   @{col.index + 1}={quote}{{v{var}}}{quote}{comment}{{n{var}}} */\\n")
+        else:
+            checks.append(f"{var} is None")
+            if code.quoted and code.stmts and col.index < len(before) and before[col.index]:
+                body += [f"if {var} == a{col.index}:", f"    {code.expr} = sa{col.index}", "else:"]
+                body += ["    " + s for s in code.stmts]
+            else:
+                body += code.stmts
+            parts.append(f"###   @{col.index + 1}={quote}{{{code.expr}{code.conv}}}{quote}{comment}0 */\\n")
+    return checks, body, "".join(parts)
 
 
-def _printers(tm: TableMapEvent) -> _Printers:
-    """Per column: the line of a value, and the line of NULL (``print_verbose_one_row``'s pieces)."""
-    fns, nulls = [], []
-    for col in tm.columns:
-        comment = f"{value_type_name(col)} meta={col.meta} nullable={int(col.nullable)}"
-        prefix = f"###   @{col.index + 1}="
-        fns.append(_line_fn(col, prefix, f" /* {comment} is_null=0 */\n"))
-        nulls.append(f"{prefix}NULL /* {comment} is_null=1 */\n")
-    return tuple(fns), tuple(nulls)
+class _RowsText:
+    """The ``### INSERT INTO ...``/``### WHERE``/``### SET`` text of the row changes of one layout, generated once.
+
+    ``Rows_log_event::print_verbose``: per row change, one f-string holds the whole text (the statement line, the
+    clauses and one ``###   @N=value /* TYPE meta=M nullable=N is_null=N */`` line per present column), its
+    constant parts written into the code.  NOT NULL columns print without a NULL test; a row that has NULL there
+    anyway (possible only in a log that disagrees with its own table map) goes through the same code generated
+    with a NULL test on every column.  ``source`` is the generated code, for the curious.
+    """
+
+    __slots__ = ("_args", "_careful", "source", "text")
+
+    def __init__(self, columns: tuple[Column, ...], kind: str, present: tuple[Sequence[bool], ...], any_null: bool):
+        self._args = (columns, kind, present)
+        self._careful: _RowsText | None = None
+        ns: dict[str, object] = {"U": "utf-8", "SE": "surrogateescape", "DT": datetime.datetime, "careful": self._slow}
+        clauses = _SQL[kind][1:]
+        images = ("a",) if kind == "delete" else ("b",) if kind == "insert" else ("a", "b")
+        lines = ["def text(changes, append, head):", "    for a, b in changes:"]
+        checks: list[str] = []
+        body: list[str] = []
+        fstring = ["{head}"]
+        for n, (image, bits) in enumerate(zip(images, present, strict=True)):
+            fstring.append(_lit(clauses[n] or ""))
+            if n == 1 and not any(bits):
+                fstring[-1] = _lit("### SET /* no columns */\n")
+                continue
+            c, b, f = _image_code(columns, bits, image, any_null, ns, () if n == 0 or any_null else present[0])
+            lines.append(f"        {', '.join(f'{image}{i}' for i in range(len(columns)))}, = {image}")
+            checks += c
+            body += b
+            fstring.append(f)
+        if checks:
+            lines += [
+                f"        if {' or '.join(checks)}:",
+                "            careful(((a, b),), append, head)",
+                "            continue",
+            ]
+        lines += ["        " + s for s in body]
+        lines.append(f'        append(f"""{"".join(fstring)}""")')
+        self.source = "\n".join(lines) + "\n"
+        exec(compile(self.source, f"<{kind} text of {len(columns)} columns>", "exec"), ns)
+        self.text = cast(RowsTextFn, ns["text"])
+
+    def _slow(self, changes: Sequence[Change], append: Callable[[str], None], head: str) -> None:
+        if self._careful is None:
+            self._careful = _RowsText(*self._args, any_null=True)
+        self._careful.text(changes, append, head)
 
 
-def _image_lines(printers: _Printers, image: Sequence[object], out: list[str]) -> None:
-    """``print_verbose_one_row`` for one image (absent columns skipped)."""
-    append = out.append
-    for fn, null_line, value in zip(printers[0], printers[1], image, strict=True):
-        if value is None:
-            append(null_line)
-        elif value is not ABSENT:
-            append(fn(value))
+def _presence(image: Image | None) -> tuple[bool, ...]:
+    """Which columns an image holds (those not :data:`ABSENT`)."""
+    return tuple(value is not ABSENT for value in image or ())
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -529,7 +678,12 @@ class TextPrinter:
     _stmt: list[RowsEvent] = field(default_factory=list)  # --flashback: rows events of the current statement
     _undo: list[str] = field(default_factory=list)  # --flashback: each buffered event's text, printed reversed
     _stop: str = ""  # --flashback: the STOP event's text, printed last
-    _printers: dict[int, tuple[tuple[Column, ...], _Printers]] = field(default_factory=dict)
+    _texts: dict[tuple[int, str, tuple[tuple[bool, ...], ...]], tuple[tuple[Column, ...], _RowsText]] = field(
+        default_factory=dict
+    )
+    _meta_lines: dict[tuple[int, int], tuple[tuple[Column, ...], tuple[OptionalField, ...], str]] = field(
+        default_factory=dict
+    )
     _started: bool = False  # --start-datetime reached
     _ts_cache: tuple[int, str] = (-1, "")
     _checksum_on: bool = True
@@ -570,6 +724,12 @@ class TextPrinter:
         """Straight to the result file."""
         self._out.append(text)
         self._size += len(text)
+        if self._size > FLUSH_AT:
+            self.flush()
+
+    def _emit_parts(self, parts: list[str]) -> None:
+        self._out += parts
+        self._size += sum(map(len, parts))
         if self._size > FLUSH_AT:
             self.flush()
 
@@ -654,11 +814,22 @@ class TextPrinter:
             f"mapped to number {ev.table_id}{triggers}\n"
         )
         if opts.table_metadata:
-            self._head.append(columns_lines(ev))
-            self._head.append(primary_key_line(ev))
+            self._head.append(self._metadata_lines(ev))
         self._emit("".join(self._head))
         self._head.clear()
         self._stmt.clear()
+
+    def _metadata_lines(self, tm: TableMapEvent) -> str:
+        """``# Columns(...)`` and ``# Primary Key(...)``, made once per layout: a table map decoded again returns
+        the same ``columns`` and ``optional`` tuples (``table_map._layout`` is cached), which hold all they print."""
+        key = (id(tm.columns), id(tm.optional))
+        cached = self._meta_lines.get(key)
+        if cached is None or cached[0] is not tm.columns or cached[1] is not tm.optional:
+            if len(self._meta_lines) >= _TEXTS_KEPT:
+                self._meta_lines.clear()
+            cached = (tm.columns, tm.optional, columns_lines(tm) + primary_key_line(tm))
+            self._meta_lines[key] = cached
+        return cached[2]
 
     def _annotate_rows(self, ev: Event) -> None:
         assert isinstance(ev, AnnotateRowsEvent)
@@ -709,46 +880,46 @@ class TextPrinter:
         if tm is None:
             tail.append(f"### Row event for unknown table #{ev.table_id}")
         else:
-            changes: Sequence[tuple[object, object]] = ev.rows(typed=False)
+            changes: Sequence[Change] = ev.rows(typed=False)
             kind: str = ev.kind
             if flashback:
-                kind, changes = invert(kind, changes)  # type: ignore[arg-type]
-            self._changes_text(tm, kind, changes, ev)
+                kind, changes = invert(kind, changes)
+            self._changes_text(tm, kind, changes)
         if stmt_end:
-            text = "".join(self._head) + "".join(tail)
+            if self.options.flashback:
+                self._undo.append("".join(self._head) + "".join(tail))
+            else:  # the pieces themselves: joined once, in flush()
+                self._emit_parts(self._head)
+                self._emit_parts(tail)
             self._head.clear()
             tail.clear()
-            self._event_text(text)
 
-    def _changes_text(
-        self, tm: TableMapEvent, kind: str, changes: Sequence[tuple[object, object]], ev: RowsEvent
-    ) -> None:
+    def _changes_text(self, tm: TableMapEvent, kind: str, changes: Sequence[Change]) -> None:
         tail = self._tail
         table = f"{backtick(tm.schema)}.{backtick(tm.table)}"
         if kind == "insert" and not changes:
             self._row_count += 1
             tail.append(f"### INSERT INTO {table} VALUES ()\n")
             return
-        cached = self._printers.get(id(tm.columns))
+        if not changes:
+            return
+        before, after = changes[0]  # every change of an event has the same columns in its images
+        present = (
+            (_presence(after),)
+            if kind == "insert"
+            else (_presence(before),)
+            if kind == "delete"
+            else (_presence(before), _presence(after))
+        )
+        key = (id(tm.columns), kind, present)
+        cached = self._texts.get(key)
         if cached is None or cached[0] is not tm.columns:
-            cached = (tm.columns, _printers(tm))
-            self._printers[id(tm.columns)] = cached
-        printers = cached[1]
-        command, clause1, clause2 = _SQL[kind]
-        head = f"### {command} {table}\n"
-        no_after = kind == "update" and not any(ev.present_after)
-        for before, after in changes:
-            self._row_count += 1
-            tail.append(head)
-            first, second = (after, None) if kind == "insert" else (before, after)
-            tail.append(clause1)
-            _image_lines(printers, first, tail)  # type: ignore[arg-type]
-            if clause2 is not None:
-                if no_after:
-                    tail.append("### SET /* no columns */\n")
-                else:
-                    tail.append(clause2)
-                    _image_lines(printers, second, tail)  # type: ignore[arg-type]
+            if len(self._texts) >= _TEXTS_KEPT:
+                self._texts.clear()
+            cached = (tm.columns, _RowsText(tm.columns, kind, present, any_null=False))
+            self._texts[key] = cached
+        self._row_count += len(changes)
+        cached[1].text(changes, tail.append, f"### {_SQL[kind][0]} {table}\n")
 
     # -- statements (Query_log_event::print_query_header / print) -----------------------------------------------
 

@@ -1,0 +1,175 @@
+"""The generated row printer of ``binlake dump`` (``render.text._RowsText``) against the ``RENDER`` tables.
+
+The printer writes the common types (integers, DECIMAL, FLOAT/DOUBLE, strings, DATETIME) in line for speed; this
+test prints random row changes both ways (the generated code, and a plain loop over ``RENDER`` as
+``print_verbose_one_row`` does it) and wants the same text, for NULLs in NOT NULL columns, negative and unsigned
+integers, strings with control bytes and invalid UTF-8, invalid dates, every fsp, absent (MINIMAL) columns and
+updates that keep or change each column.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from decimal import Decimal
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from binlake.coltypes import Column, ColumnType
+from binlake.events.rows import ABSENT
+from binlake.render.flashback import Change
+from binlake.render.text import _RENDER, _RowsText, value_type_name
+from binlake.values.temporal import InvalidDatetime
+
+T = ColumnType
+
+# (type code, metadata bytes, values of that column as the raw decode returns them)
+_INT_RANGES = {T.TINY: 8, T.SHORT: 16, T.INT24: 24, T.LONG: 32, T.LONGLONG: 64}
+
+
+def _ints(bits: int) -> st.SearchStrategy[object]:
+    return st.one_of(
+        st.integers(-(1 << (bits - 1)), (1 << bits) - 1),
+        st.sampled_from([0, -1, (1 << (bits - 1)) - 1, 1 << (bits - 1), (1 << bits) - 1, -(1 << (bits - 1))]),
+    )
+
+
+def _decimals(scale: int) -> st.SearchStrategy[object]:
+    return st.builds(
+        lambda n, neg: Decimal(f"{'-' if neg else ''}{n}E-{scale}" if scale else f"{'-' if neg else ''}{n}"),
+        st.integers(0, 10**12),
+        st.booleans(),
+    )
+
+
+def _datetimes(fsp: int) -> st.SearchStrategy[object]:
+    unit = 10 ** (6 - fsp)
+    return st.one_of(
+        st.datetimes(min_value=dt.datetime(1, 1, 1), max_value=dt.datetime(9999, 12, 31, 23, 59, 59)).map(
+            lambda d: d.replace(microsecond=d.microsecond // unit * unit)
+        ),
+        st.datetimes().map(lambda d: d.replace(microsecond=0)),
+        st.just(InvalidDatetime(2020, 0, 15, 10, 11, 12, 123456 // unit * unit, fsp=fsp)),
+        st.just(InvalidDatetime(0, 0, 0, 0, 0, 0, 0, fsp=fsp)),
+    )
+
+
+_strings = st.one_of(st.binary(max_size=12), st.text(max_size=8).map(lambda s: s.encode("utf-8")))
+COLUMNS: list[tuple[int, bytes, st.SearchStrategy[object]]] = [
+    *((code, b"", _ints(bits)) for code, bits in _INT_RANGES.items()),
+    (T.NEWDECIMAL, bytes([14, 4]), _decimals(4)),
+    (T.NEWDECIMAL, bytes([30, 10]), _decimals(10)),  # scale above 6: format(d, "f"), not str(d)
+    (T.NEWDECIMAL, bytes([10, 0]), _decimals(0)),
+    (T.FLOAT, b"\x04", st.floats(width=32)),
+    (T.DOUBLE, b"\x08", st.floats()),
+    (T.VARCHAR, b"\xa0\x00", _strings),
+    (T.BLOB, b"\x02", _strings),
+    (T.STRING, bytes([0xFE, 10]), _strings),
+    *((T.DATETIME2, bytes([fsp]), _datetimes(fsp)) for fsp in range(7)),
+    (T.DATETIME, b"", _datetimes(0)),
+    (T.TIMESTAMP2, b"\x03", st.just(dt.datetime(2024, 2, 29, 12, 34, 56, 789000, tzinfo=dt.UTC))),  # via RENDER
+    (T.YEAR, b"", st.integers(0, 255)),
+]
+
+
+def _reference(columns: Sequence[Column], kind: str, changes: Sequence[Change], head: str) -> str:
+    """``print_verbose``: the statement line, the clauses and one line per present column, straight from RENDER."""
+
+    def image(values: tuple[object, ...] | None) -> str:
+        assert values is not None
+        lines = []
+        for col, v in zip(columns, values, strict=True):
+            comment = f"{value_type_name(col)} meta={col.meta} nullable={int(col.nullable)}"
+            if v is None:
+                lines.append(f"###   @{col.index + 1}=NULL /* {comment} is_null=1 */\n")
+            elif v is not ABSENT:
+                lines.append(
+                    f"###   @{col.index + 1}={_RENDER[col.real_type_code](col, v)} /* {comment} is_null=0 */\n"
+                )
+        return "".join(lines)
+
+    out = []
+    for before, after in changes:
+        if kind == "insert":
+            out.append(f"{head}### SET\n{image(after)}")
+        elif kind == "delete":
+            out.append(f"{head}### WHERE\n{image(before)}")
+        else:
+            assert after is not None
+            set_ = "### SET /* no columns */\n" if all(v is ABSENT for v in after) else f"### SET\n{image(after)}"
+            out.append(f"{head}### WHERE\n{image(before)}{set_}")
+    return "".join(out)
+
+
+@st.composite
+def _layouts(
+    draw: st.DrawFn,
+) -> tuple[tuple[Column, ...], str, tuple[tuple[bool, ...], ...], list[Change]]:
+    specs = draw(st.lists(st.sampled_from(COLUMNS), min_size=1, max_size=6))
+    columns = tuple(
+        Column.build(i, code, meta, nullable=draw(st.booleans())) for i, (code, meta, _) in enumerate(specs)
+    )
+    kind = draw(st.sampled_from(["insert", "delete", "update"]))
+    nimages = 2 if kind == "update" else 1
+    present = tuple(
+        tuple(draw(st.lists(st.booleans(), min_size=len(specs), max_size=len(specs)))) for _ in range(nimages)
+    )
+    present = (tuple(p or i == 0 for i, p in enumerate(present[0])), *present[1:])  # a first image holds a column
+
+    def image(bits: tuple[bool, ...]) -> tuple[object, ...]:
+        return tuple(
+            (draw(st.one_of(st.none(), values) if draw(st.integers(0, 5)) == 0 else values) if here else ABSENT)
+            for (_, _, values), here in zip(specs, bits, strict=True)
+        )
+
+    changes: list[Change] = []
+    for _ in range(draw(st.integers(1, 4))):
+        first = image(present[0])
+        if kind == "update":
+            # an unchanged column keeps the before image's value (the printer reuses its text)
+            second = tuple(
+                b if draw(st.booleans()) and here and b is not ABSENT else v
+                for b, v, here in zip(first, image(present[1]), present[1], strict=True)
+            )
+            changes.append((first, second))
+        else:
+            changes.append((None, first) if kind == "insert" else (first, None))
+    return columns, kind, present, changes
+
+
+@settings(max_examples=400, deadline=None)
+@given(_layouts())
+def test_generated_text_is_the_render_tables_text(
+    layout: tuple[tuple[Column, ...], str, tuple[tuple[bool, ...], ...], list[Change]],
+) -> None:
+    columns, kind, present, changes = layout
+    head = '### UPDATE `d{`.`t"`\n'
+    out: list[str] = []
+    _RowsText(columns, kind, present, any_null=False).text(changes, out.append, head)
+    assert "".join(out) == _reference(columns, kind, changes, head)
+
+
+def test_null_in_a_not_null_column_and_the_common_values() -> None:
+    cols = (
+        Column.build(0, T.LONG, b"", nullable=False),
+        Column.build(1, T.VARCHAR, b"\x28\x00", nullable=False),
+        Column.build(2, T.DATETIME2, b"\x03", nullable=True),
+        Column.build(3, T.NEWDECIMAL, bytes([5, 2]), nullable=False),
+    )
+    when = dt.datetime(2024, 2, 29, 12, 34, 56, 789000)
+    changes = [
+        ((-1, b"a\x00'\xe9", when, Decimal("-3.99")), (7, b"ok", None, Decimal("0.00"))),
+        ((None, b"x", when.replace(microsecond=0), None), (4294967295, b"x", when, Decimal("1.50"))),
+    ]
+    out: list[str] = []
+    _RowsText(cols, "update", ((True,) * 4, (True,) * 4), any_null=False).text(changes, out.append, "### UPDATE t\n")
+    text = "".join(out)
+    assert text == _reference(cols, "update", changes, "### UPDATE t\n")
+    assert "###   @1=-1 (4294967295) /* INT meta=0 nullable=0 is_null=0 */\n" in text
+    assert "###   @2='a\\x00'\udce9' /* VARSTRING(40) meta=40 nullable=0 is_null=0 */\n" in text
+    assert "###   @3='2024-02-29 12:34:56.789' /* DATETIME(3) meta=3 nullable=1 is_null=0 */\n" in text
+    assert "###   @3='2024-02-29 12:34:56.000' /* DATETIME(3) meta=3 nullable=1 is_null=0 */\n" in text
+    assert "###   @3=NULL /* DATETIME(3) meta=3 nullable=1 is_null=1 */\n" in text
+    assert "###   @1=NULL /* INT meta=0 nullable=0 is_null=1 */\n" in text  # the NULL-tolerant code ran
+    assert "###   @4=-3.99 /* DECIMAL(5,2) meta=1282 nullable=0 is_null=0 */\n" in text

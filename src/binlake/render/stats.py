@@ -1,7 +1,9 @@
 """``binlake stats``: what a set of binlogs holds, and proof that every row value in them decodes.
 
-Every event is decoded and every row value converted to its Python type (so a file that ``stats`` reads without
-error is a file binlake can decode whole).  The report gives events per type (count and bytes), transactions and
+Every event is decoded and every row value with it (so a file that ``stats`` reads without error is a file
+binlake can decode whole): raw, or converted to its Python type where the conversion checks more than the raw
+decode (JSON, ENUM/SET, GEOMETRY, VECTOR, compressed columns; not the charset decoding of strings, which accepts
+any bytes).  The report gives events per type (count and bytes), transactions and
 their sizes (count, min/median/max bytes), the time span of the events, and row changes per table and operation
 with the bytes of the rows events that carry them.
 
@@ -27,6 +29,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from binlake.coltypes import Column, ColumnType
 from binlake.decoder import Decryptor
 from binlake.errors import BinlogError
 from binlake.events.base import Event, EventType
@@ -35,10 +38,15 @@ from binlake.events.query import QueryEvent
 from binlake.events.rows import RowsEvent
 from binlake.render import add_decode_arguments, decode_options, open_log
 from binlake.schema import SchemaTracker
+from binlake.values import typed
 
 __all__ = ["BinlogStats", "add_stats_arguments", "collect", "stats_main"]
 
 E = EventType
+T = ColumnType
+# Column types whose typed conversion only decodes the charset (values.strings' _text/_string_converter): no check
+_CHARSET_ONLY = frozenset({T.STRING, T.VARCHAR, T.VAR_STRING, T.TINY_BLOB, T.BLOB, T.MEDIUM_BLOB, T.LONG_BLOB})
+_LAYOUTS_KEPT = 512
 _GTIDS = frozenset({E.GTID_EVENT, E.GTID_LOG_EVENT, E.ANONYMOUS_GTID_LOG_EVENT, E.GTID_TAGGED_LOG_EVENT})
 _QUERIES = frozenset({E.QUERY_EVENT, E.QUERY_COMPRESSED_EVENT})
 
@@ -58,7 +66,7 @@ class BinlogStats:
     """The figures ``binlake stats`` reports; :meth:`add` one event at a time."""
 
     files: list[str] = field(default_factory=list)
-    events: dict[str, _Counter] = field(default_factory=lambda: defaultdict(_Counter))
+    by_code: dict[int, _Counter] = field(default_factory=lambda: defaultdict(_Counter))
     transactions: list[int] = field(default_factory=list)
     first_time: int | None = None
     last_time: int | None = None
@@ -66,21 +74,49 @@ class BinlogStats:
     _trx_start: int | None = None
     _trx_end: int = 0
     _trx_begun: bool = False  # a BEGIN was seen inside the open transaction
+    _typed: dict[int, tuple[tuple[Column, ...], bool]] = field(default_factory=dict)
+
+    @property
+    def events(self) -> dict[str, _Counter]:
+        """Events per type name (``TABLE_MAP_EVENT``): count and bytes."""
+        return {E.name_of(code): c for code, c in self.by_code.items()}
 
     def add(self, ev: Event) -> None:
         """Count one event (decoding its rows: an undecodable value raises :class:`BinlogError`)."""
         h = ev.header
-        outer = h.in_payload is None
-        self.events[h.type].add(1, h.event_size)
-        if h.timestamp:
-            self.first_time = h.timestamp if self.first_time is None else min(self.first_time, h.timestamp)
-            self.last_time = h.timestamp if self.last_time is None else max(self.last_time, h.timestamp)
+        counter = self.by_code[h.type_code]
+        counter.count += 1
+        counter.bytes += h.event_size
+        ts = h.timestamp
+        if ts:
+            if self.first_time is None or ts < self.first_time:
+                self.first_time = ts
+            if self.last_time is None or ts > self.last_time:
+                self.last_time = ts
         if isinstance(ev, RowsEvent):
-            changes = sum(1 for _ in ev.iter_rows(typed=True))
             tm = ev.table_map
+            changes = len(ev.rows(typed=self._needs_typed(tm.columns) if tm is not None else True))
             name = f"{tm.schema}.{tm.table}" if tm is not None else f"#{ev.table_id}"
             self.tables[name][ev.kind].add(changes, h.event_size)
-        self._transaction(ev, outer)
+        self._transaction(ev, h.in_payload is None)
+
+    def _needs_typed(self, columns: tuple[Column, ...]) -> bool:
+        """Whether proving that every value decodes needs the typed conversion for these columns.
+
+        The raw decode (``typed=False``) reads and checks every stored value: null bitmaps, lengths, DECIMAL
+        digit groups, date and time fields.  The typed conversion adds checks for some types only (those with a
+        converter): JSON documents, ENUM/SET members, GEOMETRY's SRID + WKB, VECTOR's dimension, the zlib stream
+        of compressed columns.  Converting strings to ``str`` checks nothing (bytes invalid in the column's
+        charset stay bytes: ``collations.decode``), so a table of numbers, dates and strings is decoded raw,
+        which builds no ``str`` that ``stats`` would throw away; any other table is decoded typed.
+        """
+        cached = self._typed.get(id(columns))
+        if cached is None or cached[0] is not columns:
+            needed = any(col.real_type_code not in _CHARSET_ONLY and typed(col) is not None for col in columns)
+            if len(self._typed) >= _LAYOUTS_KEPT:
+                self._typed.clear()
+            cached = self._typed[id(columns)] = (columns, needed)
+        return cached[1]
 
     def _transaction(self, ev: Event, outer: bool) -> None:
         h = ev.header

@@ -30,8 +30,10 @@ Example::
 from __future__ import annotations
 
 import datetime as dt
+import os
 import struct
 from collections import OrderedDict
+from collections.abc import Callable
 from decimal import Decimal
 from typing import TYPE_CHECKING, NamedTuple, cast
 
@@ -44,6 +46,7 @@ from binlake.values.collations import BINARY, codec
 from binlake.values.decimal import _groups as decimal_groups
 from binlake.values.decimal import decimal_size, precision_scale
 from binlake.values.json_binary import apply_json_diffs, parse_json_diffs
+from binlake.values.numeric import bit_width
 from binlake.values.temporal import _DATETIMEF_INT_OFS as DATETIMEF_INT_OFS
 from binlake.values.temporal import _frac_reader_params as frac_params
 from binlake.values.temporal import column_fsp
@@ -53,7 +56,18 @@ if TYPE_CHECKING:
     from binlake.events.rows import RowsEvent
     from binlake.events.table_map import TableMapEvent
 
-__all__ = ["CACHE_SIZE", "Image", "Row", "RowDecoder", "row_changes", "row_decoder"]
+try:  # the compiled decoder (src/binlake/_speedups.c), when it was built and is not turned off
+    if os.environ.get("BINLAKE_PURE_PYTHON"):
+        raise ImportError("BINLAKE_PURE_PYTHON is set")
+    from binlake import _speedups
+except ImportError:
+    _speedups = None  # type: ignore[assignment]
+
+ACCELERATED = _speedups is not None
+"""Row changes are decoded by the compiled ``binlake._speedups`` (built by ``pip install``; off when the environment
+sets ``BINLAKE_PURE_PYTHON``), the generated Python decoder being the fallback and the reference."""
+
+__all__ = ["ACCELERATED", "CACHE_SIZE", "Image", "Row", "RowDecoder", "row_changes", "row_decoder"]
 
 Row = tuple[object, ...]
 Image = Row
@@ -78,6 +92,27 @@ _STRUCT_CODES: dict[int, tuple[str, str]] = {
 _VARLEN = frozenset({T.STRING, T.VARCHAR, T.VAR_STRING, T.VARCHAR_COMPRESSED})
 _BLOBS = frozenset({T.TINY_BLOB, T.BLOB, T.MEDIUM_BLOB, T.LONG_BLOB, T.BLOB_COMPRESSED})
 _TEXT = frozenset({T.STRING, T.VARCHAR, T.VAR_STRING, T.TINY_BLOB, T.BLOB, T.MEDIUM_BLOB, T.LONG_BLOB})
+
+
+# Kinds of binlake._speedups' column plans (its enum): per real type, the code and a function of the column giving
+# its two parameters; every type not listed is read by its Python reader (kind 0).
+_INT_SIZES: dict[int, int] = {T.TINY: 1, T.SHORT: 2, T.INT24: 3, T.LONG: 4, T.LONGLONG: 8}
+_PLAN_KINDS: dict[int, tuple[int, Callable[[Column], tuple[int, int]]]] = {
+    **{code: (1, lambda c: (_INT_SIZES[c.real_type_code], int(c.unsigned is not True))) for code in _INT_SIZES},
+    T.FLOAT: (2, lambda c: (0, 0)),
+    T.DOUBLE: (3, lambda c: (0, 0)),
+    T.YEAR: (4, lambda c: (0, 0)),
+    T.BIT: (5, lambda c: ((bit_width(c) + 7) // 8, bit_width(c))),
+    T.DATE: (6, lambda c: (0, 0)),
+    T.NEWDATE: (6, lambda c: (0, 0)),
+    T.DATETIME2: (7, lambda c: (column_fsp(c), 0)),
+    T.TIMESTAMP2: (8, lambda c: (column_fsp(c), 0)),
+    T.TIME2: (9, lambda c: (column_fsp(c), 0)),
+    T.NEWDECIMAL: (10, precision_scale),
+    T.ENUM: (12, lambda c: (c.length or 0, 0)),
+    T.SET: (12, lambda c: (c.length or 0, 0)),
+}
+_KIND_STRING = 11
 
 
 def _struct_code(col: Column, converter: object) -> str | None:
@@ -153,6 +188,21 @@ class _Image:
             _Step(bit, col, reader, conv, None if col.index in self.partial else _struct_code(col, conv))
             for bit, (col, reader, conv) in enumerate(self.readers())
         ]
+
+    def plan(self) -> tuple[tuple[int, int, int, int, Reader, Converter | None], ...]:
+        """The image for ``binlake._speedups.Plan``: per present column ``(kind, index, p1, p2, reader, converter)``."""
+        out = []
+        for step in self.steps():
+            col = step.col
+            nlen = _length_bytes(col)
+            kind, p1, p2 = 0, 0, 0
+            if nlen is not None:
+                kind, p1, p2 = _KIND_STRING, nlen, int(_utf8_text(col, self.typed))
+            elif col.index not in self.partial and col.real_type_code in _PLAN_KINDS:
+                kind, params = _PLAN_KINDS[col.real_type_code]
+                p1, p2 = params(col)
+            out.append((kind, col.index, p1, p2, step.reader, step.conv))
+        return tuple(out)
 
     def source(self, columns: tuple[Column, ...], ns: dict[str, object], indent: str) -> tuple[list[str], str]:
         """Statements that read one image at ``pos`` into locals, and the tuple expression of the image.
@@ -344,10 +394,11 @@ class RowDecoder:
 
     ``kind`` is ``"insert"``/``"delete"`` (one image per row, bitmap ``before``), ``"update"`` (before and after
     images) or ``"image"`` (:meth:`read_image` of single images, used for PARTIAL_UPDATE_ROWS after images whose
-    JSON columns in ``partial`` hold diffs).  ``source`` is the generated code, for the curious.
+    JSON columns in ``partial`` hold diffs).  ``source`` is the generated code, for the curious; ``accelerated``
+    says whether :meth:`rows` runs the compiled decoder first.
     """
 
-    __slots__ = ("_fast", "_images", "columns", "kind", "source", "typed")
+    __slots__ = ("_fast", "_images", "_plan", "columns", "kind", "source", "typed")
 
     def __init__(
         self,
@@ -413,9 +464,29 @@ class RowDecoder:
         self.source = "\n".join(lines) + "\n"
         exec(compile(self.source, f"<{kind} rows of {len(columns)} columns>", "exec"), ns)
         self._fast = ns["read"]
+        self._plan = None
+        if _speedups is not None and kind != "image":
+            mode = ("insert", "delete", "update").index(kind)
+            self._plan = _speedups.Plan(mode, len(columns), ABSENT, tuple(img.plan() for img in self._images))
+
+    @property
+    def accelerated(self) -> bool:
+        return self._plan is not None
 
     def rows(self, buf: bytes) -> list[tuple[Row | None, Row | None]]:
-        """Every ``(before, after)`` row change in ``buf`` (rows data of one event)."""
+        """Every ``(before, after)`` row change in ``buf`` (rows data of one event).
+
+        The compiled decoder returns ``None`` for bytes it does not take (anything that is an error): the Python
+        decoder then runs and raises the precise :class:`~binlake.errors.BinlogError`.
+        """
+        if self._plan is not None:
+            out = self._plan.rows(buf)
+            if out is not None:
+                return out
+        return self.rows_python(buf)
+
+    def rows_python(self, buf: bytes) -> list[tuple[Row | None, Row | None]]:
+        """:meth:`rows` by the generated Python decoder alone (the reference the compiled one is tested against)."""
         return cast("list[tuple[Row | None, Row | None]]", self._fast(buf, 0))  # type: ignore[operator]
 
     def read_image(self, buf: bytes, pos: int) -> tuple[Row, int]:

@@ -1,0 +1,561 @@
+/* binlake._speedups: the optional compiled row-image decoder behind binlake.rowdecoder.
+ *
+ * A Plan is built once per table layout in Python (rowdecoder._Image.plan): per row image, per present column a
+ * kind code, its output index, two integer parameters, the column's Python reader and its converter (or None).
+ * Plan.rows(buf) decodes every row change of one rows event into the same list of (before, after) tuples the
+ * generated Python decoder returns, or returns None when anything is wrong with the bytes (a value past the end,
+ * an impossible digit group or time field, a Python reader or converter that raised): the caller then runs the
+ * pure-Python decoder on the event, which raises the precise BinlogError.  Values the C code does not build
+ * itself (zero and invalid dates, types without a kind here) come from the column's Python reader, so every value
+ * is the one the Python path returns.
+ *
+ * Layouts (Field_*::pack in sql/field.cc; strings/decimal.cc decimal2bin; mysys/my_time.c my_*_packed_from_binary)
+ * are described in binlake.values.numeric, .decimal, .temporal, .strings and .enum_set.
+ *
+ * Example (Python):
+ *     plan = Plan(0, 1, ABSENT, (((1, 0, 4, 1, reader, None),),))   # insert rows of one signed INT column
+ *     plan.rows(b"\x00\x07\x00\x00\x00")                                # [(None, (7,))]
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <datetime.h>
+#include <string.h>
+
+/* kinds: keep in step with rowdecoder._KINDS */
+enum {
+    K_PY = 0,         /* the Python reader */
+    K_INT = 1,        /* p1 bytes little-endian (1, 2, 3, 4, 8), p2 = signed */
+    K_FLOAT = 2,      /* float32 */
+    K_DOUBLE = 3,     /* float64 */
+    K_YEAR = 4,       /* one byte, 0 or 1900 + byte */
+    K_BIT = 5,        /* p1 bytes big-endian, p2 bits */
+    K_DATE = 6,       /* 3 bytes little-endian day | month << 5 | year << 9 */
+    K_DATETIME2 = 7,  /* p1 = fsp */
+    K_TIMESTAMP2 = 8, /* p1 = fsp */
+    K_TIME2 = 9,      /* p1 = fsp */
+    K_DECIMAL = 10,   /* p1 = precision, p2 = scale */
+    K_STRING = 11,    /* p1 length bytes (1..4), p2 = decode as UTF-8 (the converter takes what is not UTF-8) */
+    K_UINT = 12,      /* p1 bytes little-endian unsigned (ENUM, SET) */
+    K_KINDS
+};
+
+#define MAX_DECIMAL_BYTES 128 /* DECIMAL(255, s) needs 116; larger ones go through the Python reader */
+#define MAX_DECIMAL_GROUPS 64
+
+typedef struct {
+    int kind;
+    Py_ssize_t out;
+    int p1, p2;
+    PyObject *reader; /* borrowed from Plan.spec */
+    PyObject *conv;   /* borrowed, NULL for None */
+    /* DECIMAL: size and (bytes, digits) of each group, most significant first */
+    int size, ngroups;
+    unsigned char gbytes[MAX_DECIMAL_GROUPS], gdigits[MAX_DECIMAL_GROUPS];
+} Column;
+
+typedef struct {
+    Py_ssize_t ncols, nbytes;
+    Column *cols;
+} Image;
+
+typedef struct {
+    PyObject_HEAD
+    int mode; /* 0 insert, 1 delete, 2 update */
+    Py_ssize_t width;
+    PyObject *absent;
+    PyObject *spec;
+    Image images[2];
+} Plan;
+
+static PyObject *Decimal; /* decimal.Decimal */
+
+static const int DIG2BYTES[10] = {0, 1, 1, 2, 2, 3, 3, 4, 4, 4};
+static const uint32_t POW10[10] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000};
+
+/* ---- bytes ------------------------------------------------------------------------------------------------- */
+
+static inline uint64_t le(const unsigned char *p, int n) {
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+static inline uint64_t be(const unsigned char *p, int n) {
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++) v = v << 8 | p[i];
+    return v;
+}
+
+/* ---- calendar ---------------------------------------------------------------------------------------------- */
+
+static inline int leap(long y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+static inline int days_in_month(long y, long m) {
+    static const int dim[13] = {0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    return m == 2 && leap(y) ? 29 : dim[m];
+}
+
+static inline int valid_date(long y, long m, long d) {
+    return y >= 1 && y <= 9999 && m >= 1 && m <= 12 && d >= 1 && d <= days_in_month(y, m);
+}
+
+/* days since 1970-01-01 to the proleptic Gregorian y/m/d (H. Hinnant's civil_from_days) */
+static void civil_from_days(int64_t z, int *y, int *m, int *d) {
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+    *y = (int)(yoe + era * 400 + (*m <= 2));
+}
+
+/* ---- values ------------------------------------------------------------------------------------------------ */
+
+/* The value of the column's Python reader at pos (a new reference), NULL with an exception set when it raised. */
+static PyObject *python_value(Column *c, PyObject *bufobj, Py_ssize_t len, Py_ssize_t *pos, int advance) {
+    PyObject *at = PyLong_FromSsize_t(*pos);
+    if (at == NULL) return NULL;
+    PyObject *res = PyObject_CallFunctionObjArgs(c->reader, bufobj, at, NULL);
+    Py_DECREF(at);
+    if (res == NULL) return NULL;
+    if (!PyTuple_CheckExact(res) || PyTuple_GET_SIZE(res) != 2) {
+        Py_DECREF(res);
+        PyErr_SetString(PyExc_TypeError, "a reader returned something else than (value, end)");
+        return NULL;
+    }
+    PyObject *value = PyTuple_GET_ITEM(res, 0);
+    if (advance) {
+        Py_ssize_t end = PyLong_AsSsize_t(PyTuple_GET_ITEM(res, 1));
+        if (end == -1 && PyErr_Occurred()) {
+            Py_DECREF(res);
+            return NULL;
+        }
+        if (end < *pos || end > len) { /* the Python path raises TruncatedError for it */
+            Py_DECREF(res);
+            PyErr_SetString(PyExc_ValueError, "a value runs past the end of the rows");
+            return NULL;
+        }
+        *pos = end;
+    }
+    Py_INCREF(value);
+    Py_DECREF(res);
+    return value;
+}
+
+#define NEED(n)                                                                                                   \
+    do {                                                                                                          \
+        if ((n) > len - pos) goto fail;                                                                           \
+    } while (0)
+
+static PyObject *decimal_value(Column *c, const unsigned char *p) {
+    unsigned char b[MAX_DECIMAL_BYTES];
+    char text[4 * MAX_DECIMAL_GROUPS * 9 / 4 + 16 + 8];
+    memcpy(b, p, c->size);
+    int negative = !(b[0] & 0x80);
+    b[0] ^= 0x80;
+    if (negative)
+        for (int i = 0; i < c->size; i++) b[i] = (unsigned char)~b[i];
+    char *t = text;
+    if (negative) *t++ = '-';
+    char *digits = t;
+    const unsigned char *q = b;
+    for (int g = 0; g < c->ngroups; g++) {
+        uint32_t v = (uint32_t)be(q, c->gbytes[g]);
+        q += c->gbytes[g];
+        int n = c->gdigits[g];
+        if (v >= POW10[n]) return NULL; /* digit group out of range: the reader raises MalformedError */
+        for (int k = n - 1; k >= 0; k--) {
+            t[k] = (char)('0' + v % 10);
+            v /= 10;
+        }
+        t += n;
+    }
+    /* the unscaled integer without leading zeros, as f"{unscaled}" prints it */
+    char *first = digits;
+    while (first < t - 1 && *first == '0') first++;
+    if (first > digits) {
+        memmove(digits, first, t - first);
+        t -= first - digits;
+    }
+    if (t == digits) *t++ = '0';
+    if (c->p2) t += sprintf(t, "E-%d", c->p2);
+    PyObject *s = PyUnicode_FromStringAndSize(text, t - text);
+    if (s == NULL) return NULL;
+    PyObject *d = PyObject_CallOneArg(Decimal, s);
+    Py_DECREF(s);
+    return d;
+}
+
+/* One row image at *ppos into a new tuple, or NULL (an exception may or may not be set). */
+static PyObject *read_image(Plan *plan, Image *im, PyObject *bufobj, const unsigned char *buf, Py_ssize_t len,
+                            Py_ssize_t *ppos) {
+    Py_ssize_t pos = *ppos;
+    /* a row image of no columns in non-empty rows data, or a null bitmap past the end: MalformedError/TruncatedError */
+    if (im->ncols == 0 || im->nbytes > len - pos) return NULL;
+    const unsigned char *nulls = buf + pos;
+    pos += im->nbytes;
+    PyObject *row = PyTuple_New(plan->width);
+    if (row == NULL) return NULL;
+    for (Py_ssize_t k = 0; k < im->ncols; k++) {
+        Column *c = &im->cols[k];
+        PyObject *v;
+        if (nulls[k >> 3] & (1 << (k & 7))) {
+            Py_INCREF(Py_None);
+            PyTuple_SET_ITEM(row, c->out, Py_None);
+            continue;
+        }
+        const unsigned char *p = buf + pos;
+        int converted = 0;
+        switch (c->kind) {
+        case K_INT: {
+            NEED(c->p1);
+            uint64_t u = le(p, c->p1);
+            pos += c->p1;
+            if (c->p2 && c->p1 < 8 && (u >> (8 * c->p1 - 1))) u |= ~(uint64_t)0 << (8 * c->p1);
+            v = c->p2 ? PyLong_FromLongLong((long long)u) : PyLong_FromUnsignedLongLong(u);
+            break;
+        }
+        case K_FLOAT:
+            NEED(4);
+            v = PyFloat_FromDouble(PyFloat_Unpack4((const char *)p, 1));
+            pos += 4;
+            break;
+        case K_DOUBLE:
+            NEED(8);
+            v = PyFloat_FromDouble(PyFloat_Unpack8((const char *)p, 1));
+            pos += 8;
+            break;
+        case K_YEAR:
+            NEED(1);
+            v = PyLong_FromLong(p[0] ? 1900 + p[0] : 0);
+            pos += 1;
+            break;
+        case K_BIT: {
+            NEED(c->p1);
+            uint64_t u = be(p, c->p1);
+            if (c->p2 < 64 && (u >> c->p2)) goto fail; /* bits set past the width: MalformedError */
+            pos += c->p1;
+            v = PyLong_FromUnsignedLongLong(u);
+            break;
+        }
+        case K_DATE: {
+            NEED(3);
+            uint64_t u = le(p, 3);
+            long y = (long)(u >> 9), m = (long)(u >> 5 & 15), d = (long)(u & 31);
+            if (valid_date(y, m, d)) {
+                v = PyDate_FromDate((int)y, (int)m, (int)d);
+                pos += 3;
+            } else {
+                v = python_value(c, bufobj, len, &pos, 1);
+            }
+            break;
+        }
+        case K_DATETIME2: {
+            int fb = (c->p1 + 1) / 2, size = 5 + fb;
+            NEED(size);
+            int64_t t = (int64_t)be(p, 5) - 0x8000000000LL;
+            uint64_t frac = be(p + 5, fb);
+            static const long unit[4] = {1, 10000, 100, 1};
+            long us = (long)frac * unit[fb];
+            int64_t ymd = t >> 17, ym = ymd >> 5;
+            long y = (long)(ym / 13), mo = (long)(ym % 13), d = (long)(ymd & 31);
+            long h = (long)(t >> 12 & 31), mi = (long)(t >> 6 & 63), s = (long)(t & 63);
+            if (t >= 0 && us < 1000000 && h < 24 && mi < 60 && s < 60 && valid_date(y, mo, d)) {
+                v = PyDateTime_FromDateAndTime((int)y, (int)mo, (int)d, (int)h, (int)mi, (int)s, (int)us);
+                pos += size;
+            } else {
+                v = python_value(c, bufobj, len, &pos, 1);
+            }
+            break;
+        }
+        case K_TIMESTAMP2: {
+            int fb = (c->p1 + 1) / 2, size = 4 + fb;
+            NEED(size);
+            int64_t secs = (int64_t)be(p, 4);
+            static const long unit[4] = {1, 10000, 100, 1};
+            long us = (long)be(p + 4, fb) * unit[fb];
+            if ((secs || us) && us < 1000000) {
+                int y, mo, d;
+                civil_from_days(secs / 86400, &y, &mo, &d);
+                int64_t r = secs % 86400;
+                v = PyDateTimeAPI->DateTime_FromDateAndTime(y, mo, d, (int)(r / 3600), (int)(r / 60 % 60),
+                                                            (int)(r % 60), (int)us, PyDateTime_TimeZone_UTC,
+                                                            PyDateTimeAPI->DateTimeType);
+                pos += size;
+            } else {
+                v = python_value(c, bufobj, len, &pos, 1);
+            }
+            break;
+        }
+        case K_TIME2: {
+            int fsp = c->p1, fb = (fsp + 1) / 2, size = 3 + fb;
+            NEED(size);
+            uint64_t u = be(p, size);
+            int64_t packed;
+            if (fsp >= 5) {
+                packed = (int64_t)u - 0x800000000000LL;
+            } else {
+                static const int64_t frac_unit[3] = {1, 10000, 100};
+                int64_t intpart = (int64_t)(u >> (8 * fb)) - 0x800000;
+                int64_t frac = (int64_t)(u & (((uint64_t)1 << (8 * fb)) - 1));
+                if (intpart < 0 && frac) {
+                    intpart += 1;
+                    frac -= (int64_t)1 << (8 * fb);
+                }
+                packed = intpart * ((int64_t)1 << 24) + frac * frac_unit[fb];
+            }
+            int negative = packed < 0;
+            if (negative) packed = -packed;
+            int64_t hms = packed >> 24, us = packed & 0xFFFFFF;
+            int64_t h = hms >> 12, mi = hms >> 6 & 63, s = hms & 63;
+            if (mi > 59 || s > 59 || us > 999999) goto fail; /* MalformedError */
+            int64_t secs = h * 3600 + mi * 60 + s;
+            v = PyDelta_FromDSU(0, (int)(negative ? -secs : secs), (int)(negative ? -us : us));
+            pos += size;
+            break;
+        }
+        case K_DECIMAL:
+            NEED(c->size);
+            v = decimal_value(c, p);
+            if (v == NULL) goto fail;
+            pos += c->size;
+            break;
+        case K_STRING: {
+            NEED(c->p1);
+            uint64_t n = le(p, c->p1);
+            pos += c->p1;
+            if (n > (uint64_t)(len - pos)) goto fail; /* TruncatedError */
+            const char *s = (const char *)buf + pos;
+            pos += (Py_ssize_t)n;
+            if (c->p2) {
+                v = PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, NULL);
+                if (v != NULL) {
+                    converted = 1;
+                    break;
+                }
+                if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) goto fail;
+                PyErr_Clear();
+            }
+            v = PyBytes_FromStringAndSize(s, (Py_ssize_t)n);
+            break;
+        }
+        case K_UINT:
+            NEED(c->p1);
+            v = PyLong_FromUnsignedLongLong(le(p, c->p1));
+            pos += c->p1;
+            break;
+        default:
+            v = python_value(c, bufobj, len, &pos, 1);
+            break;
+        }
+        if (v == NULL) goto fail;
+        if (c->conv != NULL && !converted) {
+            PyObject *w = PyObject_CallOneArg(c->conv, v);
+            Py_DECREF(v);
+            if (w == NULL) goto fail;
+            v = w;
+        }
+        PyTuple_SET_ITEM(row, c->out, v);
+    }
+    for (Py_ssize_t i = 0; i < plan->width; i++) {
+        if (PyTuple_GET_ITEM(row, i) == NULL) {
+            Py_INCREF(plan->absent);
+            PyTuple_SET_ITEM(row, i, plan->absent);
+        }
+    }
+    *ppos = pos;
+    return row;
+fail:
+    Py_XDECREF(row);
+    return NULL;
+}
+
+#undef NEED
+
+/* ---- Plan -------------------------------------------------------------------------------------------------- */
+
+static int parse_column(Column *c, PyObject *item, Py_ssize_t width) {
+    PyObject *reader, *conv;
+    Py_ssize_t out;
+    if (!PyArg_ParseTuple(item, "inii" "OO", &c->kind, &out, &c->p1, &c->p2, &reader, &conv)) return -1;
+    if (c->kind < 0 || c->kind >= K_KINDS || out < 0 || out >= width) {
+        PyErr_SetString(PyExc_ValueError, "bad column plan");
+        return -1;
+    }
+    c->out = out;
+    c->reader = reader;
+    c->conv = conv == Py_None ? NULL : conv;
+    if ((c->kind == K_INT || c->kind == K_UINT) && !(c->p1 >= 1 && c->p1 <= 8)) c->kind = K_PY;
+    if (c->kind == K_BIT && !(c->p1 >= 0 && c->p1 <= 8 && c->p2 >= 0 && c->p2 <= 8 * c->p1)) c->kind = K_PY;
+    if ((c->kind == K_DATETIME2 || c->kind == K_TIMESTAMP2 || c->kind == K_TIME2) && !(c->p1 >= 0 && c->p1 <= 6))
+        c->kind = K_PY;
+    if (c->kind == K_STRING && !(c->p1 >= 1 && c->p1 <= 4)) c->kind = K_PY;
+    if (c->kind == K_DECIMAL) {
+        int precision = c->p1, scale = c->p2, intg = precision - scale;
+        if (precision < 1 || scale < 0 || scale > precision) {
+            c->kind = K_PY;
+            return 0;
+        }
+        /* leading digits, 9-digit groups of the integer part, of the fraction, trailing digits (decimal2bin) */
+        int n = 0, size = 0;
+        if (intg % 9) {
+            c->gbytes[n] = (unsigned char)DIG2BYTES[intg % 9];
+            c->gdigits[n++] = (unsigned char)(intg % 9);
+        }
+        for (int k = 0; k < intg / 9 + scale / 9 && n < MAX_DECIMAL_GROUPS; k++) {
+            c->gbytes[n] = 4;
+            c->gdigits[n++] = 9;
+        }
+        if (scale % 9 && n < MAX_DECIMAL_GROUPS) {
+            c->gbytes[n] = (unsigned char)DIG2BYTES[scale % 9];
+            c->gdigits[n++] = (unsigned char)(scale % 9);
+        }
+        for (int k = 0; k < n; k++) size += c->gbytes[k];
+        c->ngroups = n;
+        c->size = size;
+        if (size > MAX_DECIMAL_BYTES || n >= MAX_DECIMAL_GROUPS || size == 0) c->kind = K_PY;
+    }
+    return 0;
+}
+
+static void Plan_dealloc(Plan *self) {
+    PyMem_Free(self->images[0].cols);
+    PyMem_Free(self->images[1].cols);
+    Py_XDECREF(self->absent);
+    Py_XDECREF(self->spec);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *Plan_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    int mode;
+    Py_ssize_t width;
+    PyObject *absent, *images;
+    static char *kwlist[] = {"mode", "width", "absent", "images", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "inOO!", kwlist, &mode, &width, &absent, &PyTuple_Type, &images))
+        return NULL;
+    Py_ssize_t nimages = PyTuple_GET_SIZE(images);
+    if (mode < 0 || mode > 2 || width < 0 || nimages != (mode == 2 ? 2 : 1)) {
+        PyErr_SetString(PyExc_ValueError, "mode 0 (insert), 1 (delete) with one image, 2 (update) with two");
+        return NULL;
+    }
+    Plan *self = (Plan *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->mode = mode;
+    self->width = width;
+    Py_INCREF(absent);
+    self->absent = absent;
+    Py_INCREF(images);
+    self->spec = images;
+    for (Py_ssize_t i = 0; i < nimages; i++) {
+        PyObject *cols = PyTuple_GET_ITEM(images, i);
+        if (!PyTuple_Check(cols)) {
+            PyErr_SetString(PyExc_TypeError, "an image is a tuple of column plans");
+            goto error;
+        }
+        Image *im = &self->images[i];
+        im->ncols = PyTuple_GET_SIZE(cols);
+        im->nbytes = (im->ncols + 7) / 8;
+        im->cols = PyMem_Calloc(im->ncols ? im->ncols : 1, sizeof(Column));
+        if (im->cols == NULL) {
+            PyErr_NoMemory();
+            goto error;
+        }
+        for (Py_ssize_t k = 0; k < im->ncols; k++) {
+            PyObject *item = PyTuple_GET_ITEM(cols, k);
+            if (!PyTuple_Check(item) || parse_column(&im->cols[k], item, width) < 0) {
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "a column plan is a tuple");
+                goto error;
+            }
+        }
+    }
+    return (PyObject *)self;
+error:
+    Py_DECREF(self);
+    return NULL;
+}
+
+/* Plan.rows(buf): [(before, after), ...] of every row change in buf, or None when the bytes need the Python path */
+static PyObject *Plan_rows(Plan *self, PyObject *bufobj) {
+    if (!PyBytes_CheckExact(bufobj)) Py_RETURN_NONE;
+    const unsigned char *buf = (const unsigned char *)PyBytes_AS_STRING(bufobj);
+    Py_ssize_t len = PyBytes_GET_SIZE(bufobj), pos = 0;
+    PyObject *out = PyList_New(0);
+    if (out == NULL) return NULL;
+    while (pos < len) {
+        PyObject *a = read_image(self, &self->images[0], bufobj, buf, len, &pos), *b = NULL, *change;
+        if (a == NULL) goto fail;
+        if (self->mode == 2) {
+            b = read_image(self, &self->images[1], bufobj, buf, len, &pos);
+            if (b == NULL) {
+                Py_DECREF(a);
+                goto fail;
+            }
+            change = PyTuple_Pack(2, a, b);
+        } else {
+            change = self->mode == 0 ? PyTuple_Pack(2, Py_None, a) : PyTuple_Pack(2, a, Py_None);
+        }
+        Py_DECREF(a);
+        Py_XDECREF(b);
+        if (change == NULL || PyList_Append(out, change) < 0) {
+            Py_XDECREF(change);
+            goto fail;
+        }
+        Py_DECREF(change);
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    /* bad bytes or a Python reader/converter that raised: the Python path raises the precise error; interrupts
+       and other BaseExceptions that are not Exceptions propagate */
+    if (PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) return NULL;
+        PyErr_Clear();
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef Plan_methods[] = {
+    {"rows", (PyCFunction)Plan_rows, METH_O,
+     "rows(buf) -> list of (before, after) row changes, or None when the pure-Python decoder must run"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject PlanType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "binlake._speedups.Plan",
+    .tp_basicsize = sizeof(Plan),
+    .tp_dealloc = (destructor)Plan_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Plan(mode, width, absent, images): the compiled decoder of one table layout's rows events",
+    .tp_methods = Plan_methods,
+    .tp_new = Plan_new,
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "binlake._speedups",
+    .m_doc = "The compiled row-image decoder of binlake.rowdecoder.",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC PyInit__speedups(void) {
+    PyDateTime_IMPORT;
+    if (PyDateTimeAPI == NULL) return NULL;
+    PyObject *decimal = PyImport_ImportModule("decimal");
+    if (decimal == NULL) return NULL;
+    Decimal = PyObject_GetAttrString(decimal, "Decimal");
+    Py_DECREF(decimal);
+    if (Decimal == NULL) return NULL;
+    if (PyType_Ready(&PlanType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    Py_INCREF(&PlanType);
+    if (PyModule_AddObject(m, "Plan", (PyObject *)&PlanType) < 0) {
+        Py_DECREF(&PlanType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from binlake.reader import walk_headers
-from binlake.render.stats import add_stats_arguments, collect, stats_main
+from binlake.coltypes import Column, ColumnType
+from binlake.events.table_map import TableMapEvent
+from binlake.reader import read_events, walk_headers
+from binlake.render.stats import BinlogStats, add_stats_arguments, collect, stats_main
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "example-bin.000001"
 
@@ -62,3 +64,16 @@ def test_cli_json_and_bad_file(tmp_path: Path, capsys: pytest.CaptureFixture[str
     cut.write_bytes(EXAMPLE.read_bytes()[:5000])
     assert stats_main(parser.parse_args([str(cut)])) == 1
     assert "cut.000001" in capsys.readouterr().err
+
+
+def test_rows_are_decoded_typed_only_where_the_conversion_checks_something() -> None:
+    """customers (numbers, strings, a date) decode raw; orders has an ENUM whose member names the typed
+    conversion checks the stored index against, so it decodes typed (and a JSON, GEOMETRY, ... column would too)."""
+    stats = BinlogStats()
+    layouts = {ev.table: ev.columns for ev in read_events(EXAMPLE) if isinstance(ev, TableMapEvent)}
+    assert stats._needs_typed(layouts["customers"]) is False
+    assert stats._needs_typed(layouts["orders"]) is True
+    json_col = Column.build(0, ColumnType.JSON, b"\x04")
+    assert stats._needs_typed((*layouts["customers"], json_col)) is True
+    unnamed_enum = Column.build(0, ColumnType.STRING, bytes([ColumnType.ENUM, 1]))  # no names logged: no check
+    assert stats._needs_typed((unnamed_enum,)) is False

@@ -49,6 +49,7 @@ _CHARSET_ONLY = frozenset({T.STRING, T.VARCHAR, T.VAR_STRING, T.TINY_BLOB, T.BLO
 _LAYOUTS_KEPT = 512
 _GTIDS = frozenset({E.GTID_EVENT, E.GTID_LOG_EVENT, E.ANONYMOUS_GTID_LOG_EVENT, E.GTID_TAGGED_LOG_EVENT})
 _QUERIES = frozenset({E.QUERY_EVENT, E.QUERY_COMPRESSED_EVENT})
+_ENDS = frozenset({E.XID_EVENT, E.XA_PREPARE_LOG_EVENT})
 
 
 @dataclass(slots=True)
@@ -124,7 +125,17 @@ class BinlogStats:
         if code in _GTIDS:
             self._close()
             self._trx_start, self._trx_begun = h.pos, False
-        query = ev.query_raw.strip().upper() if isinstance(ev, QueryEvent) else b""
+        if isinstance(ev, QueryEvent):
+            self._statement(ev, outer)
+        elif self._trx_start is not None:  # rows, table maps, XID, ...: the common case, no statement to look at
+            if outer:
+                self._trx_end = h.pos + h.event_size
+            if code in _ENDS or (code in _QUERIES and not self._trx_begun):
+                self._close()
+
+    def _statement(self, ev: QueryEvent, outer: bool) -> None:
+        h = ev.header
+        query = ev.query_raw.strip().upper()
         if query == b"BEGIN":
             if self._trx_start is None and outer:
                 self._trx_start = h.pos
@@ -132,13 +143,12 @@ class BinlogStats:
         if self._trx_start is None:
             return
         if outer:
-            self._trx_end = h.end_pos
+            self._trx_end = h.pos + h.event_size
         if (
-            code in (E.XID_EVENT, E.XA_PREPARE_LOG_EVENT)
-            or query in (b"COMMIT", b"ROLLBACK")
+            query in (b"COMMIT", b"ROLLBACK")
             or query.startswith(b"XA COMMIT")
             or query.startswith(b"XA ROLLBACK")
-            or (code in _QUERIES and query != b"BEGIN" and not self._trx_begun)
+            or (h.type_code in _QUERIES and query != b"BEGIN" and not self._trx_begun)
         ):
             self._close()
 

@@ -18,6 +18,12 @@ reads do not check bounds: ``pos`` is checked once per row change, and when anyt
 column by column (``_Image.check``) to raise a :class:`~binlake.errors.BinlogError` naming the column and its
 offset, so no foreign exception escapes.
 
+When the optional extension ``binlake._speedups`` (``_speedups.c``) is built and ``BINLAKE_PURE_PYTHON`` is not set
+(:data:`ACCELERATED`), each decoder also holds a compiled plan of its layout (``_Image.plan``: per column a kind,
+its parameters and the Python reader and converter for the values C does not build) that decodes the whole event
+~4x faster; on any problem with the bytes it returns ``None`` and the generated Python decoder runs, so results
+and errors are the Python decoder's (``tests/rows/test_speedups.py`` checks both against the value readers).
+
 Example::
 
     >>> from binlake.coltypes import Column
@@ -398,7 +404,7 @@ class RowDecoder:
     says whether :meth:`rows` runs the compiled decoder first.
     """
 
-    __slots__ = ("_fast", "_images", "_plan", "columns", "kind", "source", "typed")
+    __slots__ = ("_fast", "_images", "_plan", "_source", "columns", "kind", "typed")
 
     def __init__(
         self,
@@ -416,6 +422,17 @@ class RowDecoder:
         if kind == "update":
             assert after is not None
             self._images.append(_Image(columns, after, typed, frozenset(), "b"))
+        self._source = ""
+        self._fast: Callable[[bytes, int], object] | None = None
+        self._plan = None
+        if _speedups is not None and kind != "image":
+            mode = ("insert", "delete", "update").index(kind)
+            self._plan = _speedups.Plan(mode, len(columns), ABSENT, tuple(img.plan() for img in self._images))
+        else:
+            self._compile()
+
+    def _compile(self) -> Callable[[bytes, int], object]:
+        """Generate and compile the Python decoder (only on first need when the compiled plan decodes the rows)."""
         ns: dict[str, object] = {
             "from_bytes": int.from_bytes,
             "ABSENT": ABSENT,
@@ -426,8 +443,8 @@ class RowDecoder:
             "Decimal": Decimal,
         }
         overrun = "raise TruncatedError('row runs past the end of the rows', offset=start)"
-        if kind == "image":
-            body, image = self._images[0].source(columns, ns, "        ")
+        if self.kind == "image":
+            body, image = self._images[0].source(self.columns, ns, "        ")
             lines = [
                 "def read(buf, pos):",
                 "    start = pos",
@@ -441,9 +458,9 @@ class RowDecoder:
                 f"    return {image or '()'}, pos",
             ]
         else:
-            parts = [img.source(columns, ns, "            ") for img in self._images]
+            parts = [img.source(self.columns, ns, "            ") for img in self._images]
             images = [image or "()" for _, image in parts]
-            change = {"insert": f"(None, {images[0]})", "delete": f"({images[0]}, None)"}.get(kind)
+            change = {"insert": f"(None, {images[0]})", "delete": f"({images[0]}, None)"}.get(self.kind)
             lines = [
                 "def read(buf, pos):",
                 "    out = []",
@@ -461,13 +478,17 @@ class RowDecoder:
                 "        raise diagnose(buf, start, e) from None",
                 "    return out",
             ]
-        self.source = "\n".join(lines) + "\n"
-        exec(compile(self.source, f"<{kind} rows of {len(columns)} columns>", "exec"), ns)
-        self._fast = ns["read"]
-        self._plan = None
-        if _speedups is not None and kind != "image":
-            mode = ("insert", "delete", "update").index(kind)
-            self._plan = _speedups.Plan(mode, len(columns), ABSENT, tuple(img.plan() for img in self._images))
+        self._source = "\n".join(lines) + "\n"
+        exec(compile(self._source, f"<{self.kind} rows of {len(self.columns)} columns>", "exec"), ns)
+        self._fast = cast("Callable[[bytes, int], object]", ns["read"])
+        return self._fast
+
+    @property
+    def source(self) -> str:
+        """The generated Python code of this layout's decoder."""
+        if self._fast is None:
+            self._compile()
+        return self._source
 
     @property
     def accelerated(self) -> bool:
@@ -487,11 +508,11 @@ class RowDecoder:
 
     def rows_python(self, buf: bytes) -> list[tuple[Row | None, Row | None]]:
         """:meth:`rows` by the generated Python decoder alone (the reference the compiled one is tested against)."""
-        return cast("list[tuple[Row | None, Row | None]]", self._fast(buf, 0))  # type: ignore[operator]
+        return cast("list[tuple[Row | None, Row | None]]", (self._fast or self._compile())(buf, 0))
 
     def read_image(self, buf: bytes, pos: int) -> tuple[Row, int]:
         """One image at ``pos`` (``kind == "image"``) and the position after it."""
-        return cast("tuple[Row, int]", self._fast(buf, pos))  # type: ignore[operator]
+        return cast("tuple[Row, int]", (self._fast or self._compile())(buf, pos))
 
     def _diagnose(self, buf: bytes, start: int, original: BaseException) -> BinlogError:
         """The error of the row change at ``start``, found by re-reading it column by column."""

@@ -397,13 +397,15 @@ def _value_code(col: Column, v: str, ns: dict[str, object]) -> _ValueCode:
     ns[f"R{v}"] = functools.partial(render, col)
     bits = _INT_BITS.get(code)
     if bits is not None:  # render_int: the bits as a signed number, then the unsigned reading when negative
+        # (stored values come signed or unsigned as the column is: the likelier branch first)
         half, full = 1 << (bits - 1), 1 << bits
+        negative = (f"elif -{half} <= {v} < 0:", f'    t{v} = f"{{{v}}} ({{{v} + {full}}})"')
+        high = (f"elif {half} <= {v} < {full}:", f'    t{v} = f"{{{v} - {full}}} ({{{v}}})"')
         return _ValueCode(
             (
                 f"if 0 <= {v} < {half}:",
                 f"    t{v} = {v}",
-                f"elif -{half} <= {v} < 0:",
-                f'    t{v} = f"{{{v}}} ({{{v} + {full}}})"',
+                *((*high, *negative) if col.unsigned else (*negative, *high)),
                 "else:",
                 f"    t{v} = R{v}({v})",
             ),

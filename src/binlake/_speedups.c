@@ -51,6 +51,8 @@ typedef struct {
     /* DECIMAL: size and (bytes, digits) of each group, most significant first */
     int size, ngroups;
     unsigned char gbytes[MAX_DECIMAL_GROUPS], gdigits[MAX_DECIMAL_GROUPS];
+    char exponent[8]; /* "E-<scale>", empty for scale 0 */
+    int exponent_len;
 } Column;
 
 typedef struct {
@@ -114,8 +116,9 @@ static void civil_from_days(int64_t z, int *y, int *m, int *d) {
 
 /* ---- values ------------------------------------------------------------------------------------------------ */
 
-/* The value of the column's Python reader at pos (a new reference), NULL with an exception set when it raised. */
-static PyObject *python_value(Column *c, PyObject *bufobj, Py_ssize_t len, Py_ssize_t *pos, int advance) {
+/* The value of the column's Python reader at *pos (a new reference; *pos moves past it), NULL with an exception set
+   when the reader raised or its value runs past the end. */
+static PyObject *python_value(Column *c, PyObject *bufobj, Py_ssize_t len, Py_ssize_t *pos) {
     PyObject *at = PyLong_FromSsize_t(*pos);
     if (at == NULL) return NULL;
     PyObject *res = PyObject_CallFunctionObjArgs(c->reader, bufobj, at, NULL);
@@ -127,19 +130,17 @@ static PyObject *python_value(Column *c, PyObject *bufobj, Py_ssize_t len, Py_ss
         return NULL;
     }
     PyObject *value = PyTuple_GET_ITEM(res, 0);
-    if (advance) {
-        Py_ssize_t end = PyLong_AsSsize_t(PyTuple_GET_ITEM(res, 1));
-        if (end == -1 && PyErr_Occurred()) {
-            Py_DECREF(res);
-            return NULL;
-        }
-        if (end < *pos || end > len) { /* the Python path raises TruncatedError for it */
-            Py_DECREF(res);
-            PyErr_SetString(PyExc_ValueError, "a value runs past the end of the rows");
-            return NULL;
-        }
-        *pos = end;
+    Py_ssize_t end = PyLong_AsSsize_t(PyTuple_GET_ITEM(res, 1));
+    if (end == -1 && PyErr_Occurred()) {
+        Py_DECREF(res);
+        return NULL;
     }
+    if (end < *pos || end > len) { /* the Python path raises TruncatedError for it */
+        Py_DECREF(res);
+        PyErr_SetString(PyExc_ValueError, "a value runs past the end of the rows");
+        return NULL;
+    }
+    *pos = end;
     Py_INCREF(value);
     Py_DECREF(res);
     return value;
@@ -152,7 +153,7 @@ static PyObject *python_value(Column *c, PyObject *bufobj, Py_ssize_t len, Py_ss
 
 static PyObject *decimal_value(Column *c, const unsigned char *p) {
     unsigned char b[MAX_DECIMAL_BYTES];
-    char text[4 * MAX_DECIMAL_GROUPS * 9 / 4 + 16 + 8];
+    char text[MAX_DECIMAL_GROUPS * 9 + 16]; /* sign, digits, "E-255" */
     memcpy(b, p, c->size);
     int negative = !(b[0] & 0x80);
     b[0] ^= 0x80;
@@ -181,9 +182,11 @@ static PyObject *decimal_value(Column *c, const unsigned char *p) {
         t -= first - digits;
     }
     if (t == digits) *t++ = '0';
-    if (c->p2) t += sprintf(t, "E-%d", c->p2);
-    PyObject *s = PyUnicode_FromStringAndSize(text, t - text);
+    memcpy(t, c->exponent, c->exponent_len);
+    t += c->exponent_len;
+    PyObject *s = PyUnicode_New(t - text, 127);
     if (s == NULL) return NULL;
+    memcpy(PyUnicode_1BYTE_DATA(s), text, t - text);
     PyObject *d = PyObject_CallOneArg(Decimal, s);
     Py_DECREF(s);
     return d;
@@ -249,7 +252,7 @@ static PyObject *read_image(Plan *plan, Image *im, PyObject *bufobj, const unsig
                 v = PyDate_FromDate((int)y, (int)m, (int)d);
                 pos += 3;
             } else {
-                v = python_value(c, bufobj, len, &pos, 1);
+                v = python_value(c, bufobj, len, &pos);
             }
             break;
         }
@@ -267,7 +270,7 @@ static PyObject *read_image(Plan *plan, Image *im, PyObject *bufobj, const unsig
                 v = PyDateTime_FromDateAndTime((int)y, (int)mo, (int)d, (int)h, (int)mi, (int)s, (int)us);
                 pos += size;
             } else {
-                v = python_value(c, bufobj, len, &pos, 1);
+                v = python_value(c, bufobj, len, &pos);
             }
             break;
         }
@@ -286,7 +289,7 @@ static PyObject *read_image(Plan *plan, Image *im, PyObject *bufobj, const unsig
                                                             PyDateTimeAPI->DateTimeType);
                 pos += size;
             } else {
-                v = python_value(c, bufobj, len, &pos, 1);
+                v = python_value(c, bufobj, len, &pos);
             }
             break;
         }
@@ -348,7 +351,7 @@ static PyObject *read_image(Plan *plan, Image *im, PyObject *bufobj, const unsig
             pos += c->p1;
             break;
         default:
-            v = python_value(c, bufobj, len, &pos, 1);
+            v = python_value(c, bufobj, len, &pos);
             break;
         }
         if (v == NULL) goto fail;
@@ -416,6 +419,7 @@ static int parse_column(Column *c, PyObject *item, Py_ssize_t width) {
         for (int k = 0; k < n; k++) size += c->gbytes[k];
         c->ngroups = n;
         c->size = size;
+        c->exponent_len = scale ? snprintf(c->exponent, sizeof c->exponent, "E-%d", scale) : 0;
         if (size > MAX_DECIMAL_BYTES || n >= MAX_DECIMAL_GROUPS || size == 0) c->kind = K_PY;
     }
     return 0;

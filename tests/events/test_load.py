@@ -53,14 +53,14 @@ def _sql_ex_new() -> bytes:
 def test_new_load_and_create_file() -> None:
     post = struct.pack("<IIIBBI", 5, 1, 2, 2, 3, 2)
     tail = b"\x01\x02" + b"a\0bc\0" + b"t1\0" + b"db1\0"
-    ev = decode_load(_h(EventType.NEW_LOAD_EVENT), post + _sql_ex_new() + tail + b"/tmp/f.txt", DecodeContext())
+    ev = decode_load(_h(EventType.NEW_LOAD_EVENT), post + _sql_ex_new() + tail + b"/srv/f.txt", DecodeContext())
     assert (ev.thread_id, ev.skip_lines, ev.fields, ev.table, ev.db, ev.file_name) == (
         5,
         2,
         ("a", "bc"),
         "t1",
         "db1",
-        "/tmp/f.txt",
+        "/srv/f.txt",
     )
     assert (ev.sql_ex.field_term, ev.sql_ex.line_term, ev.sql_ex.escaped, ev.sql_ex.empty_flags) == (
         b"\t",
@@ -70,10 +70,10 @@ def test_new_load_and_create_file() -> None:
     )
     cf = decode_load(
         _h(EventType.CREATE_FILE_EVENT),
-        post + struct.pack("<I", 9) + _sql_ex_new() + tail + b"/tmp/f.txt\0" + b"1,2\n",
+        post + struct.pack("<I", 9) + _sql_ex_new() + tail + b"/srv/f.txt\0" + b"1,2\n",
         DecodeContext(),
     )
-    assert (cf.file_id, cf.file_name, cf.block) == (9, "/tmp/f.txt", b"1,2\n")
+    assert (cf.file_id, cf.file_name, cf.block) == (9, "/srv/f.txt", b"1,2\n")
     old = decode_load(_h(EventType.LOAD_EVENT), post + b',"\n\x00\\\x01\x00' + tail + b"x.csv", DecodeContext())
     assert (old.sql_ex.field_term, old.sql_ex.enclosed, old.sql_ex.opt_flags, old.sql_ex.empty_flags) == (
         b",",

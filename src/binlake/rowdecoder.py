@@ -21,7 +21,7 @@ offset, so no foreign exception escapes.
 When the optional extension ``binlake._speedups`` (``_speedups.c``) is built and ``BINLAKE_PURE_PYTHON`` is not set
 (:data:`ACCELERATED`), each decoder also holds a compiled plan of its layout (``_Image.plan``: per column a kind,
 its parameters and the Python reader and converter for the values C does not build) that decodes the whole event
-~4x faster; on any problem with the bytes it returns ``None`` and the generated Python decoder runs, so results
+~5x faster; on any problem with the bytes it returns ``None`` and the generated Python decoder runs, so results
 and errors are the Python decoder's (``tests/rows/test_speedups.py`` checks both against the value readers).
 
 Example::

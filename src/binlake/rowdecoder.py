@@ -48,14 +48,13 @@ from binlake.errors import BinlogError, MalformedError, TruncatedError
 from binlake.events.rows import ABSENT
 from binlake.values import Converter, Reader, reader_for
 from binlake.values import typed as converter_for
-from binlake.values.collations import BINARY, codec
-from binlake.values.decimal import _groups as decimal_groups
 from binlake.values.decimal import decimal_size, precision_scale
+from binlake.values.decimal import groups as decimal_groups
 from binlake.values.json_binary import apply_json_diffs, parse_json_diffs
 from binlake.values.numeric import bit_width
-from binlake.values.temporal import _DATETIMEF_INT_OFS as DATETIMEF_INT_OFS
-from binlake.values.temporal import _frac_reader_params as frac_params
-from binlake.values.temporal import column_fsp
+from binlake.values.strings import BLOB_TYPES, VARLEN_TYPES, length_bytes, text_codec
+from binlake.values.temporal import DATETIMEF_INT_OFS, column_fsp
+from binlake.values.temporal import frac_reader_params as frac_params
 from binlake.wire import bits_lsb_first, read_packed_int
 
 if TYPE_CHECKING:
@@ -95,8 +94,6 @@ _STRUCT_CODES: dict[int, tuple[str, str]] = {
     T.DOUBLE: ("d", "d"),
 }
 # Strings read in line: the length prefix (strings.length_prefixed), then the bytes; utf8 ones decoded in line.
-_VARLEN = frozenset({T.STRING, T.VARCHAR, T.VAR_STRING, T.VARCHAR_COMPRESSED})
-_BLOBS = frozenset({T.TINY_BLOB, T.BLOB, T.MEDIUM_BLOB, T.LONG_BLOB, T.BLOB_COMPRESSED})
 _TEXT = frozenset({T.STRING, T.VARCHAR, T.VAR_STRING, T.TINY_BLOB, T.BLOB, T.MEDIUM_BLOB, T.LONG_BLOB})
 
 
@@ -129,16 +126,8 @@ def _struct_code(col: Column, converter: object) -> str | None:
 
 
 def _length_bytes(col: Column) -> int | None:
-    """Bytes of the length prefix of a string or blob column (``None`` for other types).
-
-    ``Field_varstring::length_bytes`` / ``Field_string::pack``: 1 byte while the column's maximum byte length is below
-    256, else 2; BLOB-like columns (``Field_blob::pack``) store ``col.length`` (1..4) bytes.
-    """
-    if col.real_type_code in _VARLEN:
-        return 1 if (col.length or 0) < 256 else 2
-    if col.real_type_code in _BLOBS:
-        return col.length or 0
-    return None
+    """Bytes of the length prefix of a string or blob column read in line (``None`` for other types)."""
+    return length_bytes(col) if col.real_type_code in VARLEN_TYPES or col.real_type_code in BLOB_TYPES else None
 
 
 def _utf8_text(col: Column, typed: bool) -> bool:
@@ -147,13 +136,7 @@ def _utf8_text(col: Column, typed: bool) -> bool:
     Then ``bytes.decode('utf-8')`` gives what its converter gives (``collations.decode``) whenever it succeeds, and
     the converter is only needed for bytes that are not UTF-8.
     """
-    return (
-        typed
-        and col.real_type_code in _TEXT
-        and col.charset is not None
-        and col.charset != BINARY
-        and codec(col.charset) == "utf-8"
-    )
+    return typed and col.real_type_code in _TEXT and text_codec(col) == "utf-8"
 
 
 class _Step(NamedTuple):

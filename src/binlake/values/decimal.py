@@ -58,7 +58,7 @@ def decimal_size(precision: int, scale: int) -> int:
     return (intg // 9 * 4 + DIG2BYTES[intg % 9]) + (scale // 9 * 4 + DIG2BYTES[scale % 9])
 
 
-def _groups(precision: int, scale: int) -> tuple[tuple[int, int, int, int], ...]:
+def groups(precision: int, scale: int) -> tuple[tuple[int, int, int, int], ...]:
     """``(shift, mask, digits, weight)`` for every group, read from the whole value as one big-endian integer.
 
     ``shift``/``mask`` cut the group out of that integer, ``digits`` bounds it (``< 10**digits``) and ``weight``
@@ -82,7 +82,7 @@ def _groups(precision: int, scale: int) -> tuple[tuple[int, int, int, int], ...]
 def _newdecimal_reader(col: Column) -> Reader:
     precision, scale = precision_scale(col)
     size = decimal_size(precision, scale)
-    groups = _groups(precision, scale)
+    group_table = groups(precision, scale)
     sign_bit = 1 << (8 * size - 1)
     negative_mask = ((1 << (8 * size)) - 1) ^ sign_bit  # invert every bit but the (already flipped) sign bit
     from_bytes = int.from_bytes
@@ -99,7 +99,7 @@ def _newdecimal_reader(col: Column) -> Reader:
         negative = not stored & sign_bit
         stored ^= negative_mask if negative else sign_bit
         unscaled = 0
-        for shift, mask, bound, weight in groups:
+        for shift, mask, bound, weight in group_table:
             group = (stored >> shift) & mask
             if group >= bound:
                 raise MalformedError(

@@ -35,7 +35,18 @@ from binlake.coltypes import Column, ColumnType
 from binlake.errors import DecompressionError, MalformedError, TruncatedError
 from binlake.values.collations import BINARY, codec, decode
 
-__all__ = ["CONVERTERS", "MAX_DECOMPRESSED", "READERS", "RENDER", "render_quoted", "uncompress"]
+__all__ = [
+    "BLOB_TYPES",
+    "CONVERTERS",
+    "MAX_DECOMPRESSED",
+    "READERS",
+    "RENDER",
+    "VARLEN_TYPES",
+    "length_bytes",
+    "render_quoted",
+    "text_codec",
+    "uncompress",
+]
 
 T = ColumnType
 Reader = Callable[[bytes, int], tuple[object, int]]
@@ -74,13 +85,24 @@ def length_prefixed(nbytes: int, what: str) -> Reader:
     return read
 
 
-def _varlen_reader(col: Column) -> Reader:
-    # Field_varstring::length_bytes / Field_string::pack: 1 prefix byte while the maximum length is below 256
-    return length_prefixed(1 if (col.length or 0) < 256 else 2, col.real_type)
+# length-prefixed types: the VARCHAR family (1 or 2 length bytes) and the BLOB family (col.length bytes)
+VARLEN_TYPES = frozenset({T.STRING, T.VARCHAR, T.VAR_STRING, T.VARCHAR_COMPRESSED})
+BLOB_TYPES = frozenset({T.TINY_BLOB, T.BLOB, T.MEDIUM_BLOB, T.LONG_BLOB, T.BLOB_COMPRESSED})
 
 
-def _blob_reader(col: Column) -> Reader:
-    return length_prefixed(col.length or 0, col.real_type)
+def length_bytes(col: Column) -> int:
+    """Bytes of the length prefix of a string or blob value.
+
+    ``Field_varstring::length_bytes`` / ``Field_string::pack``: 1 byte while the column's maximum byte length is
+    below 256, else 2; BLOB-like columns (``Field_blob::pack``) store ``col.length`` (1..4) bytes.
+    """
+    if col.real_type_code in VARLEN_TYPES:
+        return 1 if (col.length or 0) < 256 else 2
+    return col.length or 0
+
+
+def _prefixed_reader(col: Column) -> Reader:
+    return length_prefixed(length_bytes(col), col.real_type)
 
 
 def uncompress(stored: bytes, max_length: int) -> bytes:
@@ -117,11 +139,14 @@ def uncompress(stored: bytes, max_length: int) -> bytes:
     return out
 
 
+def text_codec(col: Column) -> str | None:
+    """The Python codec a string column's values decode with; ``None`` when they stay bytes (binary, unknown)."""
+    return None if col.charset is None or col.charset == BINARY else codec(col.charset)
+
+
 def _text(col: Column) -> Callable[[bytes], object] | None:
     """bytes -> str with the column's charset; ``None`` when values stay bytes (binary or unknown)."""
-    if col.charset is None or col.charset == BINARY:
-        return None
-    name = codec(col.charset)
+    name = text_codec(col)
     if name is None:
         return None
     return lambda raw: decode(raw, name)
@@ -176,19 +201,16 @@ def _render(col: Column, value: object) -> str:
     return render_quoted(value)  # type: ignore[arg-type]
 
 
-_VARLEN = (T.STRING, T.VARCHAR, T.VAR_STRING, T.VARCHAR_COMPRESSED)
-_BLOBS = (T.TINY_BLOB, T.BLOB, T.MEDIUM_BLOB, T.LONG_BLOB, T.BLOB_COMPRESSED)
-
 READERS: dict[int, Callable[[Column], Reader]] = {
-    **{code: _varlen_reader for code in _VARLEN},
-    **{code: _blob_reader for code in _BLOBS},
+    **{code: _prefixed_reader for code in VARLEN_TYPES},
+    **{code: _prefixed_reader for code in BLOB_TYPES},
 }
 CONVERTERS: dict[int, Callable[[Column], Converter | None]] = {
     T.STRING: _string_converter,
     T.VARCHAR: _plain_converter,
     T.VAR_STRING: _plain_converter,
-    **{code: _plain_converter for code in _BLOBS[:-1]},
+    **{code: _plain_converter for code in BLOB_TYPES - {T.BLOB_COMPRESSED}},
     T.VARCHAR_COMPRESSED: _compressed_converter,
     T.BLOB_COMPRESSED: _compressed_converter,
 }
-RENDER: dict[int, Callable[[Column, object], str]] = {code: _render for code in (*_VARLEN, *_BLOBS)}
+RENDER: dict[int, Callable[[Column, object], str]] = {code: _render for code in VARLEN_TYPES | BLOB_TYPES}

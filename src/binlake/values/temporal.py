@@ -59,7 +59,7 @@ _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _ONE_US = dt.timedelta(microseconds=1)
 _TIMEF_INT_OFS = 0x800000  # TIMEF_INT_OFS, mysys/my_time.c
 _TIMEF_OFS = 0x800000000000  # TIMEF_OFS
-_DATETIMEF_INT_OFS = 0x8000000000  # DATETIMEF_INT_OFS
+DATETIMEF_INT_OFS = 0x8000000000  # DATETIMEF_INT_OFS
 # Field_time_hires::zero_point: (TIME_MAX_VALUE_SECONDS + 1) seconds in microseconds (MariaDB sql/field.cc)
 _TIME_HIRES_ZERO_US = (838 * 3600 + 59 * 60 + 59 + 1) * 1_000_000
 # time_hires_bytes[] / datetime_hires_bytes[] of MariaDB's sql/field.cc, by fsp
@@ -246,7 +246,7 @@ def _old_time_reader(col: Column) -> Reader:
 # ---- DATETIME ------------------------------------------------------------------------------------------------
 
 
-def _frac_reader_params(fsp: int) -> tuple[int, int, int]:
+def frac_reader_params(fsp: int) -> tuple[int, int, int]:
     """``(fraction bytes, microseconds per stored unit, exclusive bound)`` of DATETIME2/TIMESTAMP2 fractions."""
     frac_bytes = (fsp + 1) // 2
     unit = (1, 10_000, 100, 1)[frac_bytes]
@@ -255,7 +255,7 @@ def _frac_reader_params(fsp: int) -> tuple[int, int, int]:
 
 def _datetime2_reader(col: Column) -> Reader:
     fsp = column_fsp(col)
-    frac_bytes, unit, bound = _frac_reader_params(fsp)
+    frac_bytes, unit, bound = frac_reader_params(fsp)
     size = 5 + frac_bytes
     frac_bits = 8 * frac_bytes
     frac_mask = (1 << frac_bits) - 1
@@ -267,7 +267,7 @@ def _datetime2_reader(col: Column) -> Reader:
         if end > len(buf):
             raise _truncated(col, pos, size, len(buf) - pos)
         v = from_bytes(buf[pos:end], "big")
-        ymdhms = (v >> frac_bits) - _DATETIMEF_INT_OFS
+        ymdhms = (v >> frac_bits) - DATETIMEF_INT_OFS
         frac = v & frac_mask
         if ymdhms < 0:
             raise _malformed(col, pos, "negative datetime")
@@ -330,7 +330,7 @@ def _timestamp(fsp: int, seconds: int, us: int) -> dt.datetime | InvalidDatetime
 
 def _timestamp2_reader(col: Column) -> Reader:
     fsp = column_fsp(col)
-    frac_bytes, unit, bound = _frac_reader_params(fsp)
+    frac_bytes, unit, bound = frac_reader_params(fsp)
     size = 4 + frac_bytes
     frac_bits = 8 * frac_bytes
     frac_mask = (1 << frac_bits) - 1

@@ -32,7 +32,7 @@ from binlake.errors import (
     TruncatedError,
     UnknownEventError,
 )
-from binlake.events.base import HEADER, HEADER_V1, Event, EventHeader, EventType, RawEvent, registry
+from binlake.events.base import HEADER, HEADER_V1, Event, EventDecoder, EventHeader, EventType, RawEvent, registry
 from binlake.events.context import DecodeContext, DecodeOptions
 from binlake.events.format import (
     PROTOTYPE_UNDECODED,
@@ -93,6 +93,15 @@ def computed_checksum(raw: bytes, stored: int) -> int:
     return actual
 
 
+_DECODERS: dict[int, EventDecoder] = {}
+
+
+def _load_decoders() -> dict[int, EventDecoder]:
+    """The registry, filled on first use (importing the families registers them), kept for the hot path."""
+    _DECODERS.update(registry())
+    return _DECODERS
+
+
 def _decode(raw: bytes, pos: int, ctx: DecodeContext, checksummed: bool, in_payload: int | None) -> Event:
     hlen = ctx.header_len
     if len(raw) < hlen:
@@ -127,7 +136,7 @@ def _decode(raw: bytes, pos: int, ctx: DecodeContext, checksummed: bool, in_payl
     body = raw[hlen : len(raw) - csum_len]
     if perm is not None and code in PROTOTYPE_UNDECODED:
         return PrototypeEvent(header, bytes(body), stored_code)
-    fn = registry().get(code)
+    fn = (_DECODERS or _load_decoders()).get(code)
     if fn is None:
         if ctx.options.unknown_events == "error" and not flags & _LOG_EVENT_IGNORABLE_F:
             raise UnknownEventError(f"unknown event type {code}")
@@ -241,7 +250,7 @@ class Decoder:
                 raise MalformedError(f"event size {size} is smaller than the event header", pos=pos)
             if len(self._buf) - self._off < size:
                 return
-            raw = bytes(self._buf[self._off : self._off + size])
+            raw = bytes(memoryview(self._buf)[self._off : self._off + size])  # one copy, not two
             if self.ctx.encrypted:
                 if self.decryptor is None or self._encryption is None:
                     raise EncryptedError(

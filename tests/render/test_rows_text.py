@@ -1,25 +1,30 @@
-"""The generated row printer of ``binlake dump`` (``render.text._RowsText``) against the ``RENDER`` tables.
+"""The row printer of ``binlake dump`` (``render.text._RowsText``): its generated code against the ``RENDER`` tables.
 
-The printer writes the common types (integers, DECIMAL, FLOAT/DOUBLE, strings, DATETIME) in line for speed; this
-test prints random row changes both ways (the generated code, and a plain loop over ``RENDER`` as
-``print_verbose_one_row`` does it) and wants the same text, for NULLs in NOT NULL columns, negative and unsigned
-integers, strings with control bytes and invalid UTF-8, invalid dates, every fsp, absent (MINIMAL) columns and
-updates that keep or change each column.
+The generated printer writes the common types (integers, DECIMAL, FLOAT/DOUBLE, strings, DATETIME) in line for
+speed; this test prints random row changes three ways (the generated code, the printer's plain path, and this
+module's own loop over ``RENDER`` as ``print_verbose_one_row`` does it) and wants the same text, for NULLs in NOT
+NULL columns, negative and unsigned integers, strings with control bytes and invalid UTF-8, invalid dates, every
+fsp, absent (MINIMAL) columns and updates that keep or change each column.  The corpus dumps (compared with
+``mariadb-binlog`` in tests/corpus/test_corpus_dump.py) must not change when every layout is compiled at once.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import io
 from collections.abc import Sequence
 from decimal import Decimal
+from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from binlake.coltypes import Column, ColumnType
 from binlake.events.rows import ABSENT
+from binlake.render import text as text_module
 from binlake.render.flashback import Change
-from binlake.render.text import _RENDER, _RowsText, value_type_name
+from binlake.render.text import _RENDER, DumpOptions, _RowsText, dump, value_type_name
 from binlake.values.temporal import InvalidDatetime
 
 T = ColumnType
@@ -145,9 +150,13 @@ def test_generated_text_is_the_render_tables_text(
 ) -> None:
     columns, kind, present, changes = layout
     head = '### UPDATE `d{`.`t"`\n'
-    out: list[str] = []
-    _RowsText(columns, kind, present, any_null=False).text(changes, out.append, head)
-    assert "".join(out) == _reference(columns, kind, changes, head)
+    printer = _RowsText(columns, kind, present)
+    compiled: list[str] = []
+    plain: list[str] = []
+    printer.compiled()(changes, compiled.append, head)
+    printer.plain(changes, plain.append, head)
+    assert compiled == plain
+    assert "".join(compiled) == _reference(columns, kind, changes, head)
 
 
 def test_null_in_a_not_null_column_and_the_common_values() -> None:
@@ -163,7 +172,7 @@ def test_null_in_a_not_null_column_and_the_common_values() -> None:
         ((None, b"x", when.replace(microsecond=0), None), (4294967295, b"x", when, Decimal("1.50"))),
     ]
     out: list[str] = []
-    _RowsText(cols, "update", ((True,) * 4, (True,) * 4), any_null=False).text(changes, out.append, "### UPDATE t\n")
+    _RowsText(cols, "update", ((True,) * 4, (True,) * 4)).compiled()(changes, out.append, "### UPDATE t\n")
     text = "".join(out)
     assert text == _reference(cols, "update", changes, "### UPDATE t\n")
     assert "###   @1=-1 (4294967295) /* INT meta=0 nullable=0 is_null=0 */\n" in text
@@ -173,3 +182,22 @@ def test_null_in_a_not_null_column_and_the_common_values() -> None:
     assert "###   @3=NULL /* DATETIME(3) meta=3 nullable=1 is_null=1 */\n" in text
     assert "###   @1=NULL /* INT meta=0 nullable=0 is_null=1 */\n" in text  # the NULL-tolerant code ran
     assert "###   @4=-3.99 /* DECIMAL(5,2) meta=1282 nullable=0 is_null=0 */\n" in text
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", ["corpus-bin.000002", "corpus-bin.000008", "corpus-bin.000012"])
+def test_corpus_dump_is_the_same_with_every_layout_compiled(
+    corpus_dir: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """corpus-bin.000002 (every column type), 000008 (MINIMAL/NOBLOB images), 000012: small files print mostly
+    through the plain path; compiled from the first row on, forward and as the undo, the text is the same."""
+    path = str(corpus_dir / "mariadb" / "binlogs" / name)
+    texts = []
+    for compile_after in (1 << 30, 0):
+        monkeypatch.setattr(text_module, "_COMPILE_AFTER", compile_after)
+        for flashback in (False, True):
+            out = io.BytesIO()
+            assert dump([path], DumpOptions(flashback=flashback, table_metadata=not flashback), out) == 0
+            texts.append(out.getvalue())
+    assert texts[:2] == texts[2:]
+    assert texts[0].count(b"\n###   @") > 100

@@ -77,7 +77,8 @@ E = EventType
 M = OptionalMetadataType
 DELIM = "/*!*/;"
 FLUSH_AT = 1 << 20  # characters of text gathered before a write to the output
-_TEXTS_KEPT = 512  # generated row printers kept (one per table layout, change kind and columns present)
+_TEXTS_KEPT = 512  # row printers kept (one per table layout, change kind and columns present)
+_COMPILE_AFTER = 256  # row changes of a layout printed value by value before its printer is generated
 
 # ---------------------------------------------------------------------------------------------------------------
 # quoting (pretty_print_str / my_snprintf's %`s in MariaDB)
@@ -446,7 +447,6 @@ def _image_code(
     columns: tuple[Column, ...],
     present: Sequence[bool],
     v: str,
-    any_null: bool,
     ns: dict[str, object],
     before: Sequence[bool] = (),
 ) -> tuple[list[str], list[str], str]:
@@ -466,7 +466,7 @@ def _image_code(
         comment = _lit(f" /* {value_type_name(col)} meta={col.meta} nullable={int(col.nullable)} is_null=")
         code = _value_code(col, var, ns)
         quote = "'" if code.quoted else ""
-        if col.nullable or any_null:
+        if col.nullable:
             # NULL and a value differ in the value text, its quotes and is_null: three variables, no inner f-string
             body += [f"if {var} is None:", f"    v{var} = 'NULL'", f"    n{var} = '1'"]
             if quote:
@@ -490,21 +490,64 @@ def _image_code(
 
 
 class _RowsText:
-    """The ``### INSERT INTO ...``/``### WHERE``/``### SET`` text of the row changes of one layout, generated once.
+    """The ``### INSERT INTO ...``/``### WHERE``/``### SET`` text of the row changes of one layout.
 
-    ``Rows_log_event::print_verbose``: per row change, one f-string holds the whole text (the statement line, the
-    clauses and one ``###   @N=value /* TYPE meta=M nullable=N is_null=N */`` line per present column), its
-    constant parts written into the code.  NOT NULL columns print without a NULL test; a row that has NULL there
-    anyway (possible only in a log that disagrees with its own table map) goes through the same code generated
-    with a NULL test on every column.  ``source`` is the generated code, for the curious.
+    ``Rows_log_event::print_verbose``: the statement line, the clauses and one ``###   @N=value /* TYPE meta=M
+    nullable=N is_null=N */`` line per present column.  :meth:`plain` prints it value by value through the
+    ``RENDER`` tables.  Once a layout has printed :data:`_COMPILE_AFTER` row changes (compiling costs about as
+    much as printing that many plainly), :meth:`text` generates one function for it whose f-string holds the whole
+    text of a row change, its constant parts written into the code; NOT NULL columns print there without a NULL
+    test, a row that has NULL in one anyway (a log that disagrees with its own table map) goes to :meth:`plain`.
+    ``source`` is the generated code, for the curious.
     """
 
-    __slots__ = ("_args", "_careful", "source", "text")
+    __slots__ = ("_fast", "_lines", "_seen", "columns", "kind", "present", "source")
 
-    def __init__(self, columns: tuple[Column, ...], kind: str, present: tuple[Sequence[bool], ...], any_null: bool):
-        self._args = (columns, kind, present)
-        self._careful: _RowsText | None = None
-        ns: dict[str, object] = {"U": "utf-8", "SE": "surrogateescape", "DT": datetime.datetime, "careful": self._slow}
+    def __init__(self, columns: tuple[Column, ...], kind: str, present: tuple[Sequence[bool], ...]):
+        self.columns, self.kind, self.present = columns, kind, present
+        self._seen = 0
+        self._fast: RowsTextFn | None = None
+        self.source = ""
+        self._lines: list[tuple[Column, Renderer | None, str, str, str]] = []
+        for col in columns:
+            comment = f"{value_type_name(col)} meta={col.meta} nullable={int(col.nullable)}"
+            prefix = f"###   @{col.index + 1}="
+            line = (prefix, f" /* {comment} is_null=0 */\n", f"{prefix}NULL /* {comment} is_null=1 */\n")
+            self._lines.append((col, _RENDER.get(col.real_type_code), *line))
+
+    def text(self, changes: Sequence[Change], append: Callable[[str], None], head: str) -> None:
+        """Append the text of ``changes`` (each change one string), ``head`` being the ``### INSERT INTO ...`` line."""
+        fast = self._fast
+        if fast is None:
+            self._seen += len(changes)
+            if self._seen < _COMPILE_AFTER:
+                self.plain(changes, append, head)
+                return
+            fast = self._fast = self.compiled()
+        fast(changes, append, head)
+
+    def plain(self, changes: Sequence[Change], append: Callable[[str], None], head: str) -> None:
+        """:meth:`text` through the ``RENDER`` tables, value by value (a type without one prints its ``repr``)."""
+        clauses = _SQL[self.kind][1:]
+        for before, after in changes:
+            images = (after,) if self.kind == "insert" else (before,) if self.kind == "delete" else (before, after)
+            out = [head]
+            for n, image in enumerate(images):
+                if n == 1 and not any(self.present[1]):
+                    out.append("### SET /* no columns */\n")
+                    continue
+                out.append(clauses[n] or "")
+                for (col, render, prefix, suffix, null_line), value in zip(self._lines, image or (), strict=True):
+                    if value is None:
+                        out.append(null_line)
+                    elif value is not ABSENT:
+                        out += (prefix, repr(value) if render is None else render(col, value), suffix)
+            append("".join(out))
+
+    def compiled(self) -> RowsTextFn:
+        """Generate and compile the function :meth:`text` runs for this layout."""
+        columns, kind, present = self.columns, self.kind, self.present
+        ns: dict[str, object] = {"U": "utf-8", "SE": "surrogateescape", "DT": datetime.datetime, "plain": self.plain}
         clauses = _SQL[kind][1:]
         images = ("a",) if kind == "delete" else ("b",) if kind == "insert" else ("a", "b")
         lines = ["def text(changes, append, head):", "    for a, b in changes:"]
@@ -516,7 +559,7 @@ class _RowsText:
             if n == 1 and not any(bits):
                 fstring[-1] = _lit("### SET /* no columns */\n")
                 continue
-            c, b, f = _image_code(columns, bits, image, any_null, ns, () if n == 0 or any_null else present[0])
+            c, b, f = _image_code(columns, bits, image, ns, () if n == 0 else present[0])
             lines.append(f"        {', '.join(f'{image}{i}' for i in range(len(columns)))}, = {image}")
             checks += c
             body += b
@@ -524,19 +567,14 @@ class _RowsText:
         if checks:
             lines += [
                 f"        if {' or '.join(checks)}:",
-                "            careful(((a, b),), append, head)",
+                "            plain(((a, b),), append, head)",
                 "            continue",
             ]
         lines += ["        " + s for s in body]
         lines.append(f'        append(f"""{"".join(fstring)}""")')
         self.source = "\n".join(lines) + "\n"
         exec(compile(self.source, f"<{kind} text of {len(columns)} columns>", "exec"), ns)
-        self.text = cast(RowsTextFn, ns["text"])
-
-    def _slow(self, changes: Sequence[Change], append: Callable[[str], None], head: str) -> None:
-        if self._careful is None:
-            self._careful = _RowsText(*self._args, any_null=True)
-        self._careful.text(changes, append, head)
+        return cast(RowsTextFn, ns["text"])
 
 
 def _presence(image: Image | None) -> tuple[bool, ...]:
@@ -918,7 +956,7 @@ class TextPrinter:
         if cached is None or cached[0] is not tm.columns:
             if len(self._texts) >= _TEXTS_KEPT:
                 self._texts.clear()
-            cached = (tm.columns, _RowsText(tm.columns, kind, present, any_null=False))
+            cached = (tm.columns, _RowsText(tm.columns, kind, present))
             self._texts[key] = cached
         self._row_count += len(changes)
         cached[1].text(changes, tail.append, f"### {_SQL[kind][0]} {table}\n")

@@ -102,6 +102,9 @@ class TracingCursor(Cursor):
             self._record(what, p, bytes(self.buf[p : p + n]))
         return p
 
+    def bounded(self, end: int) -> Cursor:
+        return TracingCursor(self.buf, self.pos, min(end, self.end), self.base, trace=self.trace)
+
     def u8(self, what: str = "u8") -> int:
         return self._field(what, super().u8, what)
 

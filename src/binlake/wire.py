@@ -177,6 +177,10 @@ class Cursor:
         self.pos = idx + 1
         return out
 
+    def bounded(self, end: int) -> Cursor:
+        """A cursor of the same kind from here to ``end`` (a field with its own length), e.g. a status block."""
+        return Cursor(self.buf, self.pos, min(end, self.end), self.base)
+
     def iter_tlv(self, what: str = "TLV") -> Iterator[tuple[int, int, memoryview]]:
         """Walk ``[type u8][length packed][value]`` entries to the end; yield ``(type, offset, value)``."""
         while self.pos < self.end:

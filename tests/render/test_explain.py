@@ -295,3 +295,28 @@ def test_explain_hex_without_checksum(capsys: pytest.CaptureFixture[str]) -> Non
 def test_explain_needs_an_input(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain"]) == 2
     assert "give FILE --at POS, or --hex HEX" in capsys.readouterr().err
+
+
+def test_query_status_variables_are_explained_field_by_field(corpus_dir: Path) -> None:
+    """Every byte of a QUERY event is a named field: post-header fields, each status variable, db, query."""
+    from binlake.decoder import Decoder
+    from binlake.events.query import QueryEvent
+    from binlake.trace import fields_of
+
+    path = corpus_dir / "mariadb" / "binlogs" / "corpus-bin.000004"
+    data = path.read_bytes()
+    d = Decoder()
+    d.feed(data)
+    ev = next(e for e in d.events() if isinstance(e, QueryEvent) and e.status_vars)
+    raw = data[ev.header.pos : ev.header.end_pos]
+    from binlake.decoder import decode_event
+    from binlake.events.context import DecodeContext
+
+    ctx = DecodeContext(fde=d.ctx.fde, trace=[])
+    decode_event(raw, ev.header.pos, ctx)
+    fields = fields_of(ctx.trace)
+    names = [f.name for f in fields]
+    assert names[:5] == ["thread_id", "exec_time", "db_len", "error_code", "status_vars_len"]
+    assert "Q_FLAGS2" in names and "Q_SQL_MODE" in names
+    covered = sum(f.size for f in fields)
+    assert covered == len(raw) - 19 - 4  # every body byte belongs to a field

@@ -254,7 +254,7 @@ def decode_gtid_tagged(header: EventHeader, body: bytes, ctx: DecodeContext) -> 
     last_non_ignorable = read_varlen(c, "last_non_ignorable_field_id")
     if start + size > len(body) or start + size < c.pos:
         raise MalformedError(f"GTID_TAGGED payload_size {size} does not fit the {len(body)}-byte event")
-    m = Cursor(c.buf, c.pos, start + size, c.base)
+    m = c.bounded(start + size)
     v: dict[int, object] = {}
     unparsed = b""
     while m.remaining:

@@ -35,7 +35,6 @@ Example::
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -55,7 +54,6 @@ __all__ = [
     "read_query_rest",
 ]
 
-_POST = struct.Struct("<IIBH")  # thread_id, exec_time, db_len, error_code
 _MINIMAL_POST_HEADER = 11  # QUERY_HEADER_MINIMAL_LEN: binlog v1/v3 have no status_vars_len
 _MAX_DBS_IN_EVENT_MTS = 16  # a larger count (OVER_MAX_DBS_IN_EVENT_MTS = 254) means "too many": no names follow
 
@@ -165,7 +163,7 @@ def decode_status_vars(c: Cursor, end: int) -> tuple[tuple[StatusVar, ...], byte
     everything after it up to ``end`` is returned unparsed.
     """
     out: list[StatusVar] = []
-    inner = Cursor(c.buf, c.pos, end, c.base)
+    inner = c.bounded(end)
     while inner.pos < end:
         start = inner.pos
         code = inner.u8("status variable code")
@@ -246,7 +244,8 @@ def read_query_post_header(c: Cursor, post_header_len: int) -> tuple[int, int, i
     by QUERY and EXECUTE_LOAD_QUERY (``status_vars_len`` is 0 in binlog v1/v3, whose post-header is 11 bytes)."""
     if post_header_len < _MINIMAL_POST_HEADER:
         raise MalformedError(f"query post-header of {post_header_len} bytes is shorter than 11")
-    thread_id, exec_time, db_len, error_code = _POST.unpack(c.take(_POST.size, "query post-header"))
+    thread_id, exec_time = c.u32("thread_id"), c.u32("exec_time")
+    db_len, error_code = c.u8("db_len"), c.u16("error_code")
     status_len = c.u16("status_vars_len") if post_header_len > _MINIMAL_POST_HEADER else 0
     return thread_id, exec_time, db_len, error_code, status_len
 
@@ -258,7 +257,8 @@ def read_query_rest(
     query_raw)``."""
     if post_header_end < c.pos:
         raise MalformedError("query post-header shorter than its fields")
-    c.skip(post_header_end - c.pos, "rest of the query post-header")
+    if post_header_end > c.pos:  # a post-header longer than the fields this decoder knows
+        c.skip(post_header_end - c.pos, "rest of the query post-header")
     if status_len > c.remaining:
         raise MalformedError(f"status_vars_len {status_len} runs past the event ({c.remaining} bytes left)")
     status_vars, unparsed = decode_status_vars(c, c.pos + status_len)

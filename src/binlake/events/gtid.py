@@ -50,7 +50,7 @@ import uuid as _uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from binlake.errors import MalformedError, UnsupportedError
+from binlake.errors import MalformedError, TruncatedError, UnsupportedError
 from binlake.events.base import Event, EventHeader, EventType, register
 from binlake.events.context import DecodeContext
 from binlake.wire import Cursor
@@ -440,16 +440,14 @@ class GtidListEvent(Event):
         return f"[{','.join(str(g) for g in self.gtids)}]"
 
 
-_GTID_LIST = struct.Struct("<IIQ")
-
-
 @register(EventType.GTID_LIST_EVENT)
 def decode_gtid_list(header: EventHeader, body: bytes, ctx: DecodeContext) -> GtidListEvent:
     c = ctx.cursor(body)
     word = c.u32("count")
     count, flags = word & 0x0FFFFFFF, word >> 28
-    raw = c.take(count * _GTID_LIST.size, "gtid list")
-    gtids = tuple(MariaGtid(*t) for t in _GTID_LIST.iter_unpack(raw))
+    if count * 16 > c.remaining:  # domain u32, server u32, seq_no u64 per entry
+        raise TruncatedError(f"GTID list of {count} entries needs {count * 16} bytes, {c.remaining} left")
+    gtids = tuple(MariaGtid(c.u32("domain_id"), c.u32("server_id"), c.u64("seq_no")) for _ in range(count))
     return GtidListEvent(header, gtids, flags)
 
 

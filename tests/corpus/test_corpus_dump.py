@@ -215,3 +215,57 @@ def test_encrypted_needs_the_key_and_then_decodes(corpus_dir: Path, capsys: pyte
     # the server sends the START_ENCRYPTION event flagged ignorable, and the rest decrypted
     assert b"# Ignorable event type 164 (Start_encryption)" in raw
     assert text.replace(b"# The rest of the binlog is encrypted!\n", b"").count(b"\n") == raw.count(b"\n") - 1
+
+
+def _corpus_logs(corpus: Path) -> list[Path]:
+    return sorted(p for d in ("mysql", "mariadb/binlogs") for p in (corpus / d).rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("flashback", [False, True], ids=["dump", "flashback"])
+def test_every_corpus_file_dumps_or_fails_cleanly(
+    corpus_dir: Path, flashback: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every file of ``mysql/`` and ``mariadb/binlogs/`` (damaged, truncated, prototype and non-binlog files
+    included) dumps with exit status 0, or ends with status 1 and one ``ERROR:`` line: no other exception escapes."""
+    files = _corpus_logs(corpus_dir)
+    assert len(files) > 80
+    failed = []
+    for path in files:
+        rc, _ = _dump(path, flashback=flashback, table_metadata=not flashback)
+        err = capsys.readouterr().err
+        if rc:
+            assert rc == 1
+            assert err.startswith("ERROR: ") and err.count("\n") == 1, (path, err)
+            failed.append(path.name)
+        else:
+            assert err == "", (path, err)
+    # the files that are not whole binlogs (a manifest, a canal TSDB dump, truncated and corrupt logs, the
+    # encrypted log without its key), and only those
+    assert sorted(failed) == sorted(
+        {
+            "MANIFEST.tsv",
+            "corpus-bin.000022",
+            "tsdb_mysql-bin.000001",
+            "binlog_truncated_event.000001",
+            "binlog_truncated_prev_gtid_event.000001",
+            "corrupt-relay-bin.000624",
+        }
+    )
+
+
+def test_partial_json_update_prints_as_mysqlbinlog(corpus_dir: Path) -> None:
+    """json.binlog.000001 (MySQL 8.0.22, binlog_row_value_options=PARTIAL_JSON): ``UPDATE t SET json_col =
+    JSON_REPLACE(json_col, '$.age', json_col->'$.age' + 1)`` after ages 25/33/41 (the UPDATE_ROWS before it) is one
+    PARTIAL_UPDATE_ROWS event, printed as MySQL's mysqlbinlog -vv prints it (``print_json_diff``)."""
+    rc, text = _dump(corpus_dir / "mysql" / "rust_mysql_common" / "json.binlog.000001")
+    assert rc == 0
+    event = text.split(b"\tUpdate_rows_partial: table id 119 flags: STMT_END_F\n", 1)[1].split(b"# Number of rows")[0]
+    rows = [(1, "Joe", 26), (2, "Sue", 34), (3, "Pete", 42), (4, "Joe", 26), (5, "Sue", 34), (6, "Pete", 42)]
+    expected = "".join(
+        f"### UPDATE `mysql`.`t`\n### WHERE\n###   @1={i} /* INT meta=0 nullable=0 is_null=0 */\n### SET\n"
+        f"###   @2=JSON_REPLACE(@2, '$.age', {age}) /* JSON meta=4 nullable=1 is_null=0 */\n"
+        f"###   @3='{name}' /* VARSTRING(400) meta=400 nullable=1 is_null=0 */\n"
+        f"###   @4={age} /* INT meta=0 nullable=1 is_null=0 */\n"
+        for i, name, age in rows
+    )
+    assert event.decode() == expected

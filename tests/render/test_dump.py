@@ -217,3 +217,50 @@ def test_cli_options(capsysbinary: pytest.CaptureFixture[bytes]) -> None:
     assert dump_main(parser.parse_args([str(EXAMPLE), "--start-datetime", "2100-01-01 00:00:00"])) == 0
     assert b"###" not in capsysbinary.readouterr().out
     assert dump_main(parser.parse_args([str(EXAMPLE), "--key-file", "/nonexistent/keys.txt"])) == 1
+
+
+def test_json_diffs_print_as_mysqlbinlog() -> None:
+    """``print_json_diff`` (MySQL sql/log_event.cc): calls nested from the last operation out, consecutive diffs of
+    one operation sharing a call, values as ``json_wrapper_to_string(..., false)`` prints them."""
+    from binlake.render.text import json_diff_text
+    from binlake.values.json_binary import JsonDiff, encode
+    from binlake.values.json_binary import JsonDiffOperation as Op
+
+    diffs = [
+        JsonDiff(Op.REPLACE, "$.a", encode(1.5)),
+        JsonDiff(Op.REPLACE, "$.b", encode("it's\n\x01")),
+        JsonDiff(Op.INSERT, "$.c[0]", encode({"k": [None, True]})),
+        JsonDiff(Op.INSERT, "$.d", encode(None)),
+        JsonDiff(Op.REMOVE, "$.e", None),
+    ]
+    assert json_diff_text(diffs, "@3") == (
+        "JSON_REMOVE(\n"
+        "###      JSON_INSERT(\n"
+        "###      JSON_ARRAY_INSERT(\n"
+        "###      JSON_REPLACE(@3, '$.a', 1.5,\n"
+        "###      '$.b', 'it\\'s\\n\\x01'),\n"
+        "###      '$.c[0]', CAST('{\"k\": [null, true]}' AS JSON)),\n"
+        "###      '$.d', null),\n"
+        "###      '$.e')"
+    )
+    assert json_diff_text([], "@2") == "@2"  # no diffs: the column unchanged
+
+
+def test_partial_json_rows_print_through_both_printers() -> None:
+    """A JSON column holding diffs prints the same value by value and through the generated printer."""
+    from binlake.render.text import _RowsText
+    from binlake.values.json_binary import JsonDiff, encode
+    from binlake.values.json_binary import JsonDiffOperation as Op
+
+    cols = (Column.build(0, T.LONG, b""), Column.build(1, T.JSON, b"\x04"))
+    text = _RowsText(cols, "update", ((True, False), (False, True)))
+    change = ((7, ABSENT), (ABSENT, [JsonDiff(Op.REPLACE, "$.n", encode(-3))]))
+    plain: list[str] = []
+    text.plain([change], plain.append, "### UPDATE `d`.`t`\n")
+    fast: list[str] = []
+    text.compiled()([change], fast.append, "### UPDATE `d`.`t`\n")
+    expected = (
+        "### UPDATE `d`.`t`\n### WHERE\n###   @1=7 /* INT meta=0 nullable=1 is_null=0 */\n### SET\n"
+        "###   @2=JSON_REPLACE(@2, '$.n', -3) /* JSON meta=4 nullable=1 is_null=0 */\n"
+    )
+    assert plain == fast == [expected]

@@ -26,6 +26,8 @@ from __future__ import annotations
 import argparse
 import datetime
 import functools
+import json
+import re
 import struct
 import sys
 import time
@@ -35,7 +37,7 @@ from typing import BinaryIO, cast
 
 from binlake.coltypes import Column, ColumnType
 from binlake.errors import BinlogError
-from binlake.events.base import Event, EventType
+from binlake.events.base import Event, EventType, RawEvent
 from binlake.events.context import DecodeOptions
 from binlake.events.control import (
     IncidentEvent,
@@ -57,7 +59,7 @@ from binlake.events.table_map import OptionalField, OptionalMetadataType, TableM
 from binlake.render import add_decode_arguments, decode_options, open_log
 from binlake.render.flashback import Change, Image, invert
 from binlake.schema import SchemaTracker
-from binlake.values import collations, reader_for
+from binlake.values import collations, json_binary, reader_for
 from binlake.values.temporal import column_fsp
 from binlake.wire import bits_msb_first
 
@@ -339,12 +341,87 @@ def value_type_name(col: Column) -> str:
 Renderer = Callable[[Column, object], str]
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# the JSON diffs of a PARTIAL_UPDATE_ROWS after image, as MySQL's mysqlbinlog -vv prints them (mariadb-binlog
+# cannot read these events): print_json_diff, json_wrapper_to_string and my_b_write_quoted in MySQL's
+# sql/log_event.cc
+
+# get_quote_table: \b \f \n \r \t \\ \' escaped, other bytes below 0x20 as \xNN, every other byte as is
+_MYSQL_QUOTE = {c: b"\\x%02x" % c for c in range(32)}
+_MYSQL_QUOTE.update({8: b"\\b", 12: b"\\f", 10: b"\\n", 13: b"\\r", 9: b"\\t", 92: b"\\\\", 39: b"\\'"})
+_MYSQL_QUOTE_RE = re.compile(rb"[\x00-\x1f\\']")
+_DIFF_SEPARATOR = "\n###      "
+
+
+def mysql_quoted(raw: bytes) -> str:
+    """MySQL's ``my_b_write_quoted``: ``'it\\'s'`` (bytes that are not UTF-8 come back as surrogate escapes)."""
+    escaped = _MYSQL_QUOTE_RE.sub(lambda m: _MYSQL_QUOTE[m[0][0]], raw)
+    return "'" + escaped.decode("utf-8", "surrogateescape") + "'"
+
+
+def _json_diff_value(doc: bytes) -> str:
+    """``json_wrapper_to_string(..., json_type=false)``: numbers, booleans and null as JSON prints them, strings
+    and SQL scalars (dates, opaque values) as quoted text, objects and arrays as ``CAST('...' AS JSON)``."""
+    value = json_binary.decode(doc)
+    if isinstance(value, str):
+        return mysql_quoted(value.encode("utf-8", "surrogatepass"))
+    text = json_binary.dumps(value)
+    if isinstance(value, dict | list):
+        return f"CAST({mysql_quoted(text.encode('utf-8', 'surrogatepass'))} AS JSON)"
+    if text.startswith('"'):  # a date, time or opaque value: its text without the JSON quotes
+        return mysql_quoted(json.loads(text).encode("utf-8", "surrogatepass"))
+    return text
+
+
+def json_diff_text(diffs: Sequence[json_binary.JsonDiff], column: str) -> str:
+    """``print_json_diff``: the diffs of one JSON column as nested calls on the column's old value.
+
+    Consecutive diffs of one operation share one call; an INSERT whose path ends in ``]`` is JSON_ARRAY_INSERT.
+
+    >>> from binlake.values.json_binary import JsonDiff, JsonDiffOperation as Op, encode
+    >>> print(json_diff_text([JsonDiff(Op.REPLACE, "$.a", encode(1)), JsonDiff(Op.REMOVE, "$.b", None)], "@2"))
+    JSON_REMOVE(
+    ###      JSON_REPLACE(@2, '$.a', 1),
+    ###      '$.b')
+    """
+    names = []
+    for diff in diffs:
+        if diff.operation == json_binary.JsonDiffOperation.REPLACE:
+            names.append("JSON_REPLACE")
+        elif diff.operation == json_binary.JsonDiffOperation.INSERT:
+            names.append("JSON_ARRAY_INSERT" if diff.path.endswith("]") else "JSON_INSERT")
+        else:
+            names.append("JSON_REMOVE")
+    calls = [names[i] + "(" for i in reversed(range(len(names))) if i == 0 or names[i - 1] != names[i]]
+    out = [_DIFF_SEPARATOR.join(calls), column]
+    if names:
+        out.append(", ")
+    for i, diff in enumerate(diffs):
+        out.append(mysql_quoted(diff.path.encode("utf-8", "surrogatepass")))
+        if diff.value is not None:
+            out += (", ", _json_diff_value(diff.value))
+        last = i == len(diffs) - 1
+        if last or names[i + 1] != names[i]:
+            out.append(")")
+        if not last:
+            out.append("," + _DIFF_SEPARATOR)
+    return "".join(out)
+
+
+def _json_value(document: Renderer, col: Column, value: object) -> str:
+    """A JSON column's value: its document, or the diffs of a partial update (a list of ``JsonDiff``)."""
+    if isinstance(value, list):
+        return json_diff_text(value, f"@{col.index + 1}")
+    return document(col, value)
+
+
 def _renderers() -> dict[int, Renderer]:
-    from binlake.values import decimal, enum_set, json_binary, numeric, spatial, strings, temporal, vector
+    from binlake.values import decimal, enum_set, numeric, spatial, strings, temporal, vector
 
     table: dict[int, Renderer] = {}
     for mod in (numeric, decimal, temporal, strings, json_binary, spatial, enum_set, vector):
         table.update(getattr(mod, "RENDER", {}))
+    table[T.JSON] = functools.partial(_json_value, table[T.JSON])
     return table
 
 
@@ -811,7 +888,7 @@ class TextPrinter:
         if not opts.flashback and h.in_payload is None:
             self._emit(f"# at {h.pos}\n")
         handler = _HANDLERS.get(h.type_code)
-        if handler is not None:
+        if handler is not None and not isinstance(ev, RawEvent):  # a prototype log's TABLE_MAP comes undecoded
             handler(self, ev)
         elif isinstance(ev, RowsEvent):
             self._rows(ev)

@@ -43,7 +43,7 @@ def ingest_main(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     from binlake.spark.session import build_session
 
-    spark = build_session(args.master)
+    spark = build_session(args.master, quick_jit=True)
     progress = Progress(spark)
     try:
         result = ingest(spark, list(args.sources), args.lake, split_bytes=args.split_mb << 20, progress=progress,

@@ -24,7 +24,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from binlake.spark.arrow import CHANGES, EVENTS, TABLEMAPS, change_batch, event_batch, tablemap_batch
-from binlake.spark.extract import Change, EventRecord, TableMapRecord, decode_split, map_id
+from binlake.spark.extract import Changes, EventRecord, TableMapRecord, decode_split, map_id
 from binlake.spark.plan import DEFAULT_SPLIT_BYTES, Split, list_binlogs, plan_splits
 
 __all__ = ["BATCH_ROWS", "BinlakeDataSource", "read_split"]
@@ -58,16 +58,18 @@ def read_split(split: Split, view: str, batch_rows: int = BATCH_ROWS) -> Iterato
         if tms:
             yield tablemap_batch(split.file, tms)
     else:
-        ch_buf: list[Change] = []
+        ch_buf: list[Changes] = []
         ids: dict[int, str] = {}
-        for rec in decode_split(split):
-            if isinstance(rec, Change):
+        rows = 0
+        for rec in decode_split(split, tablemaps=False):
+            if isinstance(rec, Changes):
                 if id(rec.table_map) not in ids:
                     ids[id(rec.table_map)] = map_id(rec.table_map)
                 ch_buf.append(rec)
-                if len(ch_buf) >= batch_rows:
+                rows += len(rec.rows)
+                if rows >= batch_rows:
                     yield change_batch(split.file, ch_buf, ids)
-                    ch_buf = []
+                    ch_buf, rows, ids = [], 0, {}  # ids of table maps no longer held could be reused
         if ch_buf:
             yield change_batch(split.file, ch_buf, ids)
 

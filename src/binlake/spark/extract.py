@@ -15,11 +15,15 @@ statement after a GTID without ``BEGIN`` (DDL) closes it.  A change's ``ts`` is 
 row's index in its event; a row image takes at least one byte, so ``offset + row_index`` stays below the next
 event's offset.  Positions are below 2**32 < 10**10; the value fits ``decimal(38,0)``.
 
+Row changes come one record per rows event (:class:`Changes`: its rows as the decoder returns them, one list), so
+consumers build their columns from whole events and no per-row object is made.
+
 Example::
 
     for rec in decode_split(split):
-        if isinstance(rec, Change):
-            print(rec.database, rec.table, rec.op, rec.after)
+        if isinstance(rec, Changes):
+            for before, after in rec.rows:
+                print(rec.database, rec.table, rec.op, after)
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from binlake.spark.plan import Split
 from binlake.spark.statements import SEQ_FILE, SEQ_POS, ReadSpec, open_split
 
 __all__ = [
-    "Change",
+    "Changes",
     "EventRecord",
     "TableMapRecord",
     "Truncate",
@@ -82,15 +86,15 @@ class TableMapRecord:
 
 
 @dataclass(slots=True)
-class Change:
-    """One row change: ``before``/``after`` are images in table-map column order (``None`` when not there)."""
+class Changes:
+    """The row changes of one rows event: ``rows`` as :meth:`~binlake.events.rows.RowsEvent.rows` returns them,
+    ``(before, after)`` images in table-map column order (``None`` where the event has none).  Row ``i`` has
+    sequence number ``seq + i``; ``ts``, ``rolled_back`` and ``xid`` are its transaction's."""
 
     table_map: TableMapEvent
     op: str
-    before: tuple[object, ...] | None
-    after: tuple[object, ...] | None
+    rows: list[tuple[tuple[object, ...] | None, tuple[object, ...] | None]]
     pos: int
-    row: int
     seq: int
     gtid: str | None
     ts: int = 0
@@ -119,7 +123,7 @@ class Truncate:
     ts: int = 0
 
 
-Record = EventRecord | TableMapRecord | Change | Truncate
+Record = EventRecord | TableMapRecord | Changes | Truncate
 
 
 def map_id(tm: TableMapEvent) -> str:
@@ -142,13 +146,15 @@ def decode_split(
     split: Split,
     *,
     changes: bool = True,
+    tablemaps: bool = True,
     read: ReadSpec | None = None,
     schema: SchemaTracker | None = None,
     skips: list[Skipped] | None = None,
 ) -> Iterator[Record]:
     """Every record of ``split`` in binlog order (:class:`EventRecord` per event, :class:`TableMapRecord` per run,
-    :class:`Change` per row change and :class:`Truncate` per emptying statement, the last two when their
-    transaction closes).  ``changes=False`` skips row decoding (for the events and table-map views).
+    :class:`Changes` per rows event and :class:`Truncate` per emptying statement, the last two when their
+    transaction closes).  ``changes=False`` skips row decoding (for the events and table-map views),
+    ``tablemaps=False`` the table-map runs (the ingest learns its table maps on the driver).
 
     ``read``: decoding options, decryptor and ``on_error`` (:class:`~binlake.spark.statements.ReadSpec`);
     ``schema``: the tracker of the DDL in force at the split's start (:func:`~binlake.spark.statements.tracker_at`);
@@ -162,7 +168,7 @@ def decode_split(
     trx_pos: int | None = None
     trx_seq = 0
     begun = False  # BEGIN seen: the transaction runs to XID/COMMIT
-    pending: list[Change | Truncate] = []
+    pending: list[Changes | Truncate] = []
     savepoints: dict[str, int] = {}  # SAVEPOINT name -> len(pending) when it was set
     runs: dict[int, TableMapRecord] = {}  # table id -> current run
     last_ts = 0
@@ -198,7 +204,7 @@ def decode_split(
             elif q.startswith("ROLLBACK TO"):  # the changes since the savepoint were undone
                 at = savepoints.get(q.split()[-1].strip("` "))
                 for c in pending[at or 0 :] if at is not None else ():
-                    if isinstance(c, Change):
+                    if isinstance(c, Changes):
                         c.rolled_back = True
             if changes:
                 t = _truncates(ev, base + pos * SEQ_POS, pos, gtid)
@@ -207,12 +213,12 @@ def decode_split(
             closes = True
             if isinstance(ev, XaPrepareEvent) and not ev.one_phase:
                 for c in pending:
-                    if isinstance(c, Change):
+                    if isinstance(c, Changes):
                         c.xid = ev.xid_text
         yield EventRecord(ev, pos, off if inner else None, gtid, trx_pos, trx_seq if trx_pos is not None else None)
         if trx_pos is not None:
             trx_seq += 1
-        if isinstance(ev, TableMapEvent):
+        if tablemaps and isinstance(ev, TableMapEvent):
             run = runs.get(ev.table_id)
             mid = map_id(ev)
             if run is not None and run.map_id == mid:
@@ -222,11 +228,13 @@ def decode_split(
                     yield run
                 runs[ev.table_id] = TableMapRecord(ev, mid, pos, pos, 1)
         elif changes and hasattr(ev, "kind") and hasattr(ev, "iter_rows"):
-            pending.extend(_changes(ev, base + pos * SEQ_POS + off, pos, gtid))
+            chunk = _changes(ev, base + pos * SEQ_POS + off, pos, gtid)
+            if chunk is not None:
+                pending.append(chunk)
         if closes:
             for c in pending:
                 c.ts = h.timestamp
-                if rollback and isinstance(c, Change):
+                if rollback and isinstance(c, Changes):
                     c.rolled_back = True
             yield from pending
             pending = []
@@ -245,14 +253,11 @@ def _is_rollback(q: str) -> bool:
     return q.startswith("ROLLBACK") and not q.startswith("ROLLBACK TO")
 
 
-def _changes(ev: Any, seq0: int, pos: int, gtid: str | None) -> Iterator[Change]:
-    tm: TableMapEvent | None = ev.table_map
-    if tm is None:
-        list(ev.iter_rows())  # raises the decoder's error naming the missing table map
-        return
-    kind: str = ev.kind
-    for i, (before, after) in enumerate(ev.iter_rows(True)):
-        yield Change(tm, kind, before, after, pos, i, seq0 + i, gtid)
+def _changes(ev: Any, seq0: int, pos: int, gtid: str | None) -> Changes | None:
+    rows = ev.rows(True)  # without its table map this raises the decoder's error naming it
+    if not rows:
+        return None
+    return Changes(ev.table_map, ev.kind, rows, pos, seq0, gtid)
 
 
 def _ident(text: str) -> tuple[str | None, str, str]:

@@ -38,26 +38,44 @@ Example::
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import shutil
 import sys
 import threading
 import time
+import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from binlake.errors import BinlogError
 from binlake.events.rows import ABSENT
+from binlake.events.table_map import TableMapEvent
 from binlake.recovery import Skipped
 from binlake.schema import SchemaTracker
-from binlake.spark.arrow import COLUMN, EVENTS, SEQ, UTC_TS, event_batch, lake_type, tablemap_rows, to_lake
-from binlake.spark.extract import Change, EventRecord, TableMapRecord, Truncate, decode_split, map_id
+from binlake.spark.arrow import (
+    COLUMN,
+    EVENTS,
+    SEQ,
+    UTC_TS,
+    event_batch,
+    lake_type,
+    safe_array,
+    tablemap_rows,
+    to_lake,
+    transpose,
+    utc_seconds,
+)
+from binlake.spark.extract import Changes, EventRecord, TableMapRecord, Truncate, decode_split, map_id
 from binlake.spark.lake import (
     DataFile,
     append_table,
@@ -78,6 +96,7 @@ from binlake.spark.statements import (
     Statement,
     scan_statements,
     tracker_at,
+    tracker_from_json,
     tracker_to_json,
 )
 
@@ -98,10 +117,12 @@ META = [
 _META_NAMES = {n for n, _ in META}
 _META_INDEX = {n: i for i, (n, _) in enumerate(META)}
 FLUSH_ROWS = 65536
+MIN_SPLIT_BYTES = 4 << 20  # a smaller range is not worth a task of its own (~30 ms each in local mode)
 EVENTS_DIR = "_events"
 HISTORY_DIR = "_schema_history"
 SKIPS_DIR = "_skips"
 Layout = list[tuple[str, pa.DataType]]  # per column of a table map: lake column name and type
+T = TypeVar("T")
 
 
 @dataclass
@@ -127,12 +148,39 @@ class _TaskPlan:
     schema: list[Any]  # SchemaTracker state at the batch start (statements.tracker_to_json)
     ddl: list[Statement]
     outcomes: dict[str, bool]  # XID -> rolled back, for the XA outcomes seen in the batch
+    renames: list[Statement]
+    batch: int
 
     def tracker(self, split: Split) -> SchemaTracker:
         return tracker_at(self.schema, self.ddl, split.file.seq * SEQ_FILE + split.start * SEQ_POS)
 
 
 # -- tasks (run on executors) ------------------------------------------------------------------------------------
+
+
+@contextmanager
+def _profiled(label: str) -> Iterator[None]:
+    """With ``BINLAKE_PROFILE=DIR`` in the environment, cProfile the block into ``DIR/<label>-<pid>.pstats``: tasks
+    profile themselves (a Python worker's time is invisible to a profiler of the driver)."""
+    out = os.environ.get("BINLAKE_PROFILE")
+    if not out:
+        yield
+        return
+    import cProfile
+
+    prof = cProfile.Profile()
+    prof.enable()
+    try:
+        yield
+    finally:
+        prof.disable()
+        os.makedirs(out, exist_ok=True)
+        prof.dump_stats(os.path.join(out, f"{label}-{os.getpid()}.pstats"))
+
+
+def _staging_dir(lake: str, batch: int) -> str:
+    """Where a batch's tasks leave the last change of each key for the driver (removed when the batch is done)."""
+    return os.path.join(lake, "_binlake", "staging", f"{batch:010d}")
 
 
 def _guarded(rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -152,49 +200,171 @@ def _collect(rdd: Any, task: Callable[[Iterator[Split]], Iterator[dict[str, Any]
     return rows
 
 
-def _tablemap_task(splits: Iterable[Split], plan: _TaskPlan) -> Iterator[dict[str, Any]]:
-    for split in splits:
-        recs = [
-            r
-            for r in decode_split(split, changes=False, read=plan.read, schema=plan.tracker(split), skips=[])
-            if isinstance(r, TableMapRecord)
-        ]
-        for r, row in zip(recs, tablemap_rows(split.file, recs), strict=True):
-            row["lake"] = [
-                (n, lake_type(c)) for n, c in zip(r.table_map.column_names, r.table_map.columns, strict=True)
-            ]
-            row["primary_key_index"] = list(r.table_map.primary_key)
-            yield row
+_OPS = pa.array(["insert", "update_preimage", "update_postimage", "delete"], pa.string())
+_OP_CODE = {"insert": 0, "update": 1, "delete": 3}  # an update's two rows: 1 (its before image) and 2 (after)
+_LOW64 = (1 << 64) - 1
 
 
-class _TableBuffer:
-    """Rows of one lake table from one task, flushed to Parquet every FLUSH_ROWS."""
+def _seq_array(seq0: np.ndarray[Any, Any], ci: np.ndarray[Any, Any], row: np.ndarray[Any, Any]) -> pa.Array:
+    """``decimal128(38, 0)`` values ``seq0[ci] + row`` (``seq0``: Python ints of up to 127 bits, one per rows
+    event; ``ci``: each row's event; ``row``: its index in the event), built as two 64-bit words per value."""
+    lo0 = np.array([v & _LOW64 for v in seq0], np.uint64)[ci]
+    hi0 = np.array([v >> 64 for v in seq0], np.uint64)[ci]
+    words = np.empty((len(ci), 2), np.uint64)
+    words[:, 0] = lo0 + row.astype(np.uint64)
+    words[:, 1] = hi0 + (words[:, 0] < lo0)  # the carry
+    if sys.byteorder != "little":  # Arrow's decimal128 is two little-endian words, low first
+        return pa.array([Decimal(int(seq0[c]) + int(r)) for c, r in zip(ci, row, strict=True)], SEQ)
+    return pa.Array.from_buffers(SEQ, len(ci), [None, pa.py_buffer(words)])
 
-    def __init__(self, key: str, uri: str, schema: pa.Schema) -> None:
-        self.key, self.uri, self.schema = key, uri, schema
-        self.rows: list[tuple[dict[str, int], tuple[object, ...], tuple[object, ...]]] = []
+
+def _absent_names(image: tuple[object, ...] | None, names: list[str]) -> list[str] | None:
+    """The lake names of the columns an image does not hold (``None`` when it holds all)."""
+    if image is None or ABSENT not in image:
+        return None
+    return [n for n, v in zip(names, image, strict=True) if v is ABSENT]
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """How one table map's rows land in its lake table: per data column of the table (schema order) the index of
+    its value in the row image, or ``None`` (a column this map lacks: null)."""
+
+    key: str
+    names: list[str]  # lake name per column of the table map
+    index: tuple[int | None, ...]
+
+
+class _TableWriter:
+    """The row changes of one lake table from one task: Arrow columns built a column at a time from whole rows
+    events, written as a Parquet file every FLUSH_ROWS rows.
+
+    For a table with a primary key it also keeps the *last change of each key* among the rows current state
+    applies (not rolled back, not waiting for an XA outcome): what the driver merges into the current-state table
+    instead of reading every change back.  A split whose rows of the table include partial images (``_absent``) or
+    a statement emptying the table gives none (the driver then reads the split's files)."""
+
+    def __init__(self, key: str, uri: str, schema: pa.Schema, pk: list[str] | None, file: str) -> None:
+        self.key, self.uri, self.schema, self.pk, self.file = key, uri, schema, pk, file
+        self.data = [f for f in schema if f.name not in _META_NAMES]
+        self.chunks: list[tuple[Changes, _Layout, bool | None]] = []
+        self.rows = 0
         self.files: list[DataFile] = []
+        self.latest: list[pa.Table] | None = [] if pk else None
 
-    def add(self, where: dict[str, int], image: tuple[object, ...], meta: tuple[object, ...]) -> None:
-        """One row: ``image`` in table-map order, ``where`` lake column -> index in it, ``meta`` the META values
-        before ``_absent`` (computed here from the image)."""
-        absent = [n for n, i in where.items() if image[i] is ABSENT] if ABSENT in image else None
-        self.rows.append((where, image, (*meta, absent)))
-        if len(self.rows) >= FLUSH_ROWS:
+    def add(self, chunk: Changes, layout: _Layout, rolled_back: bool | None) -> None:
+        self.chunks.append((chunk, layout, rolled_back))
+        self.rows += len(chunk.rows) * (2 if chunk.op == "update" else 1)
+        if self.rows >= FLUSH_ROWS:
             self.flush()
 
+    def _meta(self) -> tuple[list[pa.Array], bool]:
+        """The META columns of the buffered rows (vectorised per rows event) and whether any image is partial."""
+        chunks = self.chunks
+        n = len(chunks)
+        per = np.fromiter((len(c.rows) for c, _, _ in chunks), np.int64, n)
+        upd = np.fromiter((c.op == "update" for c, _, _ in chunks), np.bool_, n)
+        per = per * (1 + upd)
+        total = int(per.sum())
+        ci = np.repeat(np.arange(n), per)  # each output row's rows event
+        local = np.arange(total) - (np.cumsum(per) - per)[ci]
+        is_upd = upd[ci]
+        row = np.where(is_upd, local >> 1, local)
+        op = np.fromiter((_OP_CODE[c.op] for c, _, _ in chunks), np.int8, n)[ci]
+        op += (is_upd & (local & 1).astype(np.bool_)).astype(np.int8)
+        absent: list[list[str] | None] = []
+        partial = False
+        for c, lay, _ in chunks:
+            before, after = c.rows[0]
+            a, b = _absent_names(before, lay.names), _absent_names(after, lay.names)
+            partial = partial or a is not None or b is not None
+            # the columns-present bitmaps belong to the event (Rows_log_event::m_cols, m_cols_ai): every row of it
+            # lacks the same columns
+            absent.extend((a, b) * len(c.rows) if c.op == "update" else [a if after is None else b] * len(c.rows))
+        take = pa.array(ci)
+        arrays = [
+            _OPS.take(pa.array(op)),
+            _arr_str([self.file]).take(pa.array(np.zeros(total, np.int32))),
+            pa.array(np.fromiter((c.pos for c, _, _ in chunks), np.int64, n)[ci]),
+            pa.array(row.astype(np.int32)),
+            _arr_str([c.gtid for c, _, _ in chunks]).take(take),
+            utc_seconds([c.ts for c, _, _ in chunks]).take(take),
+            _seq_array(np.array([c.seq for c, _, _ in chunks], dtype=object), ci, row),
+            pa.array([rb for _, _, rb in chunks], pa.bool_()).take(take),
+            _arr_str([c.xid for c, _, _ in chunks]).take(take),
+            safe_array(absent, pa.list_(pa.string())) if partial else pa.nulls(total, pa.list_(pa.string())),
+        ]
+        return arrays, partial
+
+    def _columns(self) -> list[pa.ChunkedArray]:
+        """The table's data columns of the buffered rows: runs of rows events of one layout are transposed
+        together and converted a column at a time."""
+        parts: list[list[pa.Array]] = [[] for _ in self.data]
+        i = 0
+        while i < len(self.chunks):
+            lay = self.chunks[i][1]
+            images: list[tuple[object, ...]] = []
+            while i < len(self.chunks) and self.chunks[i][1] is lay:
+                c = self.chunks[i][0]
+                if c.op == "update":
+                    images.extend(itertools.chain.from_iterable(c.rows))  # type: ignore[arg-type]
+                elif c.op == "insert":
+                    images.extend(a for _, a in c.rows)  # type: ignore[misc]
+                else:
+                    images.extend(b for b, _ in c.rows)  # type: ignore[misc]
+                i += 1
+            cols = transpose(images, len(lay.names))
+            for out, f, j in zip(parts, self.data, lay.index, strict=True):
+                out.append(to_lake(cols[j], f.type) if j is not None else pa.nulls(len(images), f.type))
+        return [pa.chunked_array(p, f.type) for p, f in zip(parts, self.data, strict=True)]
+
     def flush(self) -> None:
-        if not self.rows:
+        if not self.chunks:
             return
-        arrays = []
-        for f in self.schema:
-            if f.name in _META_NAMES:
-                i = _META_INDEX[f.name]
-                arrays.append(pa.array([m[i] for _, _, m in self.rows], f.type))
-            else:
-                arrays.append(to_lake([img[w[f.name]] if f.name in w else None for w, img, _ in self.rows], f.type))
-        self.files.append(write_parquet(pa.Table.from_arrays(arrays, schema=self.schema), self.uri, self.key))
-        self.rows = []
+        meta, partial = self._meta()
+        table = pa.Table.from_arrays([*self._columns(), *meta], schema=self.schema)
+        self.chunks, self.rows = [], 0
+        self.files.append(write_parquet(table, self.uri, self.key))
+        if self.latest is not None and self.pk is not None:
+            self.latest = None if partial else [*self.latest, latest_changes(counted_changes(table), self.pk)]
+
+    def spoil(self) -> None:
+        """A statement empties the table inside the split: the driver applies the split's changes itself."""
+        self.latest = None
+
+    def current_file(self, staging: str) -> str | None:
+        """Write the last change of each key (:meth:`flush` first) as an Arrow IPC file in ``staging``; its path,
+        ``""`` when no row counts, ``None`` when the split gives none (see the class docstring)."""
+        if self.latest is None or self.pk is None:
+            return None
+        if not self.latest or not any(t.num_rows for t in self.latest):
+            return ""
+        table = latest_changes(pa.concat_tables(self.latest), self.pk)
+        os.makedirs(staging, exist_ok=True)
+        path = os.path.join(staging, f"{uuid.uuid4().hex}.arrow")
+        with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
+            w.write_table(table)
+        return path
+
+
+def _arr_str(values: list[str | None]) -> pa.Array:
+    return safe_array(values, pa.string())
+
+
+def counted_changes(changes: pa.Table) -> pa.Table:
+    """The change rows current state applies: not rolled back, not waiting for an XA outcome (``_rolled_back``
+    null).  A transaction that ended in ROLLBACK was logged for its non-transactional tables; the rest was undone."""
+    return changes.filter(pc.fill_null(pc.equal(changes["_rolled_back"], False), False))
+
+
+def latest_changes(changes: pa.Table, pk: list[str]) -> pa.Table:
+    """The last row of each key of ``changes`` (in binlog order: ``_seq``, an update's before image first), in
+    that order: merging these into current state gives what merging all of ``changes`` gives (complete images)."""
+    if not changes.num_rows:
+        return changes
+    i = pa.array(np.arange(changes.num_rows, dtype=np.int64))
+    last = changes.select(pk).append_column("_i", i).group_by(pk, use_threads=False).aggregate([("_i", "max")])
+    return changes.take(pa.array(np.sort(last["_i_max"].to_numpy())))
 
 
 def _skip_row(s: Skipped) -> dict[str, Any]:
@@ -210,71 +380,96 @@ def _skip_row(s: Skipped) -> dict[str, Any]:
 
 
 def _write_task(
-    splits: Iterable[Split], lake: str, layouts: dict[str, Layout], schemas: dict[str, pa.Schema], plan: _TaskPlan
+    splits: Iterable[Split],
+    lake: str,
+    layouts: dict[str, Layout],
+    schemas: dict[str, pa.Schema],
+    pk: dict[str, list[str]],
+    plan: _TaskPlan,
 ) -> Iterator[dict[str, Any]]:
-    """Decode splits; write each table's changes and the events as Parquet files; report them (not committed)."""
+    """Decode splits; write each table's changes and the events as Parquet files and the last change of each key
+    as staged Arrow files; report them (nothing is committed)."""
+    staging = _staging_dir(lake, plan.batch)
+    renamed = {table_dir(*t) for s in plan.renames for pair in s.pairs for t in pair}
     for split in splits:
-        buffers: dict[str, _TableBuffer] = {}
-        where: dict[int, tuple[str, dict[str, int]]] = {}  # id(table map) -> (table key, lake name -> index)
-        events: list[EventRecord] = []
-        event_files: list[DataFile] = []
-        counts: Counter[str] = Counter()
-        truncates: list[tuple[str, int]] = []
-        prepared: dict[str, set[str]] = defaultdict(set)  # XID without an outcome in the batch -> its tables
-        skips: list[Skipped] = []
-        name = split.file.name
-        for rec in decode_split(split, read=plan.read, schema=plan.tracker(split), skips=skips):
-            if isinstance(rec, EventRecord):
-                events.append(rec)
-                if len(events) >= FLUSH_ROWS:
-                    event_files.append(_write_events(split, events, lake))
-                    events = []
-            elif isinstance(rec, Change):
-                tm = rec.table_map
-                w = where.get(id(tm))
-                if w is None:
+        with _profiled(f"decode-{split.index}"):
+            yield _write_split(split, lake, layouts, schemas, pk, plan, staging, renamed)
+
+
+def _write_split(
+    split: Split,
+    lake: str,
+    layouts: dict[str, Layout],
+    schemas: dict[str, pa.Schema],
+    pk: dict[str, list[str]],
+    plan: _TaskPlan,
+    staging: str,
+    renamed: set[str],
+) -> dict[str, Any]:
+    writers: dict[str, _TableWriter] = {}
+    seen: dict[int, tuple[TableMapEvent, _Layout]] = {}  # id(table map) -> its layout (the map kept: ids stay unique)
+    by_id: dict[str, _Layout] = {}
+    events: list[EventRecord] = []
+    event_files: list[DataFile] = []
+    counts: Counter[str] = Counter()
+    truncates: list[tuple[str, int]] = []
+    prepared: dict[str, set[str]] = defaultdict(set)  # XID without an outcome in the batch -> its tables
+    skips: list[Skipped] = []
+    for rec in decode_split(split, tablemaps=False, read=plan.read, schema=plan.tracker(split), skips=skips):
+        if isinstance(rec, Changes):
+            tm = rec.table_map
+            hit = seen.get(id(tm))
+            if hit is None or hit[0] is not tm:
+                mid = map_id(tm)
+                lay = by_id.get(mid)
+                if lay is None:
                     key = table_dir(tm.schema, tm.table)
-                    layout = layouts[map_id(tm)]
-                    w = where[id(tm)] = (key, {n: i for i, (n, _) in enumerate(layout)})
-                    if key not in buffers:
-                        buffers[key] = _TableBuffer(key, os.path.join(lake, key, "changes"), schemas[key])
-                buf = buffers[w[0]]
-                rolled_back: bool | None = rec.rolled_back
-                if rec.xid is not None and not rec.rolled_back:
-                    rolled_back = plan.outcomes.get(rec.xid)
-                    if rolled_back is None:
-                        prepared[rec.xid].add(w[0])
-                meta = (name, rec.pos, rec.row, rec.gtid, _utc(rec.ts), Decimal(rec.seq), rolled_back, rec.xid)
-                if rec.op == "update":
-                    assert rec.before is not None and rec.after is not None
-                    buf.add(w[1], rec.before, ("update_preimage", *meta))
-                    buf.add(w[1], rec.after, ("update_postimage", *meta))
-                else:
-                    image = rec.after if rec.op == "insert" else rec.before
-                    assert image is not None
-                    buf.add(w[1], image, (rec.op, *meta))
-                counts[f"{w[0]} {rec.op}"] += 1
-            elif isinstance(rec, Truncate):
-                truncates.append((table_dir(rec.database, rec.table), rec.seq))
-        if events:
-            event_files.append(_write_events(split, events, lake))
-        for b in buffers.values():
-            b.flush()
-        yield {
-            "split": split.index,
-            "files": [f for b in buffers.values() for f in b.files],
-            "events": event_files,
-            "counts": counts,
-            "truncates": truncates,
-            "prepared": {x: sorted(k) for x, k in prepared.items()},
-            "skips": [_skip_row(s) for s in skips],
-        }
-
-
-def _utc(seconds: int) -> Any:
-    import datetime as dt
-
-    return dt.datetime.fromtimestamp(seconds, dt.UTC)
+                    names = [n for n, _ in layouts[mid]]
+                    where = {n: i for i, n in enumerate(names)}
+                    data = [f.name for f in schemas[key] if f.name not in _META_NAMES]
+                    lay = by_id[mid] = _Layout(key, names, tuple(where.get(n) for n in data))
+                    if key not in writers:
+                        uri = os.path.join(lake, key, "changes")
+                        w = writers[key] = _TableWriter(key, uri, schemas[key], pk.get(key), split.file.name)
+                        if key in renamed:
+                            w.spoil()
+                hit = seen[id(tm)] = (tm, lay)
+            lay = hit[1]
+            rolled_back: bool | None = rec.rolled_back
+            if rec.xid is not None and not rec.rolled_back:
+                rolled_back = plan.outcomes.get(rec.xid)
+                if rolled_back is None:
+                    prepared[rec.xid].add(lay.key)
+            writers[lay.key].add(rec, lay, rolled_back)
+            counts[f"{lay.key} {rec.op}"] += len(rec.rows)
+        elif isinstance(rec, EventRecord):
+            events.append(rec)
+            if len(events) >= FLUSH_ROWS:
+                event_files.append(_write_events(split, events, lake))
+                events = []
+        elif isinstance(rec, Truncate):
+            key = table_dir(rec.database, rec.table)
+            truncates.append((key, rec.seq))
+            if key in writers:  # changes of the table before the statement and maybe after: no single "last"
+                writers[key].spoil()
+    if events:
+        event_files.append(_write_events(split, events, lake))
+    current: dict[str, str] = {}
+    for key, w in writers.items():
+        w.flush()
+        path = w.current_file(staging)
+        if path is not None:
+            current[key] = path
+    return {
+        "split": split.index,
+        "files": [f for w in writers.values() for f in w.files],
+        "events": event_files,
+        "counts": counts,
+        "truncates": truncates,
+        "prepared": {x: sorted(k) for x, k in prepared.items()},
+        "skips": [_skip_row(s) for s in skips],
+        "current": current,
+    }
 
 
 def _write_events(split: Split, events: list[EventRecord], lake: str) -> DataFile:
@@ -357,6 +552,13 @@ class Progress:
             if now[1] and (self.tty or now != last):
                 self.show(label, *now, time.monotonic() - t0)
                 last = now
+
+    def timed(self, label: str, fn: Callable[[], T]) -> T:
+        """``fn()`` run on the driver, its time logged as ``label`` (the stages' times say where a run goes)."""
+        t0 = time.monotonic()
+        out = fn()
+        self.log(f"{label}: done in {time.monotonic() - t0:.1f} s")
+        return out
 
     def run(self, label: str, fn: Callable[[], Any]) -> Any:
         """``fn()`` with the progress of its Spark jobs shown as ``label``."""
@@ -507,7 +709,12 @@ def ingest(
         for f in list_binlogs(src):
             files.setdefault(f.name, f)
     ordered = sorted(files.values(), key=lambda f: (f.seq, f.name))
-    splits = plan_splits(ordered, split_bytes=split_bytes, resume=positions, whole_tail=False)
+    new_bytes = sum(max(0, f.size - positions.get(f.name, 4)) for f in ordered)
+    cores = int(getattr(spark.sparkContext, "defaultParallelism", 1) or 1)
+    split_bytes = min(split_bytes, max(MIN_SPLIT_BYTES, -(-new_bytes // cores)))  # every core gets a range
+    splits = progress.timed(
+        "plan", lambda: plan_splits(ordered, split_bytes=split_bytes, resume=positions, whole_tail=False)
+    )
     if splits:
         after = dict(positions)
         for s in splits:
@@ -515,7 +722,8 @@ def ingest(
         batch = (manifest["batch"] + 1) if manifest is not None else 1
         tracker = _schema_after(manifest, read.options.schema_sql)
         start_schema = tracker_to_json(tracker)
-        statements = scan_statements(splits, tracker, read)
+        maps = _MapLog()
+        statements = progress.timed("scan", lambda: scan_statements(splits, tracker, read, maps))
         manifest = {
             "batch": batch,
             "splits": [_split_json(s) for s in splits],
@@ -524,7 +732,7 @@ def ingest(
             "statements": [s.to_json() for s in statements],
         }
         _atomic_write(os.path.join(_batches_dir(lake), f"{batch:010d}.json"), json.dumps(manifest, indent=1))
-        _run_batch(spark, lake, manifest, progress, result, read)
+        _run_batch(spark, lake, manifest, progress, result, read, maps)
     elif result.batches == 0:
         progress.log("nothing new")
     result.seconds = time.monotonic() - t0
@@ -549,26 +757,60 @@ def _known_layouts(lake: str) -> tuple[dict[str, Layout], dict[str, list[str]]]:
     return known, pk
 
 
+class _MapLog:
+    """The table maps of a batch as the driver's scan meets them (:func:`scan_statements`), in binlog order: one
+    row (the ``tablemaps`` view's, with the lake layout and key) each time a table's layout differs from the one
+    before, so the first occurrence of every layout and the last layout of every table are there."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+        self._last: dict[str, tuple[TableMapEvent, str]] = {}  # table -> its last table map and map id
+
+    def __call__(self, split: Split, pos: int, tm: TableMapEvent) -> None:
+        key = table_dir(tm.schema, tm.table)
+        last = self._last.get(key)
+        if last is not None and last[0] is tm:
+            return
+        mid = map_id(tm)
+        self._last[key] = (tm, mid)
+        if last is not None and last[1] == mid:
+            return
+        row = tablemap_rows(split.file, [TableMapRecord(tm, mid, pos, pos, 1)])[0]
+        row["lake"] = [(n, lake_type(c)) for n, c in zip(tm.column_names, tm.columns, strict=True)]
+        row["primary_key_index"] = list(tm.primary_key)
+        self.rows.append(row)
+
+
 def _run_batch(
-    spark: Any, lake: str, manifest: dict[str, Any], progress: Progress, result: IngestResult, read: ReadSpec
+    spark: Any,
+    lake: str,
+    manifest: dict[str, Any],
+    progress: Progress,
+    result: IngestResult,
+    read: ReadSpec,
+    maps: _MapLog | None = None,
 ) -> None:
+    """Run one planned batch: ``maps`` are its table maps when the planning scan collected them (a batch finished
+    after a crash scans its ranges again from the schema it started with: the same maps)."""
     batch: int = manifest["batch"]
     splits = [_split_from(v) for v in manifest["splits"]]
     statements = [Statement.from_json(v) for v in manifest.get("statements", [])]
     outcomes = {s.xid: s.rolled_back for s in statements if s.kind == "xa"}
-    plan = _TaskPlan(read, manifest.get("schema", []), [s for s in statements if s.kind == "ddl"], outcomes)
-    sc = spark.sparkContext
-    rdd = sc.parallelize(splits, max(1, len(splits)))
+    renames = [s for s in statements if s.kind == "rename"]
+    ddl = [s for s in statements if s.kind == "ddl"]
+    plan = _TaskPlan(read, manifest.get("schema", []), ddl, outcomes, renames, batch)
+    shutil.rmtree(_staging_dir(lake, batch), ignore_errors=True)  # an interrupted attempt's
     progress.log(f"batch {batch}: {len(splits)} splits of {len({s.file.name for s in splits})} files")
 
     # 1. table maps -> the lake layout of every map and every table's schema (binlog order decides new columns)
-    maps: list[dict[str, Any]] = progress.run("table maps", lambda: _collect(rdd, lambda it: _tablemap_task(it, plan)))
-    maps.sort(key=lambda r: (r["file_seq"], r["first_pos"]))
+    if maps is None:
+        maps = _MapLog()
+        progress.timed("table maps", lambda: scan_statements(splits, tracker_from_json(plan.schema), read, maps))
     known, pk = _known_layouts(lake)
     schemas: dict[str, list[pa.Field]] = {}
     layouts: dict[str, Layout] = {}
     new_history: list[dict[str, Any]] = []
-    for row in maps:
+    for row in maps.rows:
         key = table_dir(row["database"], row["table"])
         if key not in schemas:
             existing = table_schema(os.path.join(lake, key, "changes"))
@@ -585,8 +827,10 @@ def _run_batch(
     full = {k: pa.schema([*v, *(pa.field(n, t) for n, t in META)]) for k, v in schemas.items()}
 
     # 2. decode and write Parquet in the tasks
+    rdd = spark.sparkContext.parallelize(splits, max(1, len(splits)))
+    task_pk = {k: v for k, v in pk.items() if k in full and v}
     reports: list[dict[str, Any]] = progress.run(
-        "decode", lambda: _collect(rdd, lambda it: _write_task(it, lake, layouts, full, plan))
+        "decode", lambda: _collect(rdd, lambda it: _write_task(it, lake, layouts, full, task_pk, plan))
     )
 
     # 3. commit every table (each idempotent for this batch)
@@ -613,23 +857,30 @@ def _run_batch(
             resolve_rollbacks(os.path.join(lake, key, "changes"), {x: rolled_back}, batch)
             if not rolled_back:
                 earlier_xa[key].append(x)
-    for key, fs in sorted(by_table.items()):
-        commit_files(os.path.join(lake, key, "changes"), fs, full[key], batch)
-    if event_files:
-        commit_files(os.path.join(lake, EVENTS_DIR), event_files, EVENTS, batch)
-    if new_history:
-        append_table(os.path.join(lake, HISTORY_DIR), pa.Table.from_pylist(new_history, schema=HISTORY), batch)
-    if skips:
-        append_table(os.path.join(lake, SKIPS_DIR), pa.Table.from_pylist(skips, schema=SKIPS), batch)
+
+    def commit() -> None:
+        for key, fs in sorted(by_table.items()):
+            commit_files(os.path.join(lake, key, "changes"), fs, full[key], batch)
+        if event_files:
+            commit_files(os.path.join(lake, EVENTS_DIR), event_files, EVENTS, batch)
+        if new_history:
+            append_table(os.path.join(lake, HISTORY_DIR), pa.Table.from_pylist(new_history, schema=HISTORY), batch)
+        if skips:
+            append_table(os.path.join(lake, SKIPS_DIR), pa.Table.from_pylist(skips, schema=SKIPS), batch)
+
+    progress.timed("commit", commit)
 
     # 4. current state of tables with a primary key: changes, emptying statements and renames in binlog order
-    renames = [s for s in statements if s.kind == "rename"]
-    _update_current(lake, batch, pk, full, by_table, earlier_xa, truncates, renames)
+    latest = _staged_latest(reports, by_table)
+    progress.timed(
+        "current", lambda: _update_current(lake, batch, pk, full, by_table, earlier_xa, truncates, renames, latest)
+    )
 
     _atomic_write(
         os.path.join(_batches_dir(lake), f"{batch:010d}.done"),
         json.dumps({"xa_pending": {x: sorted(k) for x, k in sorted(pending.items())}}),
     )
+    shutil.rmtree(_staging_dir(lake, batch), ignore_errors=True)
     result.batches += 1
     result.files += len({s.file.name for s in splits})
     result.bytes += sum((s.stop if s.stop is not None else s.file.size) - s.start for s in splits)
@@ -826,22 +1077,44 @@ class _Current:
             overwrite(self.uri(key), _conform(table, self.schema(key)), self.batch)
 
 
-def _counted(lake: str, key: str, files: list[DataFile], earlier_xa: list[str]) -> pa.Table:
-    """The change rows of one table that current state applies: this batch's files (not rolled back, not waiting
-    for an XA outcome), plus the rows of XA transactions prepared in an earlier batch and committed in this one."""
+def _counted(lake: str, key: str, files: list[DataFile], earlier_xa: list[str], latest: list[str] | None) -> pa.Table:
+    """The change rows of one table that current state applies: the rows of XA transactions prepared in an earlier
+    batch and committed in this one, and this batch's: the last change of each key the tasks staged (``latest``:
+    their files) or, when a split gave none, every counted row of the batch's Parquet files."""
     import pyarrow.parquet as pq
 
-    parts = [pq.read_table(os.path.join(lake, key, "changes", f.path)) for f in files]
+    parts: list[pa.Table] = []
     if earlier_xa:
         old = read_table(os.path.join(lake, key, "changes"))
         if old is not None:
-            parts.append(old.filter(pc.is_in(old["_xid"], pa.array(earlier_xa, pa.string()))))
+            old = old.filter(pc.is_in(old["_xid"], pa.array(earlier_xa, pa.string())))
+            parts.append(counted_changes(old))
+    if latest is not None:
+        for path in latest:
+            with pa.memory_map(path) as src:
+                parts.append(pa.ipc.open_file(src).read_all())
+    else:
+        parts.extend(counted_changes(pq.read_table(os.path.join(lake, key, "changes", f.path))) for f in files)
     if not parts:
         return pa.table({"_seq": pa.array([], SEQ)})
-    changes = pa.concat_tables(parts, promote_options="default")
-    # a transaction that ended in ROLLBACK was logged for its non-transactional tables; the rest was undone.  An XA
-    # transaction still waiting for its outcome (null) does not count either
-    return changes.filter(pc.fill_null(pc.equal(changes["_rolled_back"], False), False))
+    return pa.concat_tables(parts, promote_options="default")
+
+
+def _staged_latest(reports: list[dict[str, Any]], by_table: dict[str, list[DataFile]]) -> dict[str, list[str]]:
+    """Per table, the staged last-change files of the batch's splits (in split order), for the tables every split
+    that wrote changes of them staged one for (``""``: the split's rows of it did not count)."""
+    out: dict[str, list[str]] = {}
+    spoiled: set[str] = set()
+    for rep in sorted(reports, key=lambda r: int(r["split"])):
+        current: dict[str, str] = rep["current"]
+        for key in {f.table for f in rep["files"]}:
+            if key not in current:
+                spoiled.add(key)
+            elif current[key]:
+                out.setdefault(key, []).append(current[key])
+            else:
+                out.setdefault(key, [])
+    return {k: v for k, v in out.items() if k not in spoiled and k in by_table}
 
 
 def _update_current(
@@ -853,12 +1126,14 @@ def _update_current(
     earlier_xa: dict[str, list[str]],
     truncates: list[tuple[int, str]],
     renames: list[Statement],
+    latest: dict[str, list[str]],
 ) -> None:
     """Apply this batch to the current-state tables: each table's changes in ``_seq`` order, cut where a
-    statement empties a table (``truncates``: (seq, table)) or moves it (``renames``)."""
+    statement empties a table (``truncates``: (seq, table)) or moves it (``renames``); ``latest``: the tables the
+    tasks reduced to the last change of each key (:func:`_staged_latest`)."""
     cur = _Current(lake, batch, pk, schemas)
     changes = {
-        key: _counted(lake, key, by_table.get(key, []), earlier_xa.get(key, []))
+        key: _counted(lake, key, by_table.get(key, []), earlier_xa.get(key, []), latest.get(key))
         for key in set(by_table) | set(earlier_xa)
         if pk.get(key)
     }

@@ -30,8 +30,20 @@ def _worker_pythonpath() -> None:
         os.environ["PYTHONPATH"] = os.pathsep.join([root, *parts])
 
 
-def build_session(master: str = "local[*]", *, shuffle_partitions: int | None = None, app_name: str = "binlake") -> Any:
-    """A SparkSession on ``master`` with binlake's settings and data source (``getOrCreate``: reuses a live one)."""
+def build_session(
+    master: str = "local[*]",
+    *,
+    shuffle_partitions: int | None = None,
+    app_name: str = "binlake",
+    quick_jit: bool = False,
+) -> Any:
+    """A SparkSession on ``master`` with binlake's settings and data source (``getOrCreate``: reuses a live one).
+
+    ``quick_jit``: the driver JVM compiles with C1 only (``-XX:TieredStopAtLevel=1``).  For ``binlake ingest``,
+    whose JVM only schedules Python tasks and passes their small reports, C2's compiler threads were half of the
+    JVM's CPU time (15-19 CPU-s to start a session and run a first job on 2 cores; 8-10 with C1 only).  Queries
+    that process rows in the JVM are better off without it.  Applies only when this call starts the JVM.
+    """
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
     _worker_pythonpath()
@@ -49,6 +61,8 @@ def build_session(master: str = "local[*]", *, shuffle_partitions: int | None = 
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.python.worker.reuse", "true")
     )
+    if quick_jit:
+        builder = builder.config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
     if shuffle_partitions is not None:
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
     spark = builder.getOrCreate()

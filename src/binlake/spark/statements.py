@@ -27,7 +27,7 @@ from __future__ import annotations
 import itertools
 import mmap
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -36,6 +36,7 @@ from binlake.errors import BinlogError
 from binlake.events.base import Event, EventType
 from binlake.events.context import DecodeOptions
 from binlake.events.query import QueryEvent
+from binlake.events.table_map import TableMapEvent
 from binlake.reader import read_events, walk_headers
 from binlake.recovery import OnError, Skipped, read_events_recovering
 from binlake.schema import SchemaTracker, TableSchema, TrackedColumn
@@ -46,6 +47,7 @@ __all__ = [
     "SEQ_POS",
     "ReadSpec",
     "Statement",
+    "TableMapSink",
     "open_split",
     "parse_renames",
     "parse_xa_outcome",
@@ -59,6 +61,7 @@ E = EventType
 SEQ_FILE = 10**20
 SEQ_POS = 10**10
 _QUERY = frozenset({E.QUERY_EVENT, E.QUERY_COMPRESSED_EVENT})
+_MAPS = frozenset({E.TABLE_MAP_EVENT, E.TRANSACTION_PAYLOAD_EVENT})  # table maps, and payloads that may hold some
 # A QUERY event's statement follows the NUL that ends its default database (Query_log_event::write in MariaDB's
 # sql/log_event_server.cc): a NUL, blanks and comments, then a keyword worth decoding the event for
 _CANDIDATE = re.compile(
@@ -279,43 +282,85 @@ def parse_renames(query: str, db: str) -> list[tuple[tuple[str, str], tuple[str,
 # -- the driver's scan ------------------------------------------------------------------------------------------
 
 
-def _query_events(split: Split, read: ReadSpec) -> Iterator[QueryEvent]:
-    """The QUERY events of ``split`` that may be DDL or XA outcomes: decoded one by one after a header walk, or by
-    a full read where the header walk cannot see the type codes (encrypted logs) or fails (damage)."""
+TableMapSink = Callable[[Split, int, TableMapEvent], None]
+
+
+def _surveyed(split: Split, read: ReadSpec, tracker: SchemaTracker, maps: bool) -> Iterator[tuple[int, Event]]:
+    """The QUERY events of ``split`` that may be DDL or XA outcomes and, with ``maps``, its table maps (also those
+    in MySQL TRANSACTION_PAYLOAD events), in binlog order, each with its position: decoded one by one after a
+    header walk (identical table maps once per schema state), or by a full read where the header walk cannot see
+    the type codes (encrypted logs) or fails (damage)."""
     f = split.file
-    positions: list[int] = []
+    wanted: list[tuple[int, int]] = []
     try:
         if any(h.type_code == E.START_ENCRYPTION_EVENT for h in itertools.islice(walk_headers(f.path, 4), 3)):
             raise BinlogError("encrypted: the header walk sees ciphertext type codes")
         with open(f.path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:
             for h in walk_headers(f.path, split.start, split.stop):
-                if h.type_code in _QUERY:
-                    raw = m[h.pos : h.pos + h.size]
-                    if h.type_code == E.QUERY_COMPRESSED_EVENT or _CANDIDATE.search(raw):
-                        positions.append(h.pos)
+                code = h.type_code
+                if code in _QUERY:
+                    if code == E.QUERY_COMPRESSED_EVENT or _CANDIDATE.search(m[h.pos : h.pos + h.size]):
+                        wanted.append((h.pos, code))
+                elif maps and code in _MAPS:
+                    wanted.append((h.pos, code))
     except BinlogError:
-        for ev in open_split(split, read):
-            if isinstance(ev, QueryEvent) and ev.header.in_payload is None:
-                yield ev
+        shadow = tracker_from_json(tracker_to_json(tracker))  # the reader's own, following the DDL as it reads
+        for ev in open_split(split, read, shadow if maps else None):
+            if (isinstance(ev, QueryEvent) and ev.header.in_payload is None) or (
+                maps and isinstance(ev, TableMapEvent)
+            ):
+                yield (ev.header.pos if ev.header.in_payload is None else ev.header.in_payload), ev
         return
-    for pos in positions:
-        try:
-            events = list(read_events(f.path, options=read.options, start=pos, stop=pos + 1, decryptor=read.decryptor))
-        except BinlogError:
-            if read.on_error == "stop":
-                raise
-            continue  # a damaged statement: the task that reads it skips it and reports the skip
-        yield from (ev for ev in events if isinstance(ev, QueryEvent))
+    known: dict[tuple[bytes, int], TableMapEvent] = {}
+    epoch = 0  # statements seen so far: identical table-map bytes decode the same within one epoch
+    crc = 0  # bytes of the checksum (it covers the header, so identical maps differ there): known after a decode
+    with open(f.path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        for pos, code in wanted:
+            if code == E.TABLE_MAP_EVENT:
+                size = int.from_bytes(m[pos + 9 : pos + 13], "little")
+                key = (m[pos + 19 : pos + size - crc], epoch)
+                hit = known.get(key)
+                if hit is not None:
+                    yield pos, hit
+                    continue
+            try:
+                schema = tracker if code not in _QUERY else None  # the caller follows the DDL itself
+                events = list(
+                    read_events(
+                        f.path, options=read.options, start=pos, stop=pos + 1, decryptor=read.decryptor, schema=schema
+                    )
+                )
+            except BinlogError:
+                if read.on_error == "stop":
+                    raise
+                continue  # a damaged event: the task that reads it skips it and reports the skip
+            for ev in events:
+                if isinstance(ev, QueryEvent):
+                    yield pos, ev
+                    epoch += 1
+                elif isinstance(ev, TableMapEvent):
+                    if code == E.TABLE_MAP_EVENT:
+                        crc = 0 if ev.header.checksum is None else 4
+                        known[(m[pos + 19 : pos + size - crc], epoch)] = ev
+                    yield pos, ev
 
 
-def scan_statements(splits: Iterable[Split], tracker: SchemaTracker, read: ReadSpec) -> list[Statement]:
+def scan_statements(
+    splits: Iterable[Split], tracker: SchemaTracker, read: ReadSpec, table_maps: TableMapSink | None = None
+) -> list[Statement]:
     """The DDL that changed ``tracker`` (updated in place), the renames and the XA outcomes of ``splits`` (in
-    binlog order), in order."""
+    binlog order), in order.  ``table_maps(split, pos, table_map)`` is called for every table map of the splits,
+    in binlog order, decoded under the schema in force there (``pos``: its event's, or its TRANSACTION_PAYLOAD's,
+    position); identical table maps under one schema state come as one object."""
     out: list[Statement] = []
     for split in splits:
         f = split.file
-        for ev in _query_events(split, read):
-            pos = ev.header.pos
+        for pos, ev in _surveyed(split, read, tracker, table_maps is not None):
+            if isinstance(ev, TableMapEvent):
+                assert table_maps is not None
+                table_maps(split, pos, ev)
+                continue
+            assert isinstance(ev, QueryEvent)
             seq = f.seq * SEQ_FILE + pos * SEQ_POS
             query = ev.query
             xa = parse_xa_outcome(query) if query.lstrip()[:2].upper() == "XA" else None

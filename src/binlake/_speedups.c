@@ -19,6 +19,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <datetime.h>
+#include <math.h>
 #include <string.h>
 
 /* kinds: keep in step with rowdecoder._KINDS */
@@ -36,6 +37,7 @@ enum {
     K_DECIMAL = 10,   /* p1 = precision, p2 = scale */
     K_STRING = 11,    /* p1 length bytes (1..4), p2 = decode as UTF-8 (the converter takes what is not UTF-8) */
     K_UINT = 12,      /* p1 bytes little-endian unsigned (ENUM, SET) */
+    K_SET_BITS = 13,  /* text only: p1 bytes printed as bits, byte by byte (SET) */
     K_KINDS
 };
 
@@ -380,6 +382,29 @@ fail:
 
 /* ---- Plan -------------------------------------------------------------------------------------------------- */
 
+/* The digit groups of DECIMAL(intg + scale, scale) (decimal2bin): leading digits, the 9-digit groups of the integer
+   part and of the fraction, trailing digits; -1 when the value is too large for the compiled code. */
+static int decimal_layout(int intg, int scale, unsigned char *gbytes, unsigned char *gdigits, int *ngroups,
+                          int *size) {
+    int n = 0;
+    *size = 0;
+    if (intg % 9) {
+        gbytes[n] = (unsigned char)DIG2BYTES[intg % 9];
+        gdigits[n++] = (unsigned char)(intg % 9);
+    }
+    for (int k = 0; k < intg / 9 + scale / 9 && n < MAX_DECIMAL_GROUPS; k++) {
+        gbytes[n] = 4;
+        gdigits[n++] = 9;
+    }
+    if (scale % 9 && n < MAX_DECIMAL_GROUPS) {
+        gbytes[n] = (unsigned char)DIG2BYTES[scale % 9];
+        gdigits[n++] = (unsigned char)(scale % 9);
+    }
+    for (int k = 0; k < n; k++) *size += gbytes[k];
+    *ngroups = n;
+    return *size > MAX_DECIMAL_BYTES || n >= MAX_DECIMAL_GROUPS || *size == 0 ? -1 : 0;
+}
+
 static int parse_column(Column *c, PyObject *item, Py_ssize_t width) {
     PyObject *reader, *conv;
     Py_ssize_t out;
@@ -402,25 +427,8 @@ static int parse_column(Column *c, PyObject *item, Py_ssize_t width) {
             c->kind = K_PY;
             return 0;
         }
-        /* leading digits, 9-digit groups of the integer part, of the fraction, trailing digits (decimal2bin) */
-        int n = 0, size = 0;
-        if (intg % 9) {
-            c->gbytes[n] = (unsigned char)DIG2BYTES[intg % 9];
-            c->gdigits[n++] = (unsigned char)(intg % 9);
-        }
-        for (int k = 0; k < intg / 9 + scale / 9 && n < MAX_DECIMAL_GROUPS; k++) {
-            c->gbytes[n] = 4;
-            c->gdigits[n++] = 9;
-        }
-        if (scale % 9 && n < MAX_DECIMAL_GROUPS) {
-            c->gbytes[n] = (unsigned char)DIG2BYTES[scale % 9];
-            c->gdigits[n++] = (unsigned char)(scale % 9);
-        }
-        for (int k = 0; k < n; k++) size += c->gbytes[k];
-        c->ngroups = n;
-        c->size = size;
         c->exponent_len = scale ? snprintf(c->exponent, sizeof c->exponent, "E-%d", scale) : 0;
-        if (size > MAX_DECIMAL_BYTES || n >= MAX_DECIMAL_GROUPS || size == 0) c->kind = K_PY;
+        if (decimal_layout(intg, scale, c->gbytes, c->gdigits, &c->ngroups, &c->size) < 0) c->kind = K_PY;
     }
     return 0;
 }
@@ -537,10 +545,470 @@ static PyTypeObject PlanType = {
     .tp_new = Plan_new,
 };
 
+/* ---- TextPlan: the `binlake dump` text of row images ---------------------------------------------------------
+ *
+ * TextPlan(images) is built once per table layout, change kind and columns present by binlake.render.text: per
+ * row image its clause ("### WHERE\n", "### SET\n") and per present column (kind, p1, p2, prefix, suffix,
+ * null_line), the constant texts made in Python ("###   @3=", the " / * INT meta=0 nullable=1 is_null=0 * /"
+ * comment and its newline).  TextPlan.text(buf, head) writes the text of every row change of one rows event, each
+ * starting with head ("### UPDATE `db`.`t`\n"), as the value printers of binlake.values' RENDER tables print the values
+ * (log_event_print_value in MariaDB's sql/log_event_client.cc): integers as the signed reading of their bits plus
+ * the unsigned one in parentheses when negative, FLOAT "%-20g", DOUBLE "%.20g", DECIMAL in fixed point with every
+ * fraction digit, strings quoted with bytes below 0x20 as \xNN, DATE 'YYYY:MM:DD', DATETIME 'YYYY-MM-DD
+ * HH:MM:SS.f', TIME '[-]HH:MM:SS.f', TIMESTAMP as epoch seconds.f, YEAR %04d, BIT and SET as b'0101'.  It returns
+ * (text, row changes), or None for anything it does not print the same way for sure (a value the Python reader
+ * rejects or turns into something unusual, a non-finite float): the caller then takes the Python path, which
+ * prints that event or raises its precise error.  The text is the UTF-8 bytes decoded with surrogateescape, as
+ * the Python printers decode string values.
+ */
+
+typedef struct {
+    int kind, p1, p2;
+    const char *prefix, *suffix, *null_line; /* borrowed from TextPlan.spec */
+    Py_ssize_t prefix_len, suffix_len, null_len;
+    int size, ngroups; /* DECIMAL */
+    unsigned char gbytes[MAX_DECIMAL_GROUPS], gdigits[MAX_DECIMAL_GROUPS];
+} TextColumn;
+
+typedef struct {
+    Py_ssize_t ncols, nbytes;
+    TextColumn *cols;
+    const char *clause;
+    Py_ssize_t clause_len;
+} TextImage;
+
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t nimages;
+    PyObject *spec;
+    TextImage images[2];
+} TextPlan;
+
+typedef struct {
+    char *p;
+    Py_ssize_t n, cap;
+} Out;
+
+/* room for `need` more bytes, 0; -1 with MemoryError */
+static int out_room(Out *o, Py_ssize_t need) {
+    if (need <= o->cap - o->n) return 0;
+    Py_ssize_t cap = o->cap ? o->cap : 1 << 16;
+    while (cap - o->n < need) {
+        if (cap > PY_SSIZE_T_MAX / 2) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        cap *= 2;
+    }
+    char *p = PyMem_Realloc(o->p, cap);
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    o->p = p;
+    o->cap = cap;
+    return 0;
+}
+
+static inline char *put(char *t, const char *s, Py_ssize_t n) {
+    memcpy(t, s, n);
+    return t + n;
+}
+
+static inline char *put_u64(char *t, uint64_t v) {
+    char tmp[20];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n) *t++ = tmp[--n];
+    return t;
+}
+
+/* v in exactly `width` digits, zero-padded (v < 10**width) */
+static inline char *put_fixed(char *t, uint64_t v, int width) {
+    for (int k = width - 1; k >= 0; k--) {
+        t[k] = (char)('0' + v % 10);
+        v /= 10;
+    }
+    return t + width;
+}
+
+/* "%02d" of a non-negative number */
+static inline char *put_02(char *t, uint64_t v) { return v < 100 ? put_fixed(t, v, 2) : put_u64(t, v); }
+
+/* ".123" of `us` microseconds at fsp digits (temporal._fraction), nothing at fsp 0 */
+static inline char *put_fraction(char *t, long us, int fsp) {
+    if (!fsp) return t;
+    *t++ = '.';
+    return put_fixed(t, (uint64_t)us / POW10[6 - fsp], fsp);
+}
+
+static inline char *put_bits(char *t, const unsigned char *p, int nbytes, int nbits) {
+    *t++ = 'b';
+    *t++ = '\'';
+    for (int bit = 8 * nbytes - nbits; bit < 8 * nbytes; bit++)
+        *t++ = (char)('0' + (p[bit >> 3] >> (7 - (bit & 7)) & 1));
+    *t++ = '\'';
+    return t;
+}
+
+/* the text of one value at p (len - pos bytes left) into t; the new end of the text and *used, or NULL when the
+   Python path must print the event */
+static char *value_text(TextColumn *c, const unsigned char *p, Py_ssize_t left, char *t, Py_ssize_t *used) {
+#define NEED_T(n)                                                                                                 \
+    do {                                                                                                          \
+        if ((Py_ssize_t)(n) > left) return NULL;                                                                  \
+    } while (0)
+    switch (c->kind) {
+    case K_INT: { /* numeric.render_int: the bits as signed, then the unsigned reading when negative */
+        NEED_T(c->p1);
+        uint64_t u = le(p, c->p1);
+        *used = c->p1;
+        int bits = 8 * c->p1;
+        if (u >> (bits - 1)) {
+            uint64_t magnitude = bits == 64 ? (~u + 1) : ((uint64_t)1 << bits) - u;
+            *t++ = '-';
+            t = put_u64(t, magnitude);
+            *t++ = ' ';
+            *t++ = '(';
+            t = put_u64(t, u);
+            *t++ = ')';
+            return t;
+        }
+        return put_u64(t, u);
+    }
+    case K_FLOAT: case K_DOUBLE: { /* numeric.render_float / render_double: C's %-20g / %.20g */
+        int size = c->kind == K_FLOAT ? 4 : 8;
+        NEED_T(size);
+        double d = size == 4 ? PyFloat_Unpack4((const char *)p, 1) : PyFloat_Unpack8((const char *)p, 1);
+        if (!isfinite(d)) return NULL; /* printf's "-nan" is not Python's "nan" */
+        *used = size;
+        return t + snprintf(t, 64, size == 4 ? "%-20g" : "%.20g", d);
+    }
+    case K_YEAR: /* numeric.render_year */
+        NEED_T(1);
+        *used = 1;
+        return put_fixed(t, 1900 + (uint64_t)p[0], 4);
+    case K_BIT: {
+        NEED_T(c->p1);
+        if (c->p2 < 64 && (be(p, c->p1) >> c->p2)) return NULL; /* bits past the width: MalformedError */
+        *used = c->p1;
+        return put_bits(t, p, c->p1, c->p2);
+    }
+    case K_SET_BITS: /* enum_set._render_set: the stored bytes in order, each most significant bit first */
+        NEED_T(c->p1);
+        *used = c->p1;
+        return put_bits(t, p, c->p1, 8 * c->p1);
+    case K_UINT: /* ENUM: the number */
+        NEED_T(c->p1);
+        *used = c->p1;
+        return put_u64(t, le(p, c->p1));
+    case K_DATE: { /* temporal.render_date: 'YYYY:MM:DD', zero and invalid dates as stored */
+        NEED_T(3);
+        uint64_t u = le(p, 3);
+        uint64_t y = u >> 9, m = u >> 5 & 15, d = u & 31;
+        if (m > 12 || y > 9999) return NULL;
+        *used = 3;
+        *t++ = '\'';
+        t = put_fixed(t, y, 4);
+        *t++ = ':';
+        t = put_fixed(t, m, 2);
+        *t++ = ':';
+        t = put_fixed(t, d, 2);
+        *t++ = '\'';
+        return t;
+    }
+    case K_DATETIME2: { /* temporal.render_datetime */
+        int fb = (c->p1 + 1) / 2, size = 5 + fb;
+        NEED_T(size);
+        int64_t v = (int64_t)be(p, 5) - 0x8000000000LL;
+        static const long unit[4] = {1, 10000, 100, 1};
+        long us = (long)be(p + 5, fb) * unit[fb];
+        if (v < 0) return NULL;
+        int64_t ymd = v >> 17, ym = ymd >> 5;
+        int64_t y = ym / 13, mo = ym % 13, d = ymd & 31, h = v >> 12 & 31, mi = v >> 6 & 63, s = v & 63;
+        if (y > 9999 || mo > 12 || h > 23 || mi > 59 || s > 59 || us > 999999) return NULL;
+        *used = size;
+        *t++ = '\'';
+        t = put_fixed(t, (uint64_t)y, 4);
+        *t++ = '-';
+        t = put_fixed(t, (uint64_t)mo, 2);
+        *t++ = '-';
+        t = put_fixed(t, (uint64_t)d, 2);
+        *t++ = ' ';
+        t = put_fixed(t, (uint64_t)h, 2);
+        *t++ = ':';
+        t = put_fixed(t, (uint64_t)mi, 2);
+        *t++ = ':';
+        t = put_fixed(t, (uint64_t)s, 2);
+        t = put_fraction(t, us, c->p1);
+        *t++ = '\'';
+        return t;
+    }
+    case K_TIMESTAMP2: { /* temporal.render_timestamp: seconds since the epoch, then the fraction */
+        int fb = (c->p1 + 1) / 2, size = 4 + fb;
+        NEED_T(size);
+        static const long unit[4] = {1, 10000, 100, 1};
+        long us = (long)be(p + 4, fb) * unit[fb];
+        if (us > 999999) return NULL;
+        *used = size;
+        t = put_u64(t, be(p, 4));
+        return put_fraction(t, us, c->p1);
+    }
+    case K_TIME2: { /* temporal.render_time (my_time_packed_from_binary, as Plan decodes it) */
+        int fsp = c->p1, fb = (fsp + 1) / 2, size = 3 + fb;
+        NEED_T(size);
+        uint64_t u = be(p, size);
+        int64_t packed;
+        if (fsp >= 5) {
+            packed = (int64_t)u - 0x800000000000LL;
+        } else {
+            static const int64_t frac_unit[3] = {1, 10000, 100};
+            int64_t intpart = (int64_t)(u >> (8 * fb)) - 0x800000;
+            int64_t frac = (int64_t)(u & (((uint64_t)1 << (8 * fb)) - 1));
+            if (intpart < 0 && frac) {
+                intpart += 1;
+                frac -= (int64_t)1 << (8 * fb);
+            }
+            packed = intpart * ((int64_t)1 << 24) + frac * frac_unit[fb];
+        }
+        int negative = packed < 0;
+        if (negative) packed = -packed;
+        int64_t hms = packed >> 24, us = packed & 0xFFFFFF;
+        int64_t h = hms >> 12, mi = hms >> 6 & 63, s = hms & 63;
+        if (mi > 59 || s > 59 || us > 999999) return NULL; /* MalformedError */
+        *used = size;
+        *t++ = '\'';
+        if (negative) *t++ = '-';
+        t = put_02(t, (uint64_t)h);
+        *t++ = ':';
+        t = put_fixed(t, (uint64_t)mi, 2);
+        *t++ = ':';
+        t = put_fixed(t, (uint64_t)s, 2);
+        t = put_fraction(t, (long)us, fsp);
+        *t++ = '\'';
+        return t;
+    }
+    case K_DECIMAL: { /* decimal.render_decimal: format(Decimal, "f") of the value the reader builds */
+        NEED_T(c->size);
+        unsigned char b[MAX_DECIMAL_BYTES];
+        char digits[MAX_DECIMAL_GROUPS * 9];
+        memcpy(b, p, c->size);
+        int negative = !(b[0] & 0x80);
+        b[0] ^= 0x80;
+        if (negative)
+            for (int i = 0; i < c->size; i++) b[i] = (unsigned char)~b[i];
+        const unsigned char *q = b;
+        char *dg = digits;
+        for (int g = 0; g < c->ngroups; g++) {
+            uint32_t v = (uint32_t)be(q, c->gbytes[g]);
+            q += c->gbytes[g];
+            if (v >= POW10[c->gdigits[g]]) return NULL; /* the reader raises MalformedError */
+            dg = put_fixed(dg, v, c->gdigits[g]);
+        }
+        *used = c->size;
+        int scale = c->p2, intg = (int)(dg - digits) - scale, first = 0;
+        while (first < intg - 1 && digits[first] == '0') first++;
+        if (negative) *t++ = '-';
+        if (intg > 0)
+            t = put(t, digits + first, intg - first);
+        else
+            *t++ = '0';
+        if (scale) {
+            *t++ = '.';
+            t = put(t, digits + intg, scale);
+        }
+        return t;
+    }
+    default:
+        return NULL;
+    }
+#undef NEED_T
+}
+
+/* the value bytes needed at most by one value's text besides strings */
+#define VALUE_TEXT_MAX (2 * MAX_DECIMAL_GROUPS * 9 + 80)
+
+/* the lines of one row image at *ppos; 0, or -1 (an exception set only for MemoryError) */
+static int image_text(TextImage *im, const unsigned char *buf, Py_ssize_t len, Py_ssize_t *ppos, Out *o) {
+    Py_ssize_t pos = *ppos;
+    if (im->ncols == 0 || im->nbytes > len - pos) return -1;
+    const unsigned char *nulls = buf + pos;
+    pos += im->nbytes;
+    if (out_room(o, im->clause_len) < 0) return -1;
+    memcpy(o->p + o->n, im->clause, im->clause_len);
+    o->n += im->clause_len;
+    for (Py_ssize_t k = 0; k < im->ncols; k++) {
+        TextColumn *c = &im->cols[k];
+        if (nulls[k >> 3] & (1 << (k & 7))) {
+            if (out_room(o, c->null_len) < 0) return -1;
+            memcpy(o->p + o->n, c->null_line, c->null_len);
+            o->n += c->null_len;
+            continue;
+        }
+        const unsigned char *p = buf + pos;
+        Py_ssize_t left = len - pos, used = 0;
+        char *t;
+        if (c->kind == K_STRING) { /* strings.render_quoted: bytes below 0x20 as \xNN, the rest as is */
+            if (c->p1 > left) return -1;
+            uint64_t n = le(p, c->p1);
+            if (n > (uint64_t)(left - c->p1)) return -1;
+            const unsigned char *s = p + c->p1, *end = s + n;
+            used = c->p1 + (Py_ssize_t)n;
+            if (out_room(o, c->prefix_len + 4 * (Py_ssize_t)n + 2 + c->suffix_len) < 0) return -1;
+            t = put(o->p + o->n, c->prefix, c->prefix_len);
+            *t++ = '\'';
+            while (s < end) {
+                const unsigned char *run = s;
+                while (s < end && *s >= 0x20) s++;
+                t = put(t, (const char *)run, s - run);
+                if (s < end) {
+                    static const char hex[] = "0123456789abcdef";
+                    *t++ = '\\';
+                    *t++ = 'x';
+                    *t++ = hex[*s >> 4];
+                    *t++ = hex[*s & 15];
+                    s++;
+                }
+            }
+            *t++ = '\'';
+        } else {
+            if (out_room(o, c->prefix_len + VALUE_TEXT_MAX + c->suffix_len) < 0) return -1;
+            t = put(o->p + o->n, c->prefix, c->prefix_len);
+            t = value_text(c, p, left, t, &used);
+            if (t == NULL) return -1;
+        }
+        t = put(t, c->suffix, c->suffix_len);
+        o->n = t - o->p;
+        pos += used;
+    }
+    *ppos = pos;
+    return 0;
+}
+
+static int parse_text_column(TextColumn *c, PyObject *item) {
+    PyObject *prefix, *suffix, *null_line;
+    if (!PyArg_ParseTuple(item, "iiiSSS", &c->kind, &c->p1, &c->p2, &prefix, &suffix, &null_line)) return -1;
+    c->prefix = PyBytes_AS_STRING(prefix);
+    c->prefix_len = PyBytes_GET_SIZE(prefix);
+    c->suffix = PyBytes_AS_STRING(suffix);
+    c->suffix_len = PyBytes_GET_SIZE(suffix);
+    c->null_line = PyBytes_AS_STRING(null_line);
+    c->null_len = PyBytes_GET_SIZE(null_line);
+    int ok;
+    switch (c->kind) {
+    case K_INT: ok = c->p1 == 1 || c->p1 == 2 || c->p1 == 3 || c->p1 == 4 || c->p1 == 8; break;
+    case K_UINT: case K_SET_BITS: ok = c->p1 >= 1 && c->p1 <= 8; break;
+    case K_FLOAT: case K_DOUBLE: case K_YEAR: case K_DATE: ok = 1; break;
+    case K_BIT: ok = c->p1 >= 0 && c->p1 <= 8 && c->p2 >= 8 * c->p1 - 7 && c->p2 <= 8 * c->p1; break;
+    case K_DATETIME2: case K_TIMESTAMP2: case K_TIME2: ok = c->p1 >= 0 && c->p1 <= 6; break;
+    case K_STRING: ok = c->p1 >= 1 && c->p1 <= 4; break;
+    case K_DECIMAL:
+        ok = c->p1 >= 1 && c->p2 >= 0 && c->p2 <= c->p1 &&
+             decimal_layout(c->p1 - c->p2, c->p2, c->gbytes, c->gdigits, &c->ngroups, &c->size) == 0;
+        break;
+    default: ok = 0;
+    }
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "a column the text plan does not print");
+        return -1;
+    }
+    return 0;
+}
+
+static void TextPlan_dealloc(TextPlan *self) {
+    PyMem_Free(self->images[0].cols);
+    PyMem_Free(self->images[1].cols);
+    Py_XDECREF(self->spec);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *TextPlan_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    PyObject *images;
+    static char *kwlist[] = {"images", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!", kwlist, &PyTuple_Type, &images)) return NULL;
+    Py_ssize_t nimages = PyTuple_GET_SIZE(images);
+    if (nimages != 1 && nimages != 2) {
+        PyErr_SetString(PyExc_ValueError, "one image (insert, delete) or two (update)");
+        return NULL;
+    }
+    TextPlan *self = (TextPlan *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->nimages = nimages;
+    Py_INCREF(images);
+    self->spec = images;
+    for (Py_ssize_t i = 0; i < nimages; i++) {
+        PyObject *image = PyTuple_GET_ITEM(images, i), *clause, *cols;
+        if (!PyArg_ParseTuple(image, "SO!", &clause, &PyTuple_Type, &cols)) goto error;
+        TextImage *im = &self->images[i];
+        im->clause = PyBytes_AS_STRING(clause);
+        im->clause_len = PyBytes_GET_SIZE(clause);
+        im->ncols = PyTuple_GET_SIZE(cols);
+        im->nbytes = (im->ncols + 7) / 8;
+        im->cols = PyMem_Calloc(im->ncols ? im->ncols : 1, sizeof(TextColumn));
+        if (im->cols == NULL) {
+            PyErr_NoMemory();
+            goto error;
+        }
+        for (Py_ssize_t k = 0; k < im->ncols; k++)
+            if (parse_text_column(&im->cols[k], PyTuple_GET_ITEM(cols, k)) < 0) goto error;
+    }
+    return (PyObject *)self;
+error:
+    Py_DECREF(self);
+    return NULL;
+}
+
+/* TextPlan.text(buf, head): (text, row changes) of every row change in buf, or None for the Python path */
+static PyObject *TextPlan_text(TextPlan *self, PyObject *args) {
+    PyObject *bufobj;
+    const char *head;
+    Py_ssize_t head_len;
+    if (!PyArg_ParseTuple(args, "O!y#", &PyBytes_Type, &bufobj, &head, &head_len)) return NULL;
+    const unsigned char *buf = (const unsigned char *)PyBytes_AS_STRING(bufobj);
+    Py_ssize_t len = PyBytes_GET_SIZE(bufobj), pos = 0, count = 0;
+    Out o = {NULL, 0, 0};
+    if (len == 0) goto fallback;
+    while (pos < len) {
+        if (out_room(&o, head_len) < 0) goto fallback;
+        memcpy(o.p + o.n, head, head_len);
+        o.n += head_len;
+        for (Py_ssize_t i = 0; i < self->nimages; i++)
+            if (image_text(&self->images[i], buf, len, &pos, &o) < 0) goto fallback;
+        count++;
+    }
+    PyObject *text = PyUnicode_DecodeUTF8(o.p, o.n, "surrogateescape");
+    PyMem_Free(o.p);
+    if (text == NULL) return NULL;
+    return Py_BuildValue("(Nn)", text, count);
+fallback:
+    PyMem_Free(o.p);
+    if (PyErr_Occurred()) return NULL; /* MemoryError */
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef TextPlan_methods[] = {
+    {"text", (PyCFunction)TextPlan_text, METH_VARARGS,
+     "text(buf, head) -> (text, row changes), or None when the Python printer must print the event"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject TextPlanType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "binlake._speedups.TextPlan",
+    .tp_basicsize = sizeof(TextPlan),
+    .tp_dealloc = (destructor)TextPlan_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "TextPlan(images): the `binlake dump` text of one layout's row images, each (clause, columns)",
+    .tp_methods = TextPlan_methods,
+    .tp_new = TextPlan_new,
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "binlake._speedups",
-    .m_doc = "The compiled row-image decoder of binlake.rowdecoder.",
+    .m_doc = "The compiled row-image decoder of binlake.rowdecoder and row-image printer of binlake.render.text.",
     .m_size = -1,
 };
 
@@ -552,12 +1020,11 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     Decimal = PyObject_GetAttrString(decimal, "Decimal");
     Py_DECREF(decimal);
     if (Decimal == NULL) return NULL;
-    if (PyType_Ready(&PlanType) < 0) return NULL;
+    if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&TextPlanType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
-    Py_INCREF(&PlanType);
-    if (PyModule_AddObject(m, "Plan", (PyObject *)&PlanType) < 0) {
-        Py_DECREF(&PlanType);
+    if (PyModule_AddObjectRef(m, "Plan", (PyObject *)&PlanType) < 0 ||
+        PyModule_AddObjectRef(m, "TextPlan", (PyObject *)&TextPlanType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

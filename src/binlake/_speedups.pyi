@@ -1,4 +1,5 @@
-"""Types of the compiled row decoder (``_speedups.c``), used by :mod:`binlake.rowdecoder` when it is built."""
+"""Types of the compiled row decoder and row printer (``_speedups.c``), used by :mod:`binlake.rowdecoder` and
+:mod:`binlake.render.text` when it is built."""
 
 from collections.abc import Callable
 
@@ -13,3 +14,9 @@ class Plan:
         images: tuple[tuple[_Column, ...], ...],
     ) -> None: ...
     def rows(self, buf: bytes) -> list[tuple[tuple[object, ...] | None, tuple[object, ...] | None]] | None: ...
+
+_TextColumn = tuple[int, int, int, bytes, bytes, bytes]
+
+class TextPlan:
+    def __init__(self, images: tuple[tuple[bytes, tuple[_TextColumn, ...]], ...]) -> None: ...
+    def text(self, buf: bytes, head: bytes) -> tuple[str, int] | None: ...

@@ -9,6 +9,12 @@ and the ``### INSERT INTO``/``### WHERE``/``### SET``/``###   @N=value /* TYPE m
 blocks from ``Rows_log_event::print_verbose`` and ``log_event_print_value``, whose value text each value family
 gives (``RENDER`` of the :mod:`binlake.values` modules).  Timestamps print in local time, as the tool does.
 
+Where ``binlake._speedups`` is built (and ``BINLAKE_PURE_PYTHON`` not set), the ``###`` lines of a rows event are
+written in C straight from its row images (:func:`text_plan`: the constant texts made here once per layout, the
+values printed as the ``RENDER`` tables print them); a layout with another column type, an event it is not sure to
+print the same way (a value its reader rejects, a NaN) and ``--flashback`` take the Python path below, which stays
+the reference (``tests/render/test_rows_text.py`` checks both agree on random row images).
+
 Like the tool, rows events of one statement are held back until the statement's last event (STMT_END_F), an
 ANNOTATE_ROWS until the table map it belongs to, and ``--flashback`` prints the undo of the log: every buffered
 event's text in reverse order, each statement's rows events reversed and inverted (:mod:`binlake.render.flashback`).
@@ -27,6 +33,7 @@ import argparse
 import datetime
 import functools
 import json
+import os
 import re
 import struct
 import sys
@@ -60,8 +67,18 @@ from binlake.render import add_decode_arguments, decode_options, open_log
 from binlake.render.flashback import Change, Image, invert
 from binlake.schema import SchemaTracker
 from binlake.values import collations, json_binary, reader_for
+from binlake.values.decimal import precision_scale
+from binlake.values.numeric import bit_width
+from binlake.values.strings import length_bytes
 from binlake.values.temporal import column_fsp
-from binlake.wire import bits_msb_first
+from binlake.wire import bits_lsb_first, bits_msb_first
+
+try:  # the compiled row printer (src/binlake/_speedups.c), when it was built and is not turned off
+    if os.environ.get("BINLAKE_PURE_PYTHON"):
+        raise ImportError("BINLAKE_PURE_PYTHON is set")
+    from binlake._speedups import TextPlan
+except ImportError:
+    TextPlan = None  # type: ignore[assignment,misc]
 
 __all__ = [
     "DumpOptions",
@@ -587,10 +604,7 @@ class _RowsText:
         self.source = ""
         self._lines: list[tuple[Column, Renderer | None, str, str, str]] = []
         for col in columns:
-            comment = f"{value_type_name(col)} meta={col.meta} nullable={int(col.nullable)}"
-            prefix = f"###   @{col.index + 1}="
-            line = (prefix, f" /* {comment} is_null=0 */\n", f"{prefix}NULL /* {comment} is_null=1 */\n")
-            self._lines.append((col, _RENDER.get(col.real_type_code), *line))
+            self._lines.append((col, _RENDER.get(col.real_type_code), *_line_texts(col)))
 
     def text(self, changes: Sequence[Change], append: Callable[[str], None], head: str) -> None:
         """Append the text of ``changes`` (each change one string), ``head`` being the ``### INSERT INTO ...`` line."""
@@ -652,6 +666,63 @@ class _RowsText:
         self.source = "\n".join(lines) + "\n"
         exec(compile(self.source, f"<{kind} text of {len(columns)} columns>", "exec"), ns)
         return cast(RowsTextFn, ns["text"])
+
+
+def _line_texts(col: Column) -> tuple[str, str, str]:
+    """The constant parts of a column's value line: ``###   @N=``, `` /* TYPE meta=M nullable=N is_null=0 */\n``
+    and the whole NULL line."""
+    comment = f"{value_type_name(col)} meta={col.meta} nullable={int(col.nullable)}"
+    prefix = f"###   @{col.index + 1}="
+    return prefix, f" /* {comment} is_null=0 */\n", f"{prefix}NULL /* {comment} is_null=1 */\n"
+
+
+# Kinds of binlake._speedups.TextPlan's columns (its enum; keep in step): per real type, the kind and a function of
+# the column giving its two parameters, read exactly as binlake.values' readers read them.  ENUM and SET only in
+# the sizes their readers take; every other type is printed by the Python path.
+_TEXT_KINDS: dict[int, tuple[int, Callable[[Column], tuple[int, int]]]] = {
+    **{code: (1, lambda c: (_INT_BITS[c.real_type_code] // 8, 0)) for code in _INT_BITS},
+    T.FLOAT: (2, lambda c: (0, 0)),
+    T.DOUBLE: (3, lambda c: (0, 0)),
+    T.YEAR: (4, lambda c: (0, 0)),
+    T.BIT: (5, lambda c: ((bit_width(c) + 7) // 8, bit_width(c))),
+    T.DATE: (6, lambda c: (0, 0)),
+    T.NEWDATE: (6, lambda c: (0, 0)),
+    T.DATETIME2: (7, lambda c: (column_fsp(c), 0)),
+    T.TIMESTAMP2: (8, lambda c: (column_fsp(c), 0)),
+    T.TIME2: (9, lambda c: (column_fsp(c), 0)),
+    T.NEWDECIMAL: (10, precision_scale),
+    **{code: (11, lambda c: (length_bytes(c), 0)) for code in _QUOTED},
+    T.ENUM: (12, lambda c: (c.length if c.length in (1, 2) else 0, 0)),
+    T.SET: (13, lambda c: (c.length if c.length in (1, 2, 3, 4, 8) else 0, 0)),
+}
+
+
+def text_plan(columns: tuple[Column, ...], kind: str, present: Sequence[bytes]) -> TextPlan | None:
+    """The compiled printer of one layout's row images (``binlake._speedups.TextPlan``), ``present`` being the
+    columns-present bitmap of each image; ``None`` when the extension is not there or a column is one it does not
+    print (JSON, GEOMETRY, old temporal types, impossible metadata): the Python printer prints those."""
+    if TextPlan is None:
+        return None
+    images = []
+    for clause, bits in zip(_SQL[kind][1:], present, strict=False):
+        cols = []
+        for col, here in zip(columns, bits_lsb_first(bits, len(columns)), strict=True):
+            if not here:
+                continue
+            spec = _TEXT_KINDS.get(col.real_type_code)
+            if spec is None:
+                return None
+            try:
+                p1, p2 = spec[1](col)
+            except BinlogError:
+                return None
+            prefix, suffix, null_line = _line_texts(col)
+            cols.append((spec[0], p1, p2, prefix.encode(), suffix.encode(), null_line.encode()))
+        images.append(((clause or "").encode(), tuple(cols)))
+    try:
+        return TextPlan(tuple(images))
+    except ValueError:  # a length or precision the C printer does not take
+        return None
 
 
 def _presence(image: Image | None) -> tuple[bool, ...]:
@@ -799,6 +870,9 @@ class TextPrinter:
         default_factory=dict
     )
     _meta_lines: dict[tuple[int, int], tuple[tuple[Column, ...], tuple[OptionalField, ...], str]] = field(
+        default_factory=dict
+    )
+    _text_plans: dict[tuple[int, str, bytes, bytes | None], tuple[tuple[Column, ...], TextPlan | None]] = field(
         default_factory=dict
     )
     _started: bool = False  # --start-datetime reached
@@ -996,7 +1070,7 @@ class TextPrinter:
         tm = ev.table_map
         if tm is None:
             tail.append(f"### Row event for unknown table #{ev.table_id}")
-        else:
+        elif flashback or not self._compiled_text(ev, tm):
             changes: Sequence[Change] = ev.rows(typed=False)
             kind: str = ev.kind
             if flashback:
@@ -1010,6 +1084,34 @@ class TextPrinter:
                 self._emit_parts(tail)
             self._head.clear()
             tail.clear()
+
+    def _compiled_text(self, ev: RowsEvent, tm: TableMapEvent) -> bool:
+        """The rows text of ``ev`` straight from its row images by the compiled printer (:func:`text_plan`), when
+        it takes the event; ``False`` leaves it to the Python path (decoded rows through :class:`_RowsText`)."""
+        if TextPlan is None or ev.partial or not ev.rows_data or tm.column_count != ev.column_count:
+            return False
+        after = ev.columns_after if ev.kind == "update" else None
+        key = (id(tm.columns), ev.kind, ev.columns_before, after)
+        cached = self._text_plans.get(key)
+        if cached is None or cached[0] is not tm.columns:
+            if len(self._text_plans) >= _TEXTS_KEPT:
+                self._text_plans.clear()
+            present = (ev.columns_before,) if after is None else (ev.columns_before, after)
+            cached = (tm.columns, text_plan(tm.columns, ev.kind, present))
+            self._text_plans[key] = cached
+        plan = cached[1]
+        if plan is None:
+            return False
+        head = f"### {_SQL[ev.kind][0]} {backtick(tm.schema)}.{backtick(tm.table)}\n"
+        try:
+            done = plan.text(ev.rows_data, head.encode("utf-8", "surrogateescape"))
+        except UnicodeEncodeError:  # a name with a lone surrogate that is no escaped byte
+            return False
+        if done is None:
+            return False
+        self._tail.append(done[0])
+        self._row_count += done[1]
+        return True
 
     def _changes_text(self, tm: TableMapEvent, kind: str, changes: Sequence[Change]) -> None:
         tail = self._tail

@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Sequence
 from decimal import Decimal
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -220,7 +221,17 @@ def change_batch(file: BinlogFile, chunks: Sequence[Changes], map_ids: dict[int,
     """The ``changes`` view rows of ``chunks`` (one row per row change); ``map_ids`` maps ``id(table_map)`` to its
     :func:`~extract.map_id`."""
     names: dict[int, list[str]] = {}
-    befores, afters, db, table, op, pos, row, gtid, ts, seq, mid = ([] for _ in range(11))  # type: ignore[var-annotated]
+    befores: list[object] = []
+    afters: list[object] = []
+    db: list[object] = []
+    table: list[object] = []
+    op: list[object] = []
+    pos: list[object] = []
+    row: list[object] = []
+    gtid: list[object] = []
+    ts: list[int] = []
+    seq: list[object] = []
+    mid: list[object] = []
     for c in chunks:
         key = id(c.table_map)
         n = names.get(key)
@@ -230,8 +241,9 @@ def change_batch(file: BinlogFile, chunks: Sequence[Changes], map_ids: dict[int,
         for before, after in c.rows:
             befores.append(_image(n, before))
             afters.append(_image(n, after))
-        for col, v in ((db, c.database), (table, c.table), (op, c.op), (pos, c.pos), (gtid, c.gtid), (ts, c.ts)):
+        for col, v in ((db, c.database), (table, c.table), (op, c.op), (pos, c.pos), (gtid, c.gtid)):
             col.extend([v] * k)
+        ts.extend([c.ts] * k)
         row.extend(range(k))
         seq.extend(Decimal(c.seq + i) for i in range(k))
         mid.extend([map_ids[key]] * k)
@@ -323,6 +335,16 @@ def _direct(t: pa.DataType) -> bool:
 Values = Sequence[object] | np.ndarray[Any, Any]  # one column: a list, or a numpy object array
 
 
+def _whole_decimal(values: Values, t: pa.DataType) -> pa.Array:
+    """Integers (BIGINT UNSIGNED, BIT, SET masks; the whole values of DECIMAL(p,0)) as ``decimal128(p <= 20, 0)``
+    through a 64-bit integer array: ~4x faster than ``pa.array`` building each decimal.  Negative values go through
+    int64; a value out of both ranges raises ``OverflowError``."""
+    try:
+        return pa.array(values, pa.uint64()).cast(t)
+    except OverflowError:
+        return pa.array(values, pa.int64()).cast(t)
+
+
 def to_lake(values: Values, t: pa.DataType) -> pa.Array:
     """One column of values (``None``/``ABSENT`` -> null) as an Arrow array of type ``t``.
 
@@ -331,25 +353,20 @@ def to_lake(values: Values, t: pa.DataType) -> pa.Array:
     """
     if _direct(t):
         try:
+            if pa.types.is_decimal(t) and t.scale == 0 and t.precision <= 20:
+                return _whole_decimal(values, t)
             return pa.array(values, t)
-        except (TypeError, ValueError):  # ArrowTypeError, ArrowInvalid, UnicodeEncodeError: convert value by value
+        except (TypeError, ValueError, OverflowError):  # ArrowTypeError, ArrowInvalid, UnicodeEncodeError: one by one
             pass
     conv = _converter(t)
     return safe_array([None if v is None or v is ABSENT else conv(v) for v in values], t)
 
 
-def transpose(images: list[tuple[object, ...]], width: int) -> list[Values]:
-    """Row images (tuples of ``width`` values) as ``width`` columns (numpy object columns when the values allow a
-    2-d array: ~2x faster than a list per column).
+def transpose(images: list[tuple[object, ...]], width: int) -> list[list[object]]:
+    """Row images (tuples of ``width`` values) as ``width`` column lists (``map(itemgetter(i), ...)`` per column:
+    faster than ``zip(*images)`` or a 2-d numpy object array on rows of ``Decimal``, ``datetime`` and text).
 
-    >>> [list(c) for c in transpose([(1, "a"), (2, None)], 2)]
+    >>> transpose([(1, "a"), (2, None)], 2)
     [[1, 2], ['a', None]]
     """
-    if images:
-        try:
-            grid = np.array(images, dtype=object)
-        except ValueError:  # values that are sequences themselves (VECTOR tuples of unequal length)
-            grid = None
-        if grid is not None and grid.shape == (len(images), width):
-            return [grid[:, i] for i in range(width)]
-    return [[img[i] for img in images] for i in range(width)]
+    return [list(map(itemgetter(i), images)) for i in range(width)]

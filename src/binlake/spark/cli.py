@@ -41,9 +41,9 @@ def ingest_main(args: argparse.Namespace) -> int:
     except OSError as e:
         print(f"binlake ingest: cannot read --schema: {e.strerror or e}", file=sys.stderr)
         return EXIT_ERROR
-    from binlake.spark.session import build_session
+    from binlake.spark.session import build_session, finish_class_sharing
 
-    spark = build_session(args.master, quick_jit=True)
+    spark = build_session(args.master, quick_start=True, data_source=False)
     progress = Progress(spark)
     try:
         result = ingest(spark, list(args.sources), args.lake, split_bytes=args.split_mb << 20, progress=progress,
@@ -51,6 +51,8 @@ def ingest_main(args: argparse.Namespace) -> int:
     except BinlogError as e:
         print(error_line(e), file=sys.stderr)
         return EXIT_ERROR
+    finally:
+        finish_class_sharing(spark)
     print(summary(result))
     return 0
 

@@ -126,8 +126,28 @@ class Truncate:
 Record = EventRecord | TableMapRecord | Changes | Truncate
 
 
+_MAP_IDS: dict[tuple[object, ...], str] = {}  # the layout's fields -> map_id: every transaction logs its table map
+
+
 def map_id(tm: TableMapEvent) -> str:
     """A stable id of a table map's layout (schema, table, column types, metadata, nullability, optional fields)."""
+    key = (
+        tm.schema,
+        tm.table,
+        tm.column_types,
+        tm.metadata,
+        tm.null_bitmap,
+        *((f.type_code, f.raw) for f in tm.optional),
+    )
+    hit = _MAP_IDS.get(key)
+    if hit is None:
+        if len(_MAP_IDS) >= 4096:
+            _MAP_IDS.clear()
+        hit = _MAP_IDS[key] = _digest(tm)
+    return hit
+
+
+def _digest(tm: TableMapEvent) -> str:
     h = hashlib.sha1(usedforsecurity=False)
     for part in (tm.schema.encode("utf-8", "surrogateescape"), tm.table.encode("utf-8", "surrogateescape")):
         h.update(len(part).to_bytes(4, "little") + part)

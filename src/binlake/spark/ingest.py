@@ -51,6 +51,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
+from operator import itemgetter
 from typing import Any, TypeVar
 
 import numpy as np
@@ -78,6 +79,7 @@ from binlake.spark.arrow import (
 from binlake.spark.extract import Changes, EventRecord, TableMapRecord, Truncate, decode_split, map_id
 from binlake.spark.lake import (
     DataFile,
+    ParquetSink,
     append_table,
     commit_files,
     overwrite,
@@ -85,7 +87,6 @@ from binlake.spark.lake import (
     read_table_before,
     resolve_rollbacks,
     table_schema,
-    write_parquet,
 )
 from binlake.spark.names import table_dir
 from binlake.spark.plan import DEFAULT_SPLIT_BYTES, BinlogFile, Split, list_binlogs, plan_splits
@@ -115,8 +116,8 @@ META = [
     ("_absent", pa.list_(pa.string())),
 ]
 _META_NAMES = {n for n, _ in META}
-_META_INDEX = {n: i for i, (n, _) in enumerate(META)}
-FLUSH_ROWS = 65536
+FLUSH_ROWS = 65536  # rows of one table (or events) per row group
+_DICTIONARY = ["_op", "_file", "_gtid", "_xid"]  # the change tables' columns with few distinct values
 MIN_SPLIT_BYTES = 4 << 20  # a smaller range is not worth a task of its own (~30 ms each in local mode)
 EVENTS_DIR = "_events"
 HISTORY_DIR = "_schema_history"
@@ -203,6 +204,7 @@ def _collect(rdd: Any, task: Callable[[Iterator[Split]], Iterator[dict[str, Any]
 _OPS = pa.array(["insert", "update_preimage", "update_postimage", "delete"], pa.string())
 _OP_CODE = {"insert": 0, "update": 1, "delete": 3}  # an update's two rows: 1 (its before image) and 2 (after)
 _LOW64 = (1 << 64) - 1
+_BEFORE, _AFTER = itemgetter(0), itemgetter(1)
 
 
 def _seq_array(seq0: np.ndarray[Any, Any], ci: np.ndarray[Any, Any], row: np.ndarray[Any, Any]) -> pa.Array:
@@ -245,11 +247,11 @@ class _TableWriter:
     a statement emptying the table gives none (the driver then reads the split's files)."""
 
     def __init__(self, key: str, uri: str, schema: pa.Schema, pk: list[str] | None, file: str) -> None:
-        self.key, self.uri, self.schema, self.pk, self.file = key, uri, schema, pk, file
+        self.key, self.schema, self.pk, self.file = key, schema, pk, file
         self.data = [f for f in schema if f.name not in _META_NAMES]
         self.chunks: list[tuple[Changes, _Layout, bool | None]] = []
         self.rows = 0
-        self.files: list[DataFile] = []
+        self.sink = ParquetSink(uri, key, schema, _DICTIONARY)
         self.latest: list[pa.Table] | None = [] if pk else None
 
     def add(self, chunk: Changes, layout: _Layout, rolled_back: bool | None) -> None:
@@ -308,10 +310,8 @@ class _TableWriter:
                 c = self.chunks[i][0]
                 if c.op == "update":
                     images.extend(itertools.chain.from_iterable(c.rows))  # type: ignore[arg-type]
-                elif c.op == "insert":
-                    images.extend(a for _, a in c.rows)  # type: ignore[misc]
                 else:
-                    images.extend(b for b, _ in c.rows)  # type: ignore[misc]
+                    images.extend(map(_AFTER if c.op == "insert" else _BEFORE, c.rows))
                 i += 1
             cols = transpose(images, len(lay.names))
             for out, f, j in zip(parts, self.data, lay.index, strict=True):
@@ -324,9 +324,12 @@ class _TableWriter:
         meta, partial = self._meta()
         table = pa.Table.from_arrays([*self._columns(), *meta], schema=self.schema)
         self.chunks, self.rows = [], 0
-        self.files.append(write_parquet(table, self.uri, self.key))
+        self.sink.write(table)
         if self.latest is not None and self.pk is not None:
-            self.latest = None if partial else [*self.latest, latest_changes(counted_changes(table), self.pk)]
+            keep = [*(f.name for f in self.data), "_op", "_seq", "_ts"]  # what merge_current reads
+            self.latest = (
+                None if partial else [*self.latest, latest_changes(counted_changes(table).select(keep), self.pk)]
+            )
 
     def spoil(self) -> None:
         """A statement empties the table inside the split: the driver applies the split's changes itself."""
@@ -410,7 +413,7 @@ def _write_split(
     seen: dict[int, tuple[TableMapEvent, _Layout]] = {}  # id(table map) -> its layout (the map kept: ids stay unique)
     by_id: dict[str, _Layout] = {}
     events: list[EventRecord] = []
-    event_files: list[DataFile] = []
+    event_sink = ParquetSink(os.path.join(lake, EVENTS_DIR), EVENTS_DIR, EVENTS, ["file", "type"])
     counts: Counter[str] = Counter()
     truncates: list[tuple[str, int]] = []
     prepared: dict[str, set[str]] = defaultdict(set)  # XID without an outcome in the batch -> its tables
@@ -445,7 +448,7 @@ def _write_split(
         elif isinstance(rec, EventRecord):
             events.append(rec)
             if len(events) >= FLUSH_ROWS:
-                event_files.append(_write_events(split, events, lake))
+                event_sink.write(pa.Table.from_batches([event_batch(split.file, events)]))
                 events = []
         elif isinstance(rec, Truncate):
             key = table_dir(rec.database, rec.table)
@@ -453,28 +456,28 @@ def _write_split(
             if key in writers:  # changes of the table before the statement and maybe after: no single "last"
                 writers[key].spoil()
     if events:
-        event_files.append(_write_events(split, events, lake))
+        event_sink.write(pa.Table.from_batches([event_batch(split.file, events)]))
     current: dict[str, str] = {}
+    files: list[DataFile] = []
     for key, w in writers.items():
         w.flush()
+        done = w.sink.close()
+        if done is not None:
+            files.append(done)
         path = w.current_file(staging)
         if path is not None:
             current[key] = path
+    event_file = event_sink.close()
     return {
         "split": split.index,
-        "files": [f for w in writers.values() for f in w.files],
-        "events": event_files,
+        "files": files,
+        "events": [event_file] if event_file is not None else [],
         "counts": counts,
         "truncates": truncates,
         "prepared": {x: sorted(k) for x, k in prepared.items()},
         "skips": [_skip_row(s) for s in skips],
         "current": current,
     }
-
-
-def _write_events(split: Split, events: list[EventRecord], lake: str) -> DataFile:
-    batch = event_batch(split.file, events)
-    return write_parquet(pa.Table.from_batches([batch]), os.path.join(lake, EVENTS_DIR), EVENTS_DIR)
 
 
 # -- driver ------------------------------------------------------------------------------------------------------
@@ -556,7 +559,8 @@ class Progress:
     def timed(self, label: str, fn: Callable[[], T]) -> T:
         """``fn()`` run on the driver, its time logged as ``label`` (the stages' times say where a run goes)."""
         t0 = time.monotonic()
-        out = fn()
+        with _profiled(f"driver-{label.replace(' ', '-')}"):
+            out = fn()
         self.log(f"{label}: done in {time.monotonic() - t0:.1f} s")
         return out
 
@@ -764,17 +768,19 @@ class _MapLog:
 
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
-        self._last: dict[str, tuple[TableMapEvent, str]] = {}  # table -> its last table map and map id
+        self._last: dict[str, str] = {}  # table -> the map id of its last table map
+        self._seen: dict[int, tuple[TableMapEvent, str, str]] = {}  # id -> (table map, table, map id)
 
     def __call__(self, split: Split, pos: int, tm: TableMapEvent) -> None:
-        key = table_dir(tm.schema, tm.table)
-        last = self._last.get(key)
-        if last is not None and last[0] is tm:
+        seen = self._seen.get(id(tm))  # the scan gives identical maps as one object
+        if seen is None or seen[0] is not tm:
+            if len(self._seen) >= 1024:
+                self._seen.clear()
+            seen = self._seen[id(tm)] = (tm, table_dir(tm.schema, tm.table), map_id(tm))
+        _, key, mid = seen
+        if self._last.get(key) == mid:
             return
-        mid = map_id(tm)
-        self._last[key] = (tm, mid)
-        if last is not None and last[1] == mid:
-            return
+        self._last[key] = mid
         row = tablemap_rows(split.file, [TableMapRecord(tm, mid, pos, pos, 1)])[0]
         row["lake"] = [(n, lake_type(c)) for n, c in zip(tm.column_names, tm.columns, strict=True)]
         row["primary_key_index"] = list(tm.primary_key)
@@ -985,21 +991,27 @@ def _merge_partial(current: pa.Table, changes: pa.Table, pk: list[str], schema: 
             filled[_key_of(row, pk)] = row
     rows = [{**filled.get(base[k] or (), {}), **v} for k, v in state.items() if v is not None]
     touched = pa.Table.from_pylist([dict(zip(pk, k, strict=True)) for k in state], schema=key_schema)
-    return _replace_keys(current, touched, pk, pa.Table.from_pylist(rows, schema=schema))
+    return _replace_keys(current, touched, pk, pa.Table.from_pylist(rows, schema=schema), ordered=False)
 
 
-def _replace_keys(current: pa.Table, keys: pa.Table, pk: list[str], new_rows: pa.Table) -> pa.Table:
-    """``current`` without the rows of ``keys``, plus ``new_rows``, in ``_seq`` order."""
+def _replace_keys(current: pa.Table, keys: pa.Table, pk: list[str], new_rows: pa.Table, ordered: bool) -> pa.Table:
+    """``current`` without the rows of ``keys``, plus ``new_rows``: in ``_seq`` order (``ordered``: both are, and
+    every row of ``new_rows`` comes after those of ``current``, so they are only appended)."""
     if current.num_rows and keys.num_rows:
-        current = current.append_column("_i", pa.array(range(current.num_rows), pa.int64()))
+        current = current.append_column("_i", pa.array(np.arange(current.num_rows, dtype=np.int64)))
         keep = current.select([*pk, "_i"]).join(keys, keys=pk, join_type="left anti")
-        current = current.take(keep["_i"]).drop_columns(["_i"])
-    return pa.concat_tables([current, new_rows]).sort_by([("_seq", "ascending")])
+        current = current.take(pa.array(np.sort(keep["_i"].to_numpy()))).drop_columns(["_i"])
+    out = pa.concat_tables([current, new_rows])
+    return out if ordered else out.sort_by([("_seq", "ascending")])
 
 
-def merge_current(current: pa.Table | None, changes: pa.Table, pk: list[str], schema: pa.Schema) -> pa.Table:
+def merge_current(
+    current: pa.Table | None, changes: pa.Table, pk: list[str], schema: pa.Schema, *, ordered: bool = False
+) -> pa.Table:
     """``current`` (rows of ``schema``: the table's columns, ``_seq``, ``_ts``) after ``changes`` (change-table
-    rows that count: not rolled back), by primary key ``pk``.
+    rows that count: not rolled back), by primary key ``pk``.  ``ordered``: ``changes`` are in binlog order already
+    (``_seq``, an update's before image first) and all after ``current``'s rows (one batch's, as the tasks give
+    them): nothing is sorted.
 
     Complete images: the latest change of each key wins (vectorised).  Partial images (``_absent``): a column an
     image lacks keeps its previous value; an insert that lacks a column leaves it null (the server's default is in
@@ -1009,14 +1021,18 @@ def merge_current(current: pa.Table | None, changes: pa.Table, pk: list[str], sc
     if not changes.num_rows:
         return current
     up = pc.is_in(changes["_op"], pa.array(["insert", "update_postimage"]))
-    changes = changes.append_column("_up", up).sort_by([("_seq", "ascending"), ("_up", "ascending")])
+    changes = changes.append_column("_up", up)
+    if not ordered:
+        changes = changes.sort_by([("_seq", "ascending"), ("_up", "ascending")])
     if "_absent" in changes.column_names and changes["_absent"].null_count < changes.num_rows:
         return _merge_partial(current, changes, pk, schema)
-    changes = changes.append_column("_i", pa.array(range(changes.num_rows), pa.int64()))
-    last = changes.select([*pk, "_i"]).group_by(pk).aggregate([("_i", "max")])
-    latest = changes.take(last["_i_max"])
-    new_rows = _conform(latest.filter(latest["_up"]), schema)
-    return _replace_keys(current, latest.select(pk), pk, new_rows)
+    index = pa.array(np.arange(changes.num_rows, dtype=np.int64))
+    last = changes.select(pk).append_column("_i", index).group_by(pk).aggregate([("_i", "max")])
+    latest = np.sort(last["_i_max"].to_numpy())  # one row per key, in binlog order
+    keep = latest[changes["_up"].to_numpy(zero_copy_only=False)[latest]]
+    wanted = [n for n in schema.names if n in changes.column_names]
+    new_rows = _conform(changes.select(wanted).take(pa.array(keep)), schema)
+    return _replace_keys(current, changes.select(pk).take(pa.array(latest)), pk, new_rows, ordered)
 
 
 def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -1153,7 +1169,8 @@ def _update_current(
         else:
             applied[key] = Decimal(10**38 - 1)
         if seg.num_rows:
-            cur.tables[key] = merge_current(cur.get(key), seg, pk[key], cur.schema(key))
+            ordered = key not in earlier_xa  # else rows of an earlier batch come first
+            cur.tables[key] = merge_current(cur.get(key), seg, pk[key], cur.schema(key), ordered=ordered)
 
     ops: list[tuple[int, int, str, Any]] = [(seq, 0, "truncate", key) for seq, key in truncates]
     ops += [(s.seq, 1, "rename", s.pairs) for s in renames]

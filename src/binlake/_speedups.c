@@ -92,6 +92,35 @@ static inline uint64_t be(const unsigned char *p, int n) {
 
 /* ---- calendar ---------------------------------------------------------------------------------------------- */
 
+/* TIME2 (my_time_packed_from_binary, sql-common/my_time.cc): hours, minutes, seconds, microseconds and sign of the
+ * 3 + (fsp + 1) / 2 bytes at p; 0 for fields past their range (the Python reader's MalformedError). */
+static int time2_fields(const unsigned char *p, int fsp, int64_t *h, int64_t *mi, int64_t *s, int64_t *us,
+                        int *negative) {
+    int fb = (fsp + 1) / 2;
+    uint64_t u = be(p, 3 + fb);
+    int64_t packed;
+    if (fsp >= 5) {
+        packed = (int64_t)u - 0x800000000000LL;
+    } else {
+        static const int64_t frac_unit[3] = {1, 10000, 100};
+        int64_t intpart = (int64_t)(u >> (8 * fb)) - 0x800000;
+        int64_t frac = (int64_t)(u & (((uint64_t)1 << (8 * fb)) - 1));
+        if (intpart < 0 && frac) {
+            intpart += 1;
+            frac -= (int64_t)1 << (8 * fb);
+        }
+        packed = intpart * ((int64_t)1 << 24) + frac * frac_unit[fb];
+    }
+    *negative = packed < 0;
+    if (*negative) packed = -packed;
+    int64_t hms = packed >> 24;
+    *us = packed & 0xFFFFFF;
+    *h = hms >> 12;
+    *mi = hms >> 6 & 63;
+    *s = hms & 63;
+    return !(*mi > 59 || *s > 59 || *us > 999999);
+}
+
 static inline int leap(long y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
 
 static inline int days_in_month(long y, long m) {
@@ -296,27 +325,11 @@ static PyObject *read_image(Plan *plan, Image *im, PyObject *bufobj, const unsig
             break;
         }
         case K_TIME2: {
-            int fsp = c->p1, fb = (fsp + 1) / 2, size = 3 + fb;
+            int fsp = c->p1, size = 3 + (fsp + 1) / 2;
             NEED(size);
-            uint64_t u = be(p, size);
-            int64_t packed;
-            if (fsp >= 5) {
-                packed = (int64_t)u - 0x800000000000LL;
-            } else {
-                static const int64_t frac_unit[3] = {1, 10000, 100};
-                int64_t intpart = (int64_t)(u >> (8 * fb)) - 0x800000;
-                int64_t frac = (int64_t)(u & (((uint64_t)1 << (8 * fb)) - 1));
-                if (intpart < 0 && frac) {
-                    intpart += 1;
-                    frac -= (int64_t)1 << (8 * fb);
-                }
-                packed = intpart * ((int64_t)1 << 24) + frac * frac_unit[fb];
-            }
-            int negative = packed < 0;
-            if (negative) packed = -packed;
-            int64_t hms = packed >> 24, us = packed & 0xFFFFFF;
-            int64_t h = hms >> 12, mi = hms >> 6 & 63, s = hms & 63;
-            if (mi > 59 || s > 59 || us > 999999) goto fail; /* MalformedError */
+            int64_t h, mi, s, us;
+            int negative;
+            if (!time2_fields(p, fsp, &h, &mi, &s, &us, &negative)) goto fail; /* MalformedError */
             int64_t secs = h * 3600 + mi * 60 + s;
             v = PyDelta_FromDSU(0, (int)(negative ? -secs : secs), (int)(negative ? -us : us));
             pos += size;
@@ -758,27 +771,11 @@ static char *value_text(TextColumn *c, const unsigned char *p, Py_ssize_t left, 
         return put_fraction(t, us, c->p1);
     }
     case K_TIME2: { /* temporal.render_time (my_time_packed_from_binary, as Plan decodes it) */
-        int fsp = c->p1, fb = (fsp + 1) / 2, size = 3 + fb;
+        int fsp = c->p1, size = 3 + (fsp + 1) / 2;
         NEED_T(size);
-        uint64_t u = be(p, size);
-        int64_t packed;
-        if (fsp >= 5) {
-            packed = (int64_t)u - 0x800000000000LL;
-        } else {
-            static const int64_t frac_unit[3] = {1, 10000, 100};
-            int64_t intpart = (int64_t)(u >> (8 * fb)) - 0x800000;
-            int64_t frac = (int64_t)(u & (((uint64_t)1 << (8 * fb)) - 1));
-            if (intpart < 0 && frac) {
-                intpart += 1;
-                frac -= (int64_t)1 << (8 * fb);
-            }
-            packed = intpart * ((int64_t)1 << 24) + frac * frac_unit[fb];
-        }
-        int negative = packed < 0;
-        if (negative) packed = -packed;
-        int64_t hms = packed >> 24, us = packed & 0xFFFFFF;
-        int64_t h = hms >> 12, mi = hms >> 6 & 63, s = hms & 63;
-        if (mi > 59 || s > 59 || us > 999999) return NULL; /* MalformedError */
+        int64_t h, mi, s, us;
+        int negative;
+        if (!time2_fields(p, fsp, &h, &mi, &s, &us, &negative)) return NULL; /* MalformedError */
         *used = size;
         *t++ = '\'';
         if (negative) *t++ = '-';

@@ -100,8 +100,8 @@ _TEXT = frozenset({T.STRING, T.VARCHAR, T.VAR_STRING, T.TINY_BLOB, T.BLOB, T.MED
 # Kinds of binlake._speedups' column plans (its enum): per real type, the code and a function of the column giving
 # its two parameters; every type not listed is read by its Python reader (kind 0).
 _INT_SIZES: dict[int, int] = {T.TINY: 1, T.SHORT: 2, T.INT24: 3, T.LONG: 4, T.LONGLONG: 8}
-_PLAN_KINDS: dict[int, tuple[int, Callable[[Column], tuple[int, int]]]] = {
-    **{code: (1, lambda c: (_INT_SIZES[c.real_type_code], int(c.unsigned is not True))) for code in _INT_SIZES},
+# Kinds 2-10 are numbered alike in both of _speedups' enums (Plan and TextPlan), with the same parameters.
+FIXED_KINDS: dict[int, tuple[int, Callable[[Column], tuple[int, int]]]] = {
     T.FLOAT: (2, lambda c: (0, 0)),
     T.DOUBLE: (3, lambda c: (0, 0)),
     T.YEAR: (4, lambda c: (0, 0)),
@@ -112,6 +112,10 @@ _PLAN_KINDS: dict[int, tuple[int, Callable[[Column], tuple[int, int]]]] = {
     T.TIMESTAMP2: (8, lambda c: (column_fsp(c), 0)),
     T.TIME2: (9, lambda c: (column_fsp(c), 0)),
     T.NEWDECIMAL: (10, precision_scale),
+}
+_PLAN_KINDS: dict[int, tuple[int, Callable[[Column], tuple[int, int]]]] = {
+    **{code: (1, lambda c: (_INT_SIZES[c.real_type_code], int(c.unsigned is not True))) for code in _INT_SIZES},
+    **FIXED_KINDS,
     T.ENUM: (12, lambda c: (c.length or 0, 0)),
     T.SET: (12, lambda c: (c.length or 0, 0)),
 }

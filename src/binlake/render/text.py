@@ -65,10 +65,9 @@ from binlake.events.rows import ABSENT, RowsEvent
 from binlake.events.table_map import OptionalField, OptionalMetadataType, TableMapEvent
 from binlake.render import add_decode_arguments, decode_options, open_log
 from binlake.render.flashback import Change, Image, invert
+from binlake.rowdecoder import FIXED_KINDS
 from binlake.schema import SchemaTracker
 from binlake.values import collations, json_binary, reader_for
-from binlake.values.decimal import precision_scale
-from binlake.values.numeric import bit_width
 from binlake.values.strings import length_bytes
 from binlake.values.temporal import column_fsp
 from binlake.wire import bits_lsb_first, bits_msb_first
@@ -681,16 +680,7 @@ def _line_texts(col: Column) -> tuple[str, str, str]:
 # the sizes their readers take; every other type is printed by the Python path.
 _TEXT_KINDS: dict[int, tuple[int, Callable[[Column], tuple[int, int]]]] = {
     **{code: (1, lambda c: (_INT_BITS[c.real_type_code] // 8, 0)) for code in _INT_BITS},
-    T.FLOAT: (2, lambda c: (0, 0)),
-    T.DOUBLE: (3, lambda c: (0, 0)),
-    T.YEAR: (4, lambda c: (0, 0)),
-    T.BIT: (5, lambda c: ((bit_width(c) + 7) // 8, bit_width(c))),
-    T.DATE: (6, lambda c: (0, 0)),
-    T.NEWDATE: (6, lambda c: (0, 0)),
-    T.DATETIME2: (7, lambda c: (column_fsp(c), 0)),
-    T.TIMESTAMP2: (8, lambda c: (column_fsp(c), 0)),
-    T.TIME2: (9, lambda c: (column_fsp(c), 0)),
-    T.NEWDECIMAL: (10, precision_scale),
+    **FIXED_KINDS,
     **{code: (11, lambda c: (length_bytes(c), 0)) for code in _QUOTED},
     T.ENUM: (12, lambda c: (c.length if c.length in (1, 2) else 0, 0)),
     T.SET: (13, lambda c: (c.length if c.length in (1, 2, 3, 4, 8) else 0, 0)),

@@ -317,17 +317,22 @@ def _converter(t: pa.DataType) -> Callable[[object], object]:
     return lambda v: v
 
 
-def _direct(t: pa.DataType) -> bool:
-    """Types whose converter is the identity for every value ``pa.array`` accepts, and which ``pa.array`` refuses
-    every other value of (a string column holding ``bytes`` that are not UTF-8, a zero date, ``ABSENT``): a column
-    of them converts in one call, falling back to the per-value converter only when it refuses."""
+_TEMPORAL_OK = {pa.types.is_date: (dt.date, dt.datetime, type(None)), pa.types.is_timestamp: (dt.datetime, type(None))}
+
+
+def _direct(t: pa.DataType, values: Values) -> bool:
+    """Whether ``pa.array(values, t)`` gives what converting value by value gives, or refuses: true of types whose
+    converter is the identity for every value ``pa.array`` accepts (a string column holding ``bytes`` that are not
+    UTF-8, a zero date, ``ABSENT``: refused).  Dates and timestamps only when every value is one (``pa.array`` would
+    take a number as days or microseconds since 1970 where the converter gives null)."""
+    for test, kinds in _TEMPORAL_OK.items():
+        if test(t):
+            return set(map(type, values)) <= set(kinds)
     return bool(
         pa.types.is_integer(t)
         or pa.types.is_floating(t)
         or pa.types.is_string(t)
         or pa.types.is_binary(t)
-        or pa.types.is_date(t)
-        or pa.types.is_timestamp(t)
         or pa.types.is_decimal(t)
     )
 
@@ -335,10 +340,13 @@ def _direct(t: pa.DataType) -> bool:
 Values = Sequence[object] | np.ndarray[Any, Any]  # one column: a list, or a numpy object array
 
 
+_INTS_OK = {int, type(None)}
+
+
 def _whole_decimal(values: Values, t: pa.DataType) -> pa.Array:
-    """Integers (BIGINT UNSIGNED, BIT, SET masks; the whole values of DECIMAL(p,0)) as ``decimal128(p <= 20, 0)``
-    through a 64-bit integer array: ~4x faster than ``pa.array`` building each decimal.  Negative values go through
-    int64; a value out of both ranges raises ``OverflowError``."""
+    """Integers (BIGINT UNSIGNED, BIT, SET masks) as ``decimal128(p <= 20, 0)`` through a 64-bit integer array:
+    ~4x faster than ``pa.array`` building each decimal.  Negative values go through int64; a value out of both
+    ranges raises ``OverflowError``."""
     try:
         return pa.array(values, pa.uint64()).cast(t)
     except OverflowError:
@@ -351,9 +359,9 @@ def to_lake(values: Values, t: pa.DataType) -> pa.Array:
     >>> to_lake([1, None, ABSENT], pa.int64()).to_pylist(), to_lake([b"a", "\u00e9"], pa.string()).to_pylist()
     ([1, None, None], ['a', 'é'])
     """
-    if _direct(t):
+    if _direct(t, values):
         try:
-            if pa.types.is_decimal(t) and t.scale == 0 and t.precision <= 20:
+            if pa.types.is_decimal(t) and t.scale == 0 and t.precision <= 20 and set(map(type, values)) <= _INTS_OK:
                 return _whole_decimal(values, t)
             return pa.array(values, t)
         except (TypeError, ValueError, OverflowError):  # ArrowTypeError, ArrowInvalid, UnicodeEncodeError: one by one

@@ -26,7 +26,8 @@ from binlake.spark.names import decode_name, encode_name, table_dir
 pytestmark = pytest.mark.spark
 
 CORPUS_FILES = ("corpus-bin.000004", "corpus-bin.000005", "corpus-bin.000006")
-_REF_ROW = re.compile(rb"^### (INSERT INTO|UPDATE|DELETE FROM) `([^`]*)`\.`([^`]*)`$", re.MULTILINE)
+# names are backquoted with inner backquotes doubled, as mariadb-binlog quotes them
+_REF_ROW = re.compile(rb"^### (INSERT INTO|UPDATE|DELETE FROM) `((?:[^`]|``)*)`\.`((?:[^`]|``)*)`$", re.MULTILINE)
 _OPS = {b"INSERT INTO": "insert", b"UPDATE": "update", b"DELETE FROM": "delete"}
 
 
@@ -36,7 +37,8 @@ def _reference_counts(corpus: Path, names: tuple[str, ...]) -> Counter[tuple[str
     for n in names:
         text = gzip.decompress((corpus / "mariadb" / "reference" / f"{n}.decode-rows-meta.txt.gz").read_bytes())
         for m in _REF_ROW.finditer(text):
-            out[(m.group(2).decode(), m.group(3).decode(), _OPS[m.group(1)])] += 1
+            db, table = (m.group(i).replace(b"``", b"`").decode() for i in (2, 3))
+            out[(db, table, _OPS[m.group(1)])] += 1
     return out
 
 

@@ -352,13 +352,15 @@ def _truncates(ev: Any, seq: int, pos: int, gtid: str | None) -> list[Truncate]:
 
 
 def render_value(value: object) -> str:
-    """A value as text for the ``changes`` view's maps: numbers and ``Decimal`` as Python prints them, dates and
-    times ISO 8601 (TIMESTAMP with ``+00:00``), TIME as ``[-]H:MM:SS[.ffffff]``, bytes as ``0x`` + hex, SET members
-    comma-joined in sorted order, GEOMETRY as ``SRID=n;0x<wkb>``, VECTOR as a JSON array, zero dates as MySQL
-    prints them (``0000-00-00``)."""
+    """A value as text for the ``changes`` view's maps: numbers as Python prints them, ``Decimal`` in fixed point,
+    dates and times ISO 8601 (TIMESTAMP with ``+00:00``), TIME as ``[-]H:MM:SS[.ffffff]``, bytes as ``0x`` + hex,
+    SET members comma-joined in sorted order, GEOMETRY as ``SRID=n;0x<wkb>``, VECTOR as a JSON array, zero dates
+    as MySQL prints them (``0000-00-00``)."""
     if isinstance(value, str):
         return value
-    if isinstance(value, bool | int | Decimal):
+    if isinstance(value, Decimal):
+        return format(value, "f")  # fixed point with every fraction digit, as the servers print it (not 0E-30)
+    if isinstance(value, bool | int):
         return str(value)
     if isinstance(value, float):
         return repr(value)

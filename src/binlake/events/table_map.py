@@ -281,16 +281,15 @@ def _str_values(real: int, attr: str, what: str) -> Callable[[bytes, list[Column
     return parse
 
 
-def _geometry(value: bytes, cols: list[Column]) -> list[int]:
-    kinds = _packed_list(value, "GEOMETRY_TYPE")
-    _assign(
-        cols,
-        _idx(cols, lambda c: c.real_type_code == ColumnType.GEOMETRY),
-        kinds,
-        "geometry_type",
-        "GEOMETRY_TYPE",
-    )
-    return kinds
+def _numbers(real: int, attr: str, what: str) -> Callable[[bytes, list[Column]], object]:
+    """GEOMETRY_TYPE / VECTOR_DIMENSIONALITY: one packed number per column of type ``real``."""
+
+    def parse(value: bytes, cols: list[Column]) -> list[int]:
+        numbers = _packed_list(value, what)
+        _assign(cols, _idx(cols, lambda c: c.real_type_code == real), numbers, attr, what)
+        return numbers
+
+    return parse
 
 
 def _pk(pairs: list[tuple[int, int]], cols: list[Column], what: str) -> None:
@@ -321,18 +320,6 @@ def _visibility(value: bytes, cols: list[Column]) -> list[bool]:
     return bits
 
 
-def _vector(value: bytes, cols: list[Column]) -> list[int]:
-    dims = _packed_list(value, "VECTOR_DIMENSIONALITY")
-    _assign(
-        cols,
-        _idx(cols, lambda c: c.real_type_code == ColumnType.VECTOR),
-        dims,
-        "vector_dimension",
-        "VECTOR_DIMENSIONALITY",
-    )
-    return dims
-
-
 def _is_char(c: Column) -> bool:
     return c.is_character
 
@@ -349,11 +336,11 @@ _OPTIONAL: dict[int, Callable[[bytes, list[Column]], object]] = {
     M.COLUMN_NAME: _column_names,
     M.SET_STR_VALUE: _str_values(ColumnType.SET, "set_values", "SET_STR_VALUE"),
     M.ENUM_STR_VALUE: _str_values(ColumnType.ENUM, "enum_values", "ENUM_STR_VALUE"),
-    M.GEOMETRY_TYPE: _geometry,
+    M.GEOMETRY_TYPE: _numbers(ColumnType.GEOMETRY, "geometry_type", "GEOMETRY_TYPE"),
     M.SIMPLE_PRIMARY_KEY: _simple_pk,
     M.PRIMARY_KEY_WITH_PREFIX: _prefix_pk,
     M.ENUM_AND_SET_DEFAULT_CHARSET: _charsets(_is_enum_set, "ENUM_AND_SET_DEFAULT_CHARSET"),
     M.ENUM_AND_SET_COLUMN_CHARSET: _column_charsets(_is_enum_set, "ENUM_AND_SET_COLUMN_CHARSET"),
     M.COLUMN_VISIBILITY: _visibility,
-    M.VECTOR_DIMENSIONALITY: _vector,
+    M.VECTOR_DIMENSIONALITY: _numbers(ColumnType.VECTOR, "vector_dimension", "VECTOR_DIMENSIONALITY"),
 }

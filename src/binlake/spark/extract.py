@@ -31,8 +31,8 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
@@ -170,6 +170,7 @@ def decode_split(
     read: ReadSpec | None = None,
     schema: SchemaTracker | None = None,
     skips: list[Skipped] | None = None,
+    remap: Mapping[str, tuple[Column, ...]] | None = None,
 ) -> Iterator[Record]:
     """Every record of ``split`` in binlog order (:class:`EventRecord` per event, :class:`TableMapRecord` per run,
     :class:`Changes` per rows event and :class:`Truncate` per emptying statement, the last two when their
@@ -181,6 +182,8 @@ def decode_split(
     ``skips``: receives each skip of ``on_error`` ``skip-*`` (a ``skip-transaction`` skip also drops the changes of
     the broken transaction read before the damage).  A transaction closed by XA_PREPARE (not ONE PHASE) tags its
     changes with the XID: whether they count is decided by a later ``XA COMMIT``/``XA ROLLBACK``.
+    ``remap``: columns to decode the rows of some table maps with, by :func:`map_id` (maps that log no column
+    names, named by the ingest driver: :mod:`binlake.spark.enrich`).
     """
     f = split.file
     base = f.seq * SEQ_FILE
@@ -192,6 +195,7 @@ def decode_split(
     savepoints: dict[str, int] = {}  # SAVEPOINT name -> len(pending) when it was set
     runs: dict[int, TableMapRecord] = {}  # table id -> current run
     last_ts = 0
+    remapped = _Remapper(remap or {})
     got: list[Skipped] = skips if skips is not None else []
     seen_skips = len(got)
     for ev in open_split(split, read or ReadSpec(), schema, got):
@@ -248,6 +252,8 @@ def decode_split(
                     yield run
                 runs[ev.table_id] = TableMapRecord(ev, mid, pos, pos, 1)
         elif changes and hasattr(ev, "kind") and hasattr(ev, "iter_rows"):
+            if remap and getattr(ev, "table_map", None) is not None:
+                ev = remapped(ev)
             chunk = _changes(ev, base + pos * SEQ_POS + off, pos, gtid)
             if chunk is not None:
                 pending.append(chunk)
@@ -266,6 +272,24 @@ def decode_split(
             c.ts = last_ts
         yield from pending
     yield from runs.values()
+
+
+class _Remapper:
+    """Rows events whose table map ``remap`` names get a copy of the map with those columns (one copy per map)."""
+
+    def __init__(self, remap: Mapping[str, tuple[Column, ...]]) -> None:
+        self.remap = remap
+        self.seen: dict[int, tuple[TableMapEvent, TableMapEvent | None]] = {}  # id(map) -> (map, its copy)
+
+    def __call__(self, ev: Any) -> Any:
+        tm = ev.table_map
+        hit = self.seen.get(id(tm))
+        if hit is None or hit[0] is not tm:
+            cols = self.remap.get(map_id(tm))
+            if len(self.seen) >= 1024:
+                self.seen.clear()
+            hit = self.seen[id(tm)] = (tm, None if cols is None else replace(tm, columns=cols))
+        return ev if hit[1] is None else replace(ev, table_map=hit[1])
 
 
 def _is_rollback(q: str) -> bool:

@@ -49,7 +49,7 @@ import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from operator import itemgetter
 from typing import Any, TypeVar
@@ -58,6 +58,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from binlake.coltypes import Column
 from binlake.errors import BinlogError
 from binlake.events.rows import ABSENT
 from binlake.events.table_map import TableMapEvent
@@ -76,6 +77,7 @@ from binlake.spark.arrow import (
     transpose,
     utc_seconds,
 )
+from binlake.spark.enrich import Namer, borrow, named
 from binlake.spark.extract import Changes, EventRecord, TableMapRecord, Truncate, decode_split, map_id
 from binlake.spark.lake import (
     DataFile,
@@ -151,6 +153,7 @@ class _TaskPlan:
     outcomes: dict[str, bool]  # XID -> rolled back, for the XA outcomes seen in the batch
     renames: list[Statement]
     batch: int
+    enriched: dict[str, tuple[Column, ...]]  # map id -> columns named by the driver (maps that log no names)
 
     def tracker(self, split: Split) -> SchemaTracker:
         return tracker_at(self.schema, self.ddl, split.file.seq * SEQ_FILE + split.start * SEQ_POS)
@@ -418,7 +421,9 @@ def _write_split(
     truncates: list[tuple[str, int]] = []
     prepared: dict[str, set[str]] = defaultdict(set)  # XID without an outcome in the batch -> its tables
     skips: list[Skipped] = []
-    for rec in decode_split(split, tablemaps=False, read=plan.read, schema=plan.tracker(split), skips=skips):
+    for rec in decode_split(
+        split, tablemaps=False, read=plan.read, schema=plan.tracker(split), skips=skips, remap=plan.enriched
+    ):
         if isinstance(rec, Changes):
             tm = rec.table_map
             hit = seen.get(id(tm))
@@ -726,7 +731,7 @@ def ingest(
         batch = (manifest["batch"] + 1) if manifest is not None else 1
         tracker = _schema_after(manifest, read.options.schema_sql)
         start_schema = tracker_to_json(tracker)
-        maps = _MapLog()
+        maps = _MapLog(tracker, _known_layouts(lake))
         statements = progress.timed("scan", lambda: scan_statements(splits, tracker, read, maps))
         manifest = {
             "batch": batch,
@@ -743,33 +748,55 @@ def ingest(
     return result
 
 
-def _known_layouts(lake: str) -> tuple[dict[str, Layout], dict[str, list[str]]]:
-    """Layouts of the table maps already in ``_schema_history`` and the latest primary key of every table."""
+@dataclass
+class _Known:
+    """What the lake's ``_schema_history`` says: the layout of every map id, the latest primary key of every
+    table, and the column facts (``tablemaps`` view dicts) of every map id and of each table's last named map."""
+
+    layouts: dict[str, Layout] = field(default_factory=dict)
+    pk: dict[str, list[str]] = field(default_factory=dict)
+    maps: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+def _known_layouts(lake: str) -> _Known:
+    """What the lake's ``_schema_history`` knows (:class:`_Known`), read once per batch."""
     history = read_table(os.path.join(lake, HISTORY_DIR))
-    known: dict[str, Layout] = {}
-    pk: dict[str, list[str]] = {}
+    known = _Known()
     if history is None:
-        return known, pk
+        return known
     for row in history.sort_by([("batch", "ascending"), ("first_pos", "ascending")]).to_pylist():
-        known[row["map_id"]] = [
+        known.layouts[row["map_id"]] = [
             (n, pa.ipc.read_schema(pa.py_buffer(bytes.fromhex(t))).field(0).type)
             for n, t in zip(row["lake_columns"], row["lake_types"], strict=True)
         ]
         index = {c["name"]: i for i, c in enumerate(row["columns"])}
         key = table_dir(row["database"], row["table"])
-        pk[key] = [row["lake_columns"][index[c]] for c in row["primary_key"] if c in index]
-    return known, pk
+        known.pk[key] = [row["lake_columns"][index[c]] for c in row["primary_key"] if c in index]
+        known.maps[row["map_id"]] = row["columns"]
+        if any(c["name"] != f"col_{c['index'] + 1}" for c in row["columns"]):
+            known.tables[key] = row["columns"]
+    return known
 
 
 class _MapLog:
     """The table maps of a batch as the driver's scan meets them (:func:`scan_statements`), in binlog order: one
     row (the ``tablemaps`` view's, with the lake layout and key) each time a table's layout differs from the one
-    before, so the first occurrence of every layout and the last layout of every table are there."""
+    before, so the first occurrence of every layout and the last layout of every table are there.
 
-    def __init__(self) -> None:
+    Maps that log no column names (MINIMAL/NO_LOG metadata) are named by :class:`~binlake.spark.enrich.Namer`
+    (from an earlier named map of the table, in this batch or in the lake's history, or from the DDL that
+    ``tracker``, the scan's own, follows); ``enriched`` holds their columns by map id, for the tasks to decode
+    their rows with."""
+
+    def __init__(self, tracker: SchemaTracker | None = None, known: _Known | None = None) -> None:
         self.rows: list[dict[str, Any]] = []
+        self.known = known or _Known()
+        self.enriched: dict[str, tuple[Column, ...]] = {}
+        self._namer = Namer(tracker, self.known.tables)
         self._last: dict[str, str] = {}  # table -> the map id of its last table map
         self._seen: dict[int, tuple[TableMapEvent, str, str]] = {}  # id -> (table map, table, map id)
+        self._unnamed: dict[str, tuple[Column, ...] | None] = {}  # map id -> its named columns (None: none known)
 
     def __call__(self, split: Split, pos: int, tm: TableMapEvent) -> None:
         seen = self._seen.get(id(tm))  # the scan gives identical maps as one object
@@ -781,10 +808,25 @@ class _MapLog:
         if self._last.get(key) == mid:
             return
         self._last[key] = mid
+        if named(tm):
+            self._namer.learn(key, tm)
+        else:
+            tm = self._name(key, mid, tm)
         row = tablemap_rows(split.file, [TableMapRecord(tm, mid, pos, pos, 1)])[0]
         row["lake"] = [(n, lake_type(c)) for n, c in zip(tm.column_names, tm.columns, strict=True)]
         row["primary_key_index"] = list(tm.primary_key)
         self.rows.append(row)
+
+    def _name(self, key: str, mid: str, tm: TableMapEvent) -> TableMapEvent:
+        """``tm`` with its columns named as known (the first answer for a map id holds for the whole batch)."""
+        if mid not in self._unnamed:
+            facts = self.known.maps.get(mid)
+            cols = borrow(tm.columns, facts) if facts is not None else self._namer.columns(key, tm)
+            self._unnamed[mid] = cols
+            if cols is not None:
+                self.enriched[mid] = cols
+        cols = self._unnamed[mid]
+        return tm if cols is None else replace(tm, columns=cols)
 
 
 def _run_batch(
@@ -804,15 +846,16 @@ def _run_batch(
     outcomes = {s.xid: s.rolled_back for s in statements if s.kind == "xa"}
     renames = [s for s in statements if s.kind == "rename"]
     ddl = [s for s in statements if s.kind == "ddl"]
-    plan = _TaskPlan(read, manifest.get("schema", []), ddl, outcomes, renames, batch)
     shutil.rmtree(_staging_dir(lake, batch), ignore_errors=True)  # an interrupted attempt's
     progress.log(f"batch {batch}: {len(splits)} splits of {len({s.file.name for s in splits})} files")
 
     # 1. table maps -> the lake layout of every map and every table's schema (binlog order decides new columns)
     if maps is None:
-        maps = _MapLog()
-        progress.timed("table maps", lambda: scan_statements(splits, tracker_from_json(plan.schema), read, maps))
-    known, pk = _known_layouts(lake)
+        tracker = tracker_from_json(manifest.get("schema", []))
+        maps = _MapLog(tracker, _known_layouts(lake))
+        progress.timed("table maps", lambda: scan_statements(splits, tracker, read, maps))
+    known, pk = maps.known.layouts, dict(maps.known.pk)
+    plan = _TaskPlan(read, manifest.get("schema", []), ddl, outcomes, renames, batch, maps.enriched)
     schemas: dict[str, list[pa.Field]] = {}
     layouts: dict[str, Layout] = {}
     new_history: list[dict[str, Any]] = []

@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import mmap
 import os
+import struct
 import time
-from collections.abc import Callable, Iterator
+from array import array
+from bisect import bisect_left
+from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
 
 from binlake.decoder import MAGIC, Decoder, Decryptor
 from binlake.errors import BinlogError, MalformedError, TruncatedError
@@ -27,9 +31,12 @@ from binlake.events.base import Event, EventType
 from binlake.events.context import DecodeContext, DecodeOptions
 from binlake.schema import SchemaTracker
 
-__all__ = ["HeaderInfo", "read_events", "walk_headers"]
+__all__ = ["HeaderCache", "HeaderInfo", "HeaderTable", "header_table", "read_events", "walk_headers"]
 
 CHUNK = 1 << 20
+# The common event header: timestamp, type code, server id, event size, next position, flags (19 bytes).
+_HEADER = struct.Struct("<IBIIIH")
+_R = TypeVar("_R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,24 +160,213 @@ def walk_headers(path: str | os.PathLike[str], start: int = 4, stop: int | None 
     logs walk too (the size stays in clear), but their type codes and timestamps are ciphertext.
     """
     name = os.fspath(path)
+    with _mapped(name) as m:
+        end, why, bad_size = yield from _headers(m, start, stop, HeaderInfo)
+        if why:
+            raise _header_error(name, end, why, bad_size)
+
+
+# Why a header walk stops before its range ends (``_speedups.walk`` returns the same codes).
+_PARTIAL_HEADER, _SMALL_EVENT, _PARTIAL_EVENT = 1, 2, 3
+
+
+def _header_error(name: str, pos: int, why: int, bad_size: int) -> BinlogError:
+    if why == _PARTIAL_HEADER:
+        return TruncatedError("partial event header at the end of the file", file=name, pos=pos)
+    if why == _SMALL_EVENT:
+        return MalformedError(f"event size {bad_size} is smaller than the event header", file=name, pos=pos)
+    return TruncatedError("partial event at the end of the file", file=name, pos=pos)
+
+
+@contextmanager
+def _mapped(name: str) -> Iterator[mmap.mmap]:
+    """The file at ``name`` memory-mapped, once its magic is checked."""
     with open(name, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size < 4:
+        if os.fstat(f.fileno()).st_size < 4:
             raise TruncatedError("file shorter than the binlog magic", file=name, pos=0)
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
             if m[:4] != MAGIC:
                 raise MalformedError("not a binlog (bad magic)", file=name, pos=0)
-            pos, end = start, size if stop is None else min(stop, size)
-            while pos < end:
-                if size - pos < 19:
-                    raise TruncatedError("partial event header at the end of the file", file=name, pos=pos)
-                ts = int.from_bytes(m[pos : pos + 4], "little")
-                code = m[pos + 4]
-                ev_size = int.from_bytes(m[pos + 9 : pos + 13], "little")
-                flags = int.from_bytes(m[pos + 17 : pos + 19], "little")
-                if ev_size < 19:
-                    raise MalformedError(f"event size {ev_size} is smaller than the event header", file=name, pos=pos)
-                if pos + ev_size > size:
-                    raise TruncatedError("partial event at the end of the file", file=name, pos=pos)
-                yield HeaderInfo(pos, code, ev_size, flags, ts)
-                pos += ev_size
+            yield m
+
+
+def _headers(
+    m: mmap.mmap | bytes, start: int, stop: int | None, row: Callable[[int, int, int, int, int], _R]
+) -> Generator[_R, None, tuple[int, int, int]]:
+    """``row(pos, type_code, size, flags, timestamp)`` of every event header (the common header of MySQL's
+    ``Log_event_header``, libbinlogevents/src/binlog_event.cpp) from ``start`` while the position is below
+    ``stop``, following the event sizes; returns where it stopped, why (0: the range ended) and the bad size."""
+    size = len(m)
+    pos, end = start, size if stop is None else min(stop, size)
+    while pos < end:
+        if size - pos < 19:
+            return pos, _PARTIAL_HEADER, 0
+        ts, code, _, ev_size, _, flags = _HEADER.unpack_from(m, pos)
+        if ev_size < 19:
+            return pos, _SMALL_EVENT, ev_size
+        if pos + ev_size > size:
+            return pos, _PARTIAL_EVENT, 0
+        yield row(pos, code, ev_size, flags, ts)
+        pos += ev_size
+    return pos, 0, 0
+
+
+_Walk = tuple[bytes, bytes, bytes, bytes, bytes, int, int, int]
+
+
+def _walk_python(m: mmap.mmap | bytes, start: int, stop: int) -> _Walk:
+    """``_speedups.walk`` in Python: the headers of :func:`_headers` as packed native columns."""
+    positions, sizes, codes, flags, stamps = array("q"), array("I"), bytearray(), array("H"), array("I")
+
+    def add(pos: int, code: int, size: int, flag: int, ts: int) -> None:
+        positions.append(pos)
+        sizes.append(size)
+        codes.append(code)
+        flags.append(flag)
+        stamps.append(ts)
+
+    headers = _headers(m, start, stop, add)
+    try:
+        while True:
+            next(headers)
+    except StopIteration as done:
+        end, why, bad_size = done.value
+    return positions.tobytes(), sizes.tobytes(), bytes(codes), flags.tobytes(), stamps.tobytes(), end, why, bad_size
+
+
+def _compiled_walk() -> Callable[[mmap.mmap, int, int], _Walk] | None:
+    """``_speedups.walk`` where the compiled extension runs (:data:`binlake.rowdecoder.ACCELERATED`, looked up at
+    each call so tests can turn it off), else ``None``."""
+    from binlake import rowdecoder  # late: the row decoder is not needed to read files
+
+    if not rowdecoder.ACCELERATED:
+        return None
+    from binlake import _speedups
+
+    return getattr(_speedups, "walk", None)  # None from a build older than the walk
+
+
+@dataclass(frozen=True, slots=True)
+class HeaderTable:
+    """What :func:`walk_headers` gives for a range, as columns: row ``i`` is the ``i``-th event's position, size,
+    type code, flags and timestamp (``positions[i]`` etc.; ``codes`` is one byte per event, so a
+    regular expression or ``bytes.find`` looks for type codes at C speed), then the error it raises after them
+    (:meth:`error`).  ``end`` is where the walk stopped: the end of the last event (``start`` when there is
+    none), also the position of the error.
+
+    Example::
+
+        t = header_table("binlog.000001")
+        [t.positions[i] for i, code in enumerate(t.codes) if code == EventType.XID_EVENT]
+    """
+
+    path: str
+    file_size: int
+    start: int
+    stop: int | None
+    positions: Sequence[int]
+    sizes: Sequence[int]
+    codes: bytes
+    flags: Sequence[int]
+    timestamps: Sequence[int]
+    end: int
+    why: int  # 0: the range ended; else what is wrong at ``end`` (_PARTIAL_HEADER, _SMALL_EVENT, _PARTIAL_EVENT)
+    bad_size: int
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __iter__(self) -> Iterator[HeaderInfo]:
+        """The headers as :func:`walk_headers` yields them, and its error after them."""
+        for row in zip(self.positions, self.codes, self.sizes, self.flags, self.timestamps, strict=True):
+            yield HeaderInfo(*row)
+        error = self.error()
+        if error is not None:
+            raise error
+
+    def error(self) -> BinlogError | None:
+        """The error :func:`walk_headers` raises after the rows (a fresh one per call), or ``None``."""
+        return _header_error(self.path, self.end, self.why, self.bad_size) if self.why else None
+
+    def part(self, start: int, stop: int | None) -> HeaderTable | None:
+        """The table of walking ``[start, stop)`` of the same file, taken from this one (no copy of the columns)
+        where it holds that walk: ``start`` is one of its positions or its end, and it walked past ``stop`` or
+        stopped at an error; else ``None``."""
+        n = len(self)
+        i = n if start == self.end else bisect_left(self.positions, start)
+        if (self.positions[i] if i < n else self.end) != start:
+            return None  # not an event boundary of this walk: a walk from there reads other bytes as headers
+        limit = self.file_size if stop is None else min(stop, self.file_size)
+        if not self.why and limit > self.end:
+            return None  # this walk ended before the range does
+        j = bisect_left(self.positions, limit, i) if start < limit else i
+        why = self.why if limit > self.end else 0
+        end = self.end if why or j == n else self.positions[j]
+        return HeaderTable(
+            self.path, self.file_size, start, stop, self.positions[i:j], self.sizes[i:j], self.codes[i:j],
+            self.flags[i:j], self.timestamps[i:j], end, why, self.bad_size if why else 0,
+        )  # fmt: skip
+
+
+def header_table(path: str | os.PathLike[str], start: int = 4, stop: int | None = None) -> HeaderTable:
+    """The headers :func:`walk_headers` yields from ``start`` to ``stop``, as a :class:`HeaderTable`, walked in C by
+    ``binlake._speedups.walk`` where it is built (the Python walk otherwise: the same table).  A bad header ends the
+    table (its :meth:`~HeaderTable.error`) instead of raising; a file that is no binlog raises.
+
+    Example::
+
+        t = header_table("binlog.000001", 4)
+        len(t), t.end, t.error()          # events, where the walk stopped, what stopped it early (or None)
+    """
+    name = os.fspath(path)
+    if start < 0:
+        raise ValueError(f"start {start} is negative")
+    with _mapped(name) as m:
+        size = len(m)
+        walk = _compiled_walk() or _walk_python
+        pos, sizes, codes, flags, stamps, end, why, bad_size = walk(m, start, size if stop is None else min(stop, size))
+    return HeaderTable(
+        name, size, start, stop, memoryview(pos).cast("q"), memoryview(sizes).cast("I"), codes,
+        memoryview(flags).cast("H"), memoryview(stamps).cast("I"), end, why, bad_size,
+    )  # fmt: skip
+
+
+class HeaderCache:
+    """The header tables of the files walked last, so that planning a file and then scanning its splits
+    (:func:`binlake.spark.plan.plan_splits`, :func:`binlake.spark.statements.scan_statements`) walk its headers
+    once: :meth:`table` answers from the table of an earlier walk of the same file (same size, modification time
+    and inode) that holds the range, else walks it and keeps that table.  Holds at most ``max_events`` rows (19
+    bytes each), forgetting the oldest tables first.
+
+    Example::
+
+        headers = HeaderCache()
+        splits = plan_splits(files, headers=headers)
+        scan_statements(splits, tracker, read, headers=headers)     # no second walk
+    """
+
+    def __init__(self, max_events: int = 1 << 23) -> None:
+        self.max_events = max_events
+        self._tables: dict[str, tuple[tuple[int, int, int, int], HeaderTable]] = {}
+
+    def table(self, path: str | os.PathLike[str], start: int = 4, stop: int | None = None) -> HeaderTable:
+        """:func:`header_table` of ``path`` from ``start`` to ``stop``."""
+        name = os.fspath(path)
+        st = os.stat(name)
+        key = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
+        held = self._tables.get(name)
+        if held is not None and held[0] == key:
+            part = held[1].part(start, stop)
+            if part is not None:
+                return part
+        table = header_table(name, start, stop)
+        self._tables.pop(name, None)
+        if table.file_size == st.st_size and len(table) <= self.max_events:
+            while self._tables and sum(len(t) for _, t in self._tables.values()) + len(table) > self.max_events:
+                del self._tables[next(iter(self._tables))]
+            self._tables[name] = (key, table)
+        return table
+
+    def clear(self) -> None:
+        """Forget every table (their memory goes with them)."""
+        self._tables.clear()

@@ -18,6 +18,7 @@ import glob
 import itertools
 import os
 import re
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,7 @@ from pathlib import Path
 from binlake.decoder import MAGIC
 from binlake.errors import BinlogError, TruncatedError
 from binlake.events.base import EventType
-from binlake.reader import walk_headers
+from binlake.reader import HeaderCache, HeaderTable, header_table, walk_headers
 
 __all__ = ["DEFAULT_SPLIT_BYTES", "BinlogFile", "Split", "list_binlogs", "plan_splits"]
 
@@ -41,6 +42,8 @@ _TRX_START = frozenset(
 )
 # Events that close a file for good: nothing follows a ROTATE or a STOP in the same file.
 _FILE_END = frozenset({EventType.ROTATE_EVENT, EventType.STOP_EVENT})
+# A transaction boundary in a walk's type codes (one byte per event): just after an XID, or at a transaction start.
+_CUT = re.compile(b"(?<=%s)|[%s]" % (re.escape(bytes([EventType.XID_EVENT])), re.escape(bytes(sorted(_TRX_START)))))
 _EXT = re.compile(r"\.(\d+)$")
 _IN_USE = 0x1  # LOG_EVENT_BINLOG_IN_USE_F
 
@@ -106,48 +109,54 @@ def _head(path: str) -> tuple[bool, bool]:
     return closed, any(h.type_code == EventType.START_ENCRYPTION_EVENT for h in first[1:])
 
 
-def _boundaries(path: str, start: int) -> tuple[list[int], int, bool]:
-    """Transaction starts at or after ``start``, the end of the last whole event, and whether the file is closed
-    (an encrypted file has no visible boundaries: its cuts are empty)."""
-    cuts: list[int] = []
-    end = start
-    closed, encrypted = _head(path)
-    try:
-        for h in walk_headers(path, start):
-            end = h.pos + h.size
-            if encrypted:
-                continue
-            if h.type_code in _TRX_START:
-                cuts.append(h.pos)
-            if h.type_code == EventType.XID_EVENT:
-                cuts.append(end)
-            closed = closed or h.type_code in _FILE_END
-    except TruncatedError:
-        pass  # a file still being written ends in a partial event: plan up to the last whole one
-    return cuts, end, closed
+def _first_cut(table: HeaderTable, at: int) -> int | None:
+    """The first transaction boundary of ``table``'s range at or after ``at`` (``None``: none): where an event of
+    ``_TRX_START`` starts or an XID_EVENT ends."""
+    m = _CUT.search(table.codes, bisect_left(table.positions, at))
+    if m is None:
+        return None
+    cut = table.positions[m.start()] if m.start() < len(table) else table.end
+    return cut if cut >= at else None
+
+
+def _last_cut(table: HeaderTable) -> int | None:
+    """The last transaction boundary of ``table``'s range (as :func:`_first_cut`), or ``None``."""
+    xid = table.codes.rfind(EventType.XID_EVENT)
+    k = max(xid + 1 if xid >= 0 else -1, *(table.codes.rfind(c) for c in _TRX_START))
+    return None if k < 0 else table.positions[k] if k < len(table) else table.end
 
 
 def plan_file(
-    file: BinlogFile, start: int = 4, *, split_bytes: int = DEFAULT_SPLIT_BYTES, whole_tail: bool = True
+    file: BinlogFile,
+    start: int = 4,
+    *,
+    split_bytes: int = DEFAULT_SPLIT_BYTES,
+    whole_tail: bool = True,
+    headers: HeaderCache | None = None,
 ) -> list[Split]:
     """Cut ``file`` from ``start`` into splits of about ``split_bytes`` at transaction boundaries.
 
     ``whole_tail=False`` (incremental ingest) stops a file that is not closed (ROTATE/STOP, or its format
     description no longer flagged in use) at its last transaction boundary, so a transaction the server is still
     writing is left for the next run; an encrypted file, whose boundaries the header walk cannot see, is one split,
-    planned once it is closed.
+    planned once it is closed.  ``headers``: where to walk the file's headers (and keep them for the scan).
     """
     if file.size - start <= split_bytes and whole_tail:
         return [Split(file, start, None)] if file.size > start else []
     try:
-        cuts, end, closed = _boundaries(file.path, start)
+        closed, encrypted = _head(file.path)
+        table = headers.table(file.path, start) if headers is not None else header_table(file.path, start)
     except BinlogError:
         return [Split(file, start, None)]  # encrypted or damaged: one task decodes (and reports) it all
-    stop = end if (closed or whole_tail) else (cuts[-1] if cuts else start)
+    if table.why and not isinstance(table.error(), TruncatedError):  # (a partial event at the end is a file still
+        return [Split(file, start, None)]  # being written: planned up to its last whole event) damaged: as above
+    # an encrypted file's type codes are ciphertext: no visible boundaries, and closed only by its header
+    closed = closed or (not encrypted and any(table.codes.find(c) >= 0 for c in _FILE_END))
+    last = None if encrypted else _last_cut(table)
+    stop = table.end if (closed or whole_tail) else (start if last is None else last)
     points = [start]
-    for c in cuts:
-        if c - points[-1] >= split_bytes and c < stop:
-            points.append(c)
+    while not encrypted and (cut := _first_cut(table, points[-1] + split_bytes)) is not None and cut < stop:
+        points.append(cut)
     points.append(stop)
     return [Split(file, a, b) for a, b in itertools.pairwise(points) if b > a]
 
@@ -158,10 +167,12 @@ def plan_splits(
     split_bytes: int = DEFAULT_SPLIT_BYTES,
     resume: Mapping[str, int] | None = None,
     whole_tail: bool = True,
+    headers: HeaderCache | None = None,
 ) -> list[Split]:
-    """Splits of every file in order, numbered; ``resume`` maps a file name to the position to start from."""
+    """Splits of every file in order, numbered; ``resume`` maps a file name to the position to start from.
+    ``headers``: keeps the header walks for :func:`~binlake.spark.statements.scan_statements` of the splits."""
     out: list[Split] = []
     for f in files:
         start = max(4, (resume or {}).get(f.name, 4))
-        out.extend(plan_file(f, start, split_bytes=split_bytes, whole_tail=whole_tail))
+        out.extend(plan_file(f, start, split_bytes=split_bytes, whole_tail=whole_tail, headers=headers))
     return [Split(s.file, s.start, s.stop, i) for i, s in enumerate(out)]

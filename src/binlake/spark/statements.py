@@ -37,7 +37,7 @@ from binlake.events.base import Event, EventType
 from binlake.events.context import DecodeOptions
 from binlake.events.query import QueryEvent
 from binlake.events.table_map import TableMapEvent
-from binlake.reader import read_events, walk_headers
+from binlake.reader import HeaderCache, header_table, read_events, walk_headers
 from binlake.recovery import OnError, Skipped, read_events_recovering
 from binlake.schema import SchemaTracker, TableSchema, TrackedColumn
 from binlake.spark.plan import Split
@@ -62,6 +62,9 @@ SEQ_FILE = 10**20
 SEQ_POS = 10**10
 _QUERY = frozenset({E.QUERY_EVENT, E.QUERY_COMPRESSED_EVENT})
 _MAPS = frozenset({E.TABLE_MAP_EVENT, E.TRANSACTION_PAYLOAD_EVENT})  # table maps, and payloads that may hold some
+# The events to look at in a header walk's type codes (one byte per event), without and with the table maps.
+_PICK = re.compile(b"[%s]" % re.escape(bytes(sorted(_QUERY))))
+_PICK_MAPS = re.compile(b"[%s]" % re.escape(bytes(sorted(_QUERY | _MAPS))))
 # A QUERY event's statement follows the NUL that ends its default database (Query_log_event::write in MariaDB's
 # sql/log_event_server.cc): a NUL, blanks and comments, then a keyword worth decoding the event for
 _CANDIDATE = re.compile(
@@ -285,24 +288,32 @@ def parse_renames(query: str, db: str) -> list[tuple[tuple[str, str], tuple[str,
 TableMapSink = Callable[[Split, int, TableMapEvent], None]
 
 
-def _surveyed(split: Split, read: ReadSpec, tracker: SchemaTracker, maps: bool) -> Iterator[tuple[int, Event]]:
+def _surveyed(
+    split: Split, read: ReadSpec, tracker: SchemaTracker, maps: bool, headers: HeaderCache | None = None
+) -> Iterator[tuple[int, Event]]:
     """The QUERY events of ``split`` that may be DDL or XA outcomes and, with ``maps``, its table maps (also those
     in MySQL TRANSACTION_PAYLOAD events), in binlog order, each with its position: decoded one by one after a
-    header walk (identical table maps once per schema state), or by a full read where the header walk cannot see
-    the type codes (encrypted logs) or fails (damage)."""
+    header walk (``headers``' when given; identical table maps once per schema state), or by a full read where the
+    header walk cannot see the type codes (encrypted logs) or fails (damage)."""
     f = split.file
     wanted: list[tuple[int, int]] = []
     try:
         if any(h.type_code == E.START_ENCRYPTION_EVENT for h in itertools.islice(walk_headers(f.path, 4), 3)):
             raise BinlogError("encrypted: the header walk sees ciphertext type codes")
+        if headers is not None:
+            table = headers.table(f.path, split.start, split.stop)
+        else:
+            table = header_table(f.path, split.start, split.stop)
+        error = table.error()
+        if error is not None:
+            raise error
+        codes, positions, sizes = table.codes, table.positions, table.sizes
         with open(f.path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:
-            for h in walk_headers(f.path, split.start, split.stop):
-                code = h.type_code
-                if code in _QUERY:
-                    if code == E.QUERY_COMPRESSED_EVENT or _CANDIDATE.search(m[h.pos : h.pos + h.size]):
-                        wanted.append((h.pos, code))
-                elif maps and code in _MAPS:
-                    wanted.append((h.pos, code))
+            for found in (_PICK_MAPS if maps else _PICK).finditer(codes):
+                i = found.start()
+                pos, code = positions[i], codes[i]
+                if code != E.QUERY_EVENT or _CANDIDATE.search(m, pos, pos + sizes[i]):
+                    wanted.append((pos, code))
     except BinlogError:
         shadow = tracker_from_json(tracker_to_json(tracker))  # the reader's own, following the DDL as it reads
         for ev in open_split(split, read, shadow if maps else None):
@@ -346,16 +357,23 @@ def _surveyed(split: Split, read: ReadSpec, tracker: SchemaTracker, maps: bool) 
 
 
 def scan_statements(
-    splits: Iterable[Split], tracker: SchemaTracker, read: ReadSpec, table_maps: TableMapSink | None = None
+    splits: Iterable[Split],
+    tracker: SchemaTracker,
+    read: ReadSpec,
+    table_maps: TableMapSink | None = None,
+    *,
+    headers: HeaderCache | None = None,
 ) -> list[Statement]:
     """The DDL that changed ``tracker`` (updated in place), the renames and the XA outcomes of ``splits`` (in
     binlog order), in order.  ``table_maps(split, pos, table_map)`` is called for every table map of the splits,
     in binlog order, decoded under the schema in force there (``pos``: its event's, or its TRANSACTION_PAYLOAD's,
-    position); identical table maps under one schema state come as one object."""
+    position); identical table maps under one schema state come as one object.  ``headers``: the
+    :class:`~binlake.reader.HeaderCache` that planned the splits (:func:`~binlake.spark.plan.plan_splits`), so the
+    files' headers are not walked again."""
     out: list[Statement] = []
     for split in splits:
         f = split.file
-        for pos, ev in _surveyed(split, read, tracker, table_maps is not None):
+        for pos, ev in _surveyed(split, read, tracker, table_maps is not None, headers):
             if isinstance(ev, TableMapEvent):
                 assert table_maps is not None
                 table_maps(split, pos, ev)
@@ -381,19 +399,26 @@ def scan_statements(
 
 
 def tracker_to_json(tracker: SchemaTracker) -> list[Any]:
-    """Every table the tracker knows, as JSON-able lists (exact: no SQL is re-parsed)."""
+    """Every table the tracker knows, as JSON-able lists ``[db, table, columns, primary key]`` (exact: no SQL is
+    re-parsed)."""
     return [
-        [ts.schema, ts.name, [[c.name, c.type_name, list(c.params), c.unsigned, c.definition] for c in ts.columns]]
+        [
+            ts.schema,
+            ts.name,
+            [[c.name, c.type_name, list(c.params), c.unsigned, c.definition] for c in ts.columns],
+            list(ts.primary_key),
+        ]
         for ts in tracker.tables.values()
     ]
 
 
 def tracker_from_json(state: Sequence[Any]) -> SchemaTracker:
-    """Invert :func:`tracker_to_json`."""
+    """Invert :func:`tracker_to_json`.  A state written before primary keys were tracked (``[db, table, columns]``)
+    loads with no keys."""
     tables = {}
-    for schema, name, cols in state:
-        ts = TableSchema(schema, name, tuple(TrackedColumn(c[0], c[1], tuple(c[2]), c[3], c[4]) for c in cols))
-        tables[(schema, name)] = ts
+    for schema, name, cols, *key in state:
+        columns = tuple(TrackedColumn(c[0], c[1], tuple(c[2]), c[3], c[4]) for c in cols)
+        tables[(schema, name)] = TableSchema(schema, name, columns, tuple(key[0]) if key else ())
     return SchemaTracker(tables)
 
 

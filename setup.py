@@ -1,9 +1,11 @@
-"""Builds the optional compiled row decoder ``binlake._speedups`` (everything else is in ``pyproject.toml``).
+"""Builds the optional compiled extensions (everything else is in ``pyproject.toml``): the row decoder
+``binlake._speedups`` and the Arrow column builder ``binlake._columnar``.
 
-The extension is optional: without a C compiler or Python headers the build warns and installs the pure-Python
-package, which decodes the same values, only slower (``binlake.rowdecoder.ACCELERATED`` tells which one runs).
+The extensions are optional: without a C compiler or Python headers the build warns and installs the pure-Python
+package, which decodes the same values, only slower (``binlake.rowdecoder.ACCELERATED`` and
+``binlake.spark.columnar.AVAILABLE`` tell which ones run).
 
-    pip install -e '.[test]'        # builds src/binlake/_speedups*.so in place when a compiler is there
+    pip install -e '.[test]'        # builds src/binlake/_speedups*.so and _columnar*.so in place with a compiler
 """
 
 from __future__ import annotations
@@ -27,17 +29,20 @@ class OptionalBuildExt(build_ext):  # type: ignore[misc]
         try:
             super().build_extension(ext)
         except Exception as e:  # CompileError, LinkError, missing Python.h
-            self._skip(e)
+            self._skip(e, ext.name)
 
     @staticmethod
-    def _skip(error: Exception) -> None:
+    def _skip(error: Exception, name: str = "binlake's C extensions") -> None:
         warnings.warn(
-            f"binlake._speedups was not built ({error}); binlake works without it, decoding rows more slowly",
+            f"{name}: not built ({error}); binlake works without compiled code, only more slowly",
             stacklevel=1,
         )
 
 
 setup(
-    ext_modules=[Extension("binlake._speedups", ["src/binlake/_speedups.c"], extra_compile_args=["-O2"])],
+    ext_modules=[
+        Extension("binlake._speedups", ["src/binlake/_speedups.c"], extra_compile_args=["-O2"]),
+        Extension("binlake._columnar", ["src/binlake/_columnar.c"], extra_compile_args=["-O2"]),
+    ],
     cmdclass={"build_ext": OptionalBuildExt},
 )

@@ -31,6 +31,7 @@ from binlake.schema import (
     is_ddl,
     split_statements,
 )
+from binlake.testing.mariadb import MariaDBServer
 
 T = ColumnType
 
@@ -492,3 +493,232 @@ def test_cli_schema_option_and_one_tracker_across_files(corpus_dir: Path, tmp_pa
     schema.write_text(f"USE corpus_types;\n{CREATE_OLD};\n")
     assert main(["stats", "--schema", str(schema), str(rest)]) == 0
     assert main(["stats", str(path), str(rest)]) == 0  # the DDL of the first file sizes the second
+
+
+# -- primary keys ---------------------------------------------------------------------------------------------------
+
+
+def pk(sql: str, table: str = "t") -> tuple[str, ...] | None:
+    """The primary key of ``d.<table>`` after the statements of ``sql`` (``;``-separated, run with database d)."""
+    s = SchemaTracker()
+    s.feed_script(sql, "d")
+    return s.primary_key("d", table)
+
+
+@pytest.mark.parametrize(
+    ("sql", "key"),
+    [
+        ("CREATE TABLE t (id INT PRIMARY KEY, b INT)", ("id",)),
+        ("CREATE TABLE t (a INT, id INT NOT NULL KEY)", ("id",)),  # a bare inline KEY is the primary key
+        ("CREATE TABLE t (id INT UNIQUE, b INT NOT NULL UNIQUE KEY)", ()),  # unique keys only
+        ("CREATE TABLE t (a INT, b INT UNIQUE KEY KEY)", ("b",)),  # both
+        ("CREATE TABLE t (a INT COMMENT 'primary key', KEY k (a), UNIQUE u (a))", ()),
+        ("CREATE TABLE t (a INT, b INT, c INT, PRIMARY KEY (c, a))", ("c", "a")),
+        ("CREATE TABLE t (a INT, b INT, CONSTRAINT pk PRIMARY KEY (b,a))", ("b", "a")),
+        ("CREATE TABLE t (a INT, b INT, CONSTRAINT PRIMARY KEY (b))", ("b",)),
+        ("CREATE TABLE t (a INT, b INT, PRIMARY KEY USING BTREE (a))", ("a",)),
+        ("CREATE TABLE t (a INT, b INT, PRIMARY KEY k (a) COMMENT 'x' USING HASH)", ("a",)),
+        ("CREATE TABLE t (a VARCHAR(20), b INT, PRIMARY KEY (a(10) DESC, b ASC))", ("a", "b")),
+        ("CREATE TABLE t (`A b` INT, `x``y` INT, PRIMARY KEY (`a B`, `X``Y`))", ("A b", "x`y")),  # spelt as declared
+        ('CREATE TABLE t (Id INT, "v" INT, PRIMARY KEY (ID, V))', ("Id", "v")),
+        ("CREATE TABLE t (a INT, b INT, /*!80013 PRIMARY KEY (b) */)", ("b",)),
+        # what the server refuses, and what the tracker cannot read: no key rather than a wrong one
+        ("CREATE TABLE t (a INT PRIMARY KEY, b INT, PRIMARY KEY (b))", ()),
+        ("CREATE TABLE t (a INT, PRIMARY KEY (nope))", ()),
+        ("CREATE TABLE t (a INT, PRIMARY KEY (a, A))", ()),
+        ("CREATE TABLE t (a INT, PRIMARY KEY ((a + 1)))", ()),
+        ("CREATE TABLE t (a INT, PRIMARY KEY (a) , PRIMARY KEY USING BTREE)", ()),
+        # MariaDB's system versioning puts the row end in the key (vers_prepare_keys)
+        ("CREATE TABLE t (a INT PRIMARY KEY) WITH SYSTEM VERSIONING", ("a", "row_end")),
+        ("CREATE TABLE t (a INT PRIMARY KEY, b INT WITH SYSTEM VERSIONING)", ("a", "row_end")),
+        (
+            "CREATE TABLE t (a INT PRIMARY KEY, b INT WITHOUT SYSTEM VERSIONING) WITH SYSTEM VERSIONING",
+            ("a", "row_end"),
+        ),
+        ("CREATE TABLE t (a INT) WITH SYSTEM VERSIONING", ()),
+        (
+            "CREATE TABLE t (a INT, s TIMESTAMP(6) AS ROW START, e TIMESTAMP(6) AS ROW END, "
+            "PERIOD FOR SYSTEM_TIME(s, e), PRIMARY KEY (a)) WITH SYSTEM VERSIONING",
+            ("a", "e"),
+        ),
+        # LIKE copies the key; a table whose columns come from a query is unknown (so is its key)
+        ("CREATE TABLE s (a INT, b INT, PRIMARY KEY (b)); CREATE TABLE t LIKE s", ("b",)),
+        ("CREATE TABLE s (a INT, b INT, PRIMARY KEY (b)); CREATE TABLE t (LIKE d.s)", ("b",)),
+        ("CREATE TABLE t (a INT PRIMARY KEY) SELECT 1 AS a", None),
+        ("CREATE TABLE t AS SELECT 1 AS a", None),
+        ("CREATE TABLE t (a INT PRIMARY KEY); CREATE TABLE IF NOT EXISTS t (b INT PRIMARY KEY)", ("a",)),
+    ],
+)
+def test_primary_key_of_create_table(sql: str, key: tuple[str, ...] | None) -> None:
+    assert pk(sql) == key
+
+
+@pytest.mark.parametrize(
+    ("alter", "key"),
+    [
+        # t is (a INT, b INT, c INT) without a key, u is (a, b, c) with PRIMARY KEY (b, a)
+        ("ALTER TABLE t ADD PRIMARY KEY (c, a)", ("c", "a")),
+        ("ALTER TABLE t ADD CONSTRAINT x PRIMARY KEY USING BTREE (`B`)", ("b",)),
+        ("ALTER TABLE t ADD PRIMARY KEY IF NOT EXISTS (c)", ("c",)),
+        ("ALTER TABLE t ADD COLUMN id INT PRIMARY KEY FIRST", ("id",)),
+        ("ALTER TABLE t ADD id INT KEY AFTER a", ("id",)),
+        ("ALTER TABLE t ADD (id INT, x INT, PRIMARY KEY (x, id))", ("x", "id")),
+        ("ALTER TABLE t ADD (id INT PRIMARY KEY, x INT)", ("id",)),
+        ("ALTER TABLE t ADD COLUMN IF NOT EXISTS a INT PRIMARY KEY", ("a",)),  # the column exists, the key comes
+        ("ALTER TABLE t MODIFY COLUMN c BIGINT NOT NULL PRIMARY KEY", ("c",)),
+        ("ALTER TABLE t CHANGE COLUMN c id BIGINT PRIMARY KEY FIRST", ("id",)),
+        ("ALTER TABLE t ADD UNIQUE KEY (a), ADD INDEX (b), ADD c2 INT UNIQUE", ()),
+        ("ALTER TABLE u DROP PRIMARY KEY", ()),
+        ("ALTER TABLE u DROP INDEX `PRIMARY`", ()),
+        ("ALTER TABLE u DROP KEY IF EXISTS `primary`", ()),
+        ("ALTER TABLE u DROP CONSTRAINT `PRIMARY`", ()),
+        ("ALTER TABLE u DROP INDEX b, DROP FOREIGN KEY f, DROP CONSTRAINT c", ("b", "a")),
+        ("ALTER TABLE u ADD PRIMARY KEY (c), DROP PRIMARY KEY", ("c",)),  # drops apply to the old key, in any order
+        ("ALTER TABLE u DROP PRIMARY KEY, MODIFY c INT PRIMARY KEY", ("c",)),
+        ("ALTER TABLE u DROP PRIMARY KEY, CHANGE c z INT KEY", ("z",)),
+        ("ALTER TABLE u ADD PRIMARY KEY IF NOT EXISTS (c)", ("b", "a")),  # a note: the key exists
+        ("ALTER TABLE u DROP PRIMARY KEY, ADD PRIMARY KEY IF NOT EXISTS (c)", ()),  # ... in the old table
+        ("ALTER TABLE u CHANGE a x INT, ADD COLUMN a INT", ("b", "x")),
+        ("ALTER TABLE u RENAME COLUMN b TO `B2`, MODIFY a BIGINT FIRST", ("B2", "a")),
+        ("ALTER TABLE u CHANGE B b BIGINT", ("b", "a")),
+        ("ALTER TABLE u DROP COLUMN a, ADD COLUMN a INT", ("b", "a")),  # the new a takes the old a's place
+        ("ALTER TABLE u DROP COLUMN a, DROP COLUMN b", ()),  # no part left: the key goes
+        ("ALTER TABLE u DROP COLUMN a, DROP COLUMN b, ADD id INT PRIMARY KEY", ("id",)),
+        ("ALTER TABLE u DROP COLUMN c", ("b", "a")),
+        ("ALTER TABLE u RENAME TO e.u2, ENGINE=InnoDB", None),
+        # refused by the server (ER_MULTIPLE_PRI_KEY, ER_KEY_COLUMN_DOES_NOT_EXIST), never logged: no key
+        ("ALTER TABLE u ADD PRIMARY KEY (c)", ()),
+        ("ALTER TABLE u MODIFY c INT PRIMARY KEY", ()),
+        ("ALTER TABLE u DROP COLUMN a", ()),
+        ("ALTER TABLE t ADD PRIMARY KEY (nope)", ()),
+    ],
+)
+def test_primary_key_after_alter_table(alter: str, key: tuple[str, ...] | None) -> None:
+    sql = f"CREATE TABLE t (a INT, b INT, c INT); CREATE TABLE u (a INT, b INT, c INT, PRIMARY KEY (b, a)); {alter}"
+    assert pk(sql, "u" if "TABLE u" in alter else "t") == key
+
+
+def test_primary_key_follows_renames_drops_and_versioning() -> None:
+    s = tracker_with("CREATE TABLE t (a INT, b INT, PRIMARY KEY (b))")
+    assert s.execute("RENAME TABLE t TO e.t2", "d") and s.primary_key("e", "t2") == ("b",)
+    assert s.execute("DROP INDEX IF EXISTS `PRIMARY` ON e.t2", "d") and s.primary_key("e", "t2") == ()
+    assert s.execute("DROP INDEX `PRIMARY` ON e.t2", "d") is False  # nothing left to drop
+    assert s.execute("DROP INDEX `PRIMARY` ON unknown", "d") is False and s.primary_key("d", "unknown") is None
+    s.execute("CREATE TABLE v (a INT PRIMARY KEY, b INT)", "d")
+    s.execute("ALTER TABLE v ADD SYSTEM VERSIONING", "d")
+    assert s.primary_key("d", "v") == ("a", "row_end")
+    s.execute("ALTER TABLE v DROP SYSTEM VERSIONING", "d")  # the row end leaves the key with its column
+    assert s.primary_key("d", "v") == ("a",)
+    assert s.tables[("d", "v")].primary_key == ("a",)
+    # a swap of names cannot be followed clause by clause: the table is forgotten, not given a wrong key
+    s.execute("ALTER TABLE v RENAME COLUMN a TO b, RENAME COLUMN b TO a", "d")
+    assert s.primary_key("d", "v") is None
+
+
+def test_primary_key_survives_the_lakes_json_and_old_json_loads() -> None:
+    from binlake.spark.statements import tracker_from_json, tracker_to_json
+
+    s = tracker_with("CREATE TABLE t (a INT, b INT, PRIMARY KEY (b, a))")
+    s.execute("CREATE TABLE n (x INT)", "d")
+    state = tracker_to_json(s)
+    back = tracker_from_json(state)
+    assert back.tables == s.tables and back.primary_key("d", "t") == ("b", "a") and back.primary_key("d", "n") == ()
+    old = tracker_from_json([row[:3] for row in state])  # written before keys were tracked
+    assert old.column_names("d", "t") == ("a", "b") and old.primary_key("d", "t") == ()
+
+
+@st.composite
+def keyed_tables(draw: st.DrawFn) -> tuple[str, tuple[str, ...]]:
+    """CREATE TABLE text for random columns and a random key over some of them (in a random order), declared
+    inline (one column) or as an element anywhere in the list, in random quoting, case and key-part forms."""
+    columns = draw(st.lists(names, min_size=1, max_size=6, unique_by=str.casefold))
+    key = draw(st.permutations(columns).flatmap(lambda p: st.integers(0, len(p)).map(lambda n: tuple(p[:n]))))
+    parts = [quote(c, draw(st.integers(0, 2))) + " " + draw(st.sampled_from(TYPES)) for c in columns]
+    if len(key) == 1 and draw(st.booleans()):
+        i = columns.index(key[0])
+        parts[i] += draw(st.sampled_from([" PRIMARY KEY", " NOT NULL KEY", " key COMMENT 'unique'", " Primary Key"]))
+    elif key:
+        key_parts = []
+        for c in key:
+            case = draw(st.sampled_from([str.upper, str.lower, str.title]))
+            suffix = draw(st.sampled_from(["", " DESC", " asc", "(4)", "(4) DESC"]))
+            key_parts.append(quote(case(c), 2) + suffix)
+        head = draw(st.sampled_from(["PRIMARY KEY", "CONSTRAINT PRIMARY KEY", "CONSTRAINT `pk` primary key"]))
+        using = draw(st.sampled_from(["", " USING BTREE", " pk_name"]))
+        parts.insert(draw(st.integers(0, len(parts))), f"{head}{using} ({', '.join(key_parts)})")
+    if draw(st.booleans()):
+        parts.insert(
+            draw(st.integers(0, len(parts))), f"UNIQUE KEY u ({quote(columns[-1], 2)}), KEY ({quote(columns[0], 2)})"
+        )
+    return f"CREATE TABLE t ({', '.join(parts)})", key
+
+
+@settings(max_examples=200, deadline=None)
+@given(keyed_tables())
+def test_random_keyed_tables_give_their_key(table: tuple[str, tuple[str, ...]]) -> None:
+    sql, key = table
+    s = SchemaTracker()
+    assert s.execute(sql, "d"), sql
+    assert s.primary_key("d", "t") == key, sql
+
+
+SERVER_KEY_CASES = [
+    "CREATE TABLE t (a INT KEY, b INT UNIQUE, c INT NOT NULL UNIQUE KEY)",
+    "CREATE TABLE t (a INT, b INT NOT NULL UNIQUE)",  # InnoDB clusters by b, but it is no PRIMARY KEY
+    "CREATE TABLE t (a VARCHAR(20), `B b` INT, CONSTRAINT pk PRIMARY KEY USING BTREE (`b B` DESC, A(5)))",
+    "CREATE TABLE t (a INT, b INT, c INT, PRIMARY KEY (b, a)); ALTER TABLE t DROP COLUMN a",
+    "CREATE TABLE t (a INT, b INT, c INT, PRIMARY KEY (b, a)); ALTER TABLE t DROP COLUMN a, DROP b, ADD d INT KEY",
+    "CREATE TABLE t (a INT, b INT, c INT, PRIMARY KEY (b, a)); ALTER TABLE t DROP COLUMN a, ADD COLUMN a INT FIRST",
+    "CREATE TABLE t (a INT, b INT, c INT, PRIMARY KEY (b, a)); ALTER TABLE t CHANGE a x INT, ADD COLUMN a INT",
+    "CREATE TABLE t (a INT, b INT, PRIMARY KEY (a)); ALTER TABLE t RENAME COLUMN a TO z,"
+    " ADD PRIMARY KEY IF NOT EXISTS (b), ALGORITHM=COPY",
+    "CREATE TABLE t (a INT, b INT, PRIMARY KEY (a)); ALTER TABLE t DROP PRIMARY KEY, ADD PRIMARY KEY IF NOT EXISTS (b)",
+    "CREATE TABLE t (a INT, b INT, PRIMARY KEY (a)); ALTER TABLE t ADD PRIMARY KEY (b), DROP PRIMARY KEY",
+    "CREATE TABLE t (a INT, b INT PRIMARY KEY); ALTER TABLE t MODIFY a BIGINT PRIMARY KEY",
+    "CREATE TABLE t (a INT, b INT PRIMARY KEY); ALTER TABLE t DROP INDEX `PRIMARY`, CHANGE a c INT PRIMARY KEY FIRST",
+    "CREATE TABLE t (a INT, b INT KEY); DROP INDEX `PRIMARY` ON t; ALTER TABLE t ADD COLUMN IF NOT EXISTS a INT KEY",
+    "CREATE TABLE t (a INT, b INT PRIMARY KEY); ALTER TABLE t DROP CONSTRAINT `PRIMARY`",
+    "CREATE TABLE u (a INT, b INT, PRIMARY KEY (b)); CREATE TABLE t LIKE u; DROP TABLE u",
+    "CREATE TABLE t (a INT, b INT, PRIMARY KEY (a), PRIMARY KEY (b))",
+    "CREATE TABLE t (a INT, b INT, PRIMARY KEY (a)) WITH SYSTEM VERSIONING",
+    "CREATE TABLE t (a INT PRIMARY KEY, b INT WITH SYSTEM VERSIONING)",
+    "CREATE TABLE t (a INT, b INT, PRIMARY KEY (a)); ALTER TABLE t ADD SYSTEM VERSIONING",
+    "CREATE TABLE t (a INT, b INT, PRIMARY KEY (a)) WITH SYSTEM VERSIONING; SET SESSION system_versioning_alter_history"
+    " = KEEP; ALTER TABLE t DROP SYSTEM VERSIONING",
+    "CREATE TABLE t (a INT, b INT); ALTER TABLE t ADD (c INT, PRIMARY KEY (c, b)), ADD d INT UNIQUE",
+]
+
+
+@pytest.mark.server
+def test_primary_keys_agree_with_mariadb(mariadb_server: MariaDBServer) -> None:
+    """Each script's statements run on a private MariaDB; those it accepts (the ones a binlog would hold) go to a
+    tracker, whose key must be the server's (information_schema.key_column_usage of the PRIMARY constraint)."""
+    from binlake.testing.mariadb import MariaDBError
+
+    db = "binlake_schema_pk"
+    mariadb_server.execute(f"DROP DATABASE IF EXISTS {db}; CREATE DATABASE {db}")
+    try:
+        for script in SERVER_KEY_CASES:
+            tracker, refused = SchemaTracker(), []
+            setup = ""
+            for stmt in split_statements(script):
+                if stmt.upper().startswith("SET "):
+                    setup = stmt + ";"  # a session variable: kept for the statements after it
+                    continue
+                try:
+                    mariadb_server.execute(f"USE {db}; {setup} {stmt}")
+                except MariaDBError:
+                    refused.append(stmt)
+                    continue
+                tracker.execute(stmt, db)
+            where = f"table_schema = '{db}' AND table_name = 't'"
+            rows = mariadb_server.query(
+                f"SELECT column_name FROM information_schema.key_column_usage WHERE {where} "
+                "AND constraint_name = 'PRIMARY' ORDER BY ordinal_position"
+            )
+            exists = mariadb_server.query(f"SELECT COUNT(*) FROM information_schema.tables WHERE {where}")
+            expected = tuple(r[0] for r in rows) if exists == [("1",)] else None
+            assert tracker.primary_key(db, "t") == expected, (script, refused)
+            mariadb_server.execute(f"DROP TABLE IF EXISTS {db}.t")
+    finally:
+        mariadb_server.execute(f"DROP DATABASE IF EXISTS {db}")

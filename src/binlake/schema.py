@@ -23,6 +23,14 @@ the content of ``/*! */`` / ``/*M! */`` executable comments read as code):
 * ``RENAME TABLE a TO b[, ...]``, ``DROP TABLE [IF EXISTS] a[, b]``, ``DROP DATABASE``; ``TEMPORARY`` tables are
   left alone (their rows are never logged as row events).
 
+It also follows each table's PRIMARY KEY (:meth:`SchemaTracker.primary_key`, for a lake that keys tables whose
+table maps do not log their key): inline ``PRIMARY KEY`` / ``KEY``, the ``[CONSTRAINT [c]] PRIMARY KEY [USING
+type] (a(10) DESC, b)`` element, ``LIKE``, and in ``ALTER`` ``ADD [CONSTRAINT c] PRIMARY KEY [IF NOT EXISTS]``,
+``DROP PRIMARY KEY`` / ``DROP INDEX|KEY|CONSTRAINT `PRIMARY```, inline keys of ``ADD``/``MODIFY``/``CHANGE``,
+renamed and dropped key columns as MariaDB's ``mysql_prepare_alter_table`` treats them, ``DROP INDEX `PRIMARY`
+ON t`` and the row-end column MariaDB adds to a system-versioned table's key.  Where the server would refuse the
+statement or the tracker cannot read the key, the key is empty: no key rather than a wrong one.
+
 Anything else is ignored, never an error: a statement the tracker does not understand changes nothing, and an
 ``ALTER`` it cannot follow (a column it does not know) forgets the table rather than keep a wrong layout.  What
 it knows is used only where it agrees with the table map (same column count, names where the map logs them, each
@@ -172,6 +180,7 @@ def split_statements(script: str) -> Iterator[str]:
 
 _TEMPORAL = frozenset({"time", "datetime", "timestamp"})
 _VERSIONING_COLUMN = re.compile(r"\bAS\s+ROW\s+(?:START|END)\b", re.IGNORECASE)
+_WITH_VERSIONING = ("WITH", "SYSTEM", "VERSIONING")
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,11 +211,16 @@ class TrackedColumn:
 
 @dataclass(frozen=True, slots=True)
 class TableSchema:
-    """A table's columns in table (and table-map) order; ``schema`` is ``None`` for a table given without one."""
+    """A table's columns in table (and table-map) order; ``schema`` is ``None`` for a table given without one.
+
+    ``primary_key`` names the columns of its PRIMARY KEY in key order, spelt as the columns are; empty when the
+    table has none or the tracker could not follow it (see :meth:`SchemaTracker.primary_key`).
+    """
 
     schema: str | None
     name: str
     columns: tuple[TrackedColumn, ...]
+    primary_key: tuple[str, ...] = ()
 
     @property
     def column_names(self) -> tuple[str, ...]:
@@ -480,7 +494,147 @@ def _add_versioning(cols: list[TrackedColumn]) -> None:
         cols += [_ROW_START, _ROW_END]
 
 
-def _alter_clause(spec: list[_Tok], cols: list[TrackedColumn], sql: str) -> tuple[str | None, str] | None:
+# ---- primary keys ---------------------------------------------------------------------------------------------
+
+_ROW_END_COLUMN = re.compile(r"\bAS\s+ROW\s+END\b", re.IGNORECASE)
+
+
+def _inline_primary(toks: Sequence[_Tok]) -> bool:
+    """Does a column definition (the tokens after the column's name) make that column the primary key?
+
+    The column attribute ``opt_primary KEY_SYM`` of sql/sql_yacc.yy (both servers): ``PRIMARY KEY`` or a bare
+    ``KEY`` is the primary key; ``UNIQUE [KEY]`` is a unique key (``UNIQUE KEY KEY`` is both).
+
+    >>> [_inline_primary(_tokens(d)) for d in ("INT KEY", "INT UNIQUE KEY COMMENT 'primary key'", "INT PRIMARY KEY")]
+    [True, False, True]
+    """
+    words = _top_level_words(toks)
+    return any(w == "KEY" and words[i - 1] != "UNIQUE" for i, w in enumerate(words) if i)
+
+
+def _primary_element(part: Sequence[_Tok]) -> tuple[list[str], bool] | None:
+    """The key parts of a ``[CONSTRAINT [c]] PRIMARY KEY [IF NOT EXISTS] [name] [USING type] (parts) [options]``
+    element (``key_def`` in sql/sql_yacc.yy; the names are ignored, the key is always ``PRIMARY``) and whether it
+    says ``IF NOT EXISTS``; ``None`` when ``part`` is another element.
+
+    A key part is ``col [(prefix length)] [ASC | DESC]``; a part of any other form (MySQL's functional
+    ``((expr))``, which the server refuses for a primary key) gives no names: a key the caller cannot know.
+
+    >>> _primary_element(_tokens("CONSTRAINT pk PRIMARY KEY USING BTREE (`b`(10) DESC, a)"))
+    (['b', 'a'], False)
+    """
+    s = _Stream(part)
+    if s.accept("CONSTRAINT") and s.kw() != "PRIMARY":
+        s.i += 1  # the constraint's name
+    if not s.accept("PRIMARY", "KEY"):
+        return None
+    if_not_exists = s.accept("IF", "NOT", "EXISTS")
+    while s.peek().kind != "eof" and not _is_p(s.peek(), "("):
+        s.i += 1  # the index name, USING BTREE | HASH
+    if s.peek().kind == "eof":
+        return [], if_not_exists
+    names = []
+    for key_part in _split(part[s.i + 1 : _matching(part, s.i)]):
+        rest = key_part[1:]
+        if rest and _is_p(rest[0], "("):
+            rest = rest[_matching(rest, 0) + 1 :]  # a prefix length
+        if rest and _kw(rest[0]) in ("ASC", "DESC"):
+            rest = rest[1:]
+        if key_part[0].kind not in _NAME_KINDS or rest:
+            return [], if_not_exists
+        names.append(_unquote(key_part[0]))
+    return names, if_not_exists
+
+
+def _resolve_key(keys: Sequence[Sequence[str]], cols: Sequence[TrackedColumn]) -> tuple[str, ...]:
+    """The one primary key ``keys`` declare, its columns spelt as ``cols`` spell them; ``()`` for none, and for
+    what the server refuses (two primary keys: ER_MULTIPLE_PRI_KEY; a key column the table lacks or repeats) or
+    the tracker could not read (an empty key)."""
+    if len(keys) != 1 or not keys[0]:
+        return ()
+    names: list[str] = []
+    for part in keys[0]:
+        i = _find(cols, part)
+        if i is None or cols[i].name in names:
+            return ()
+        names.append(cols[i].name)
+    return _versioned_key(tuple(names), cols)
+
+
+def _versioned_key(key: tuple[str, ...], cols: Sequence[TrackedColumn]) -> tuple[str, ...]:
+    """``key`` as MariaDB keeps it in a system-versioned table: with the ``AS ROW END`` column last, unless the key
+    has it (sql/sql_table.cc ``vers_prepare_keys``: every unique key of a versioned table gets the row end).
+
+    >>> _versioned_key(("id",), [_ROW_END])
+    ('id', 'row_end')
+    """
+    end = next((c.name for c in cols if _ROW_END_COLUMN.search(c.definition)), None)
+    if not key or end is None or end.casefold() in (k.casefold() for k in key):
+        return key
+    return (*key, end)
+
+
+class _KeyEdit:
+    """What one ``ALTER TABLE`` does to the primary key, gathered clause by clause and applied at its end the way
+    sql/sql_table.cc ``mysql_prepare_alter_table`` rebuilds the keys: the old key's parts are looked up by name in
+    the new column list (a CHANGE/RENAME carries the part to the new name; a part whose column is dropped binds to a
+    column added under that name, else it goes: the key with it when no part is left, and a unique key left with a
+    part fewer is an error, ER_KEY_COLUMN_DOES_NOT_EXIST); a dropped key goes; then the added keys come, named as
+    in the new table.  ``ADD PRIMARY KEY IF NOT EXISTS`` is ignored when the old table has a primary key, even one
+    the same statement drops (``handle_if_exists_options`` looks at the old table).
+    """
+
+    __slots__ = ("added", "dropped", "quiet", "was")
+
+    def __init__(self, cols: Sequence[TrackedColumn]) -> None:
+        self.was: dict[str, str | None] = {c.name.casefold(): c.name for c in cols}  # old name -> new, None: gone
+        self.quiet: set[str] = set()  # old columns whose parts go without an error (DROP SYSTEM VERSIONING)
+        self.dropped = False
+        self.added: list[tuple[list[str], bool]] = []  # (parts, IF NOT EXISTS)
+
+    def rename(self, old: str, new: str | None, quiet: bool = False) -> None:
+        """The column now called ``old`` is called ``new`` (``None``: dropped, ``quiet``: its key part just goes)."""
+        folded = old.casefold()
+        for k, v in self.was.items():
+            if v is not None and v.casefold() == folded:
+                self.was[k] = new
+                if quiet:
+                    self.quiet.add(k)
+
+    def key(self, old_key: tuple[str, ...], cols: Sequence[TrackedColumn]) -> tuple[str, ...]:
+        """The primary key after the ALTER, for the old key ``old_key`` and the new columns ``cols``."""
+        kept: list[str] = []
+        if not self.dropped:
+            current = {v.casefold() for v in self.was.values() if v is not None}
+            lost = 0
+            for part in old_key:
+                new = self.was.get(part.casefold())
+                if new is None and _find(cols, part) is not None and part.casefold() not in current:
+                    new = part  # a column added under a dropped column's name takes its place in the key
+                if new is not None:
+                    kept.append(new)
+                elif part.casefold() not in self.quiet:
+                    lost += 1
+            if lost and kept:
+                return ()  # the server refuses (ER_KEY_COLUMN_DOES_NOT_EXIST): not a statement it logs
+        added = [parts for parts, if_not_exists in self.added if not (if_not_exists and old_key)]
+        if not added:
+            return _resolve_key([kept], cols) if kept else ()
+        return () if kept else _resolve_key(added, cols)
+
+
+def _check_rename(cols: Sequence[TrackedColumn], i: int, new: str) -> None:
+    """Column ``i`` takes the name ``new``: an error unless that name is free.  The server resolves every clause
+    against the old table, so ``RENAME COLUMN a TO b, RENAME COLUMN b TO a`` swaps two columns; applied one clause
+    after the other here, it would not: such an ALTER is not followed."""
+    j = _find(cols, new)
+    if j is not None and j != i:
+        raise _Forget(f"a second column named {new!r}")
+
+
+def _alter_clause(
+    spec: list[_Tok], cols: list[TrackedColumn], sql: str, keys: _KeyEdit
+) -> tuple[str | None, str] | None:
     """Apply one ALTER TABLE clause to ``cols``; a ``RENAME [TO]`` returns the new name."""
     s = _Stream(spec)
     if s.accept("ADD"):
@@ -490,11 +644,20 @@ def _alter_clause(spec: list[_Tok], cols: list[TrackedColumn], sql: str) -> tupl
             _add_versioning(cols)
             return None
         if not column and s.kw() in _NOT_ALTERED_COLUMN:
+            primary = _primary_element(spec[s.i :])
+            if primary is not None:
+                keys.added.append((primary[0], primary[1] or if_not_exists))
             return None
         if _is_p(s.peek(), "("):
-            k = _matching(spec, s.i)
-            added = [_element(part, sql) for part in _split(spec[s.i + 1 : k])]
-            cols += [c for c in added if c is not None and not (if_not_exists and _find(cols, c.name) is not None)]
+            parts = _split(spec[s.i + 1 : _matching(spec, s.i)])
+            for part, added in list(zip(parts, [_element(part, sql) for part in parts], strict=True)):
+                primary = _primary_element(part) if added is None else None
+                if primary is not None:
+                    keys.added.append(primary)
+                elif added is not None and not (if_not_exists and _find(cols, added.name) is not None):
+                    cols.append(added)
+                    if _inline_primary(part[1:]):
+                        keys.added.append(([added.name], False))
             return None
         body, where = _position(s.rest())
         col = _column(_unquote(body[0]), body[1:], sql) if body and body[0].kind in _NAME_KINDS else None
@@ -502,6 +665,8 @@ def _alter_clause(spec: list[_Tok], cols: list[TrackedColumn], sql: str) -> tupl
             raise _Skip("ADD without a column")
         if not (if_not_exists and _find(cols, col.name) is not None):
             _place(cols, col, where)
+        if _inline_primary(body[1:]):  # even on a column IF NOT EXISTS skips: the server adds the key (10.11)
+            keys.added.append(([col.name], if_not_exists))
     elif s.kw() in ("MODIFY", "CHANGE"):
         change = s.kw() == "CHANGE"
         s.i += 1
@@ -520,7 +685,11 @@ def _alter_clause(spec: list[_Tok], cols: list[TrackedColumn], sql: str) -> tupl
             if if_exists:
                 return None
             raise _Forget(f"{'CHANGE' if change else 'MODIFY'} of an unknown column {old!r}")
+        _check_rename(cols, i, new)
         col = _column(new, body, sql)
+        keys.rename(old, new)
+        if _inline_primary(body):
+            keys.added.append(([new], False))
         if where is None:
             cols[i] = col
         else:
@@ -530,7 +699,19 @@ def _alter_clause(spec: list[_Tok], cols: list[TrackedColumn], sql: str) -> tupl
         column = s.accept("COLUMN")
         if_exists = s.accept("IF", "EXISTS")
         if not column and s.accept("SYSTEM", "VERSIONING"):
+            for c in cols:
+                if _VERSIONING_COLUMN.search(c.definition):
+                    keys.rename(c.name, None, quiet=True)
             cols[:] = [c for c in cols if not _VERSIONING_COLUMN.search(c.definition)]
+            return None
+        if not column and s.accept("PRIMARY", "KEY"):
+            keys.dropped = True
+            return None
+        if not column and s.kw() in ("INDEX", "KEY", "CONSTRAINT"):
+            s.i += 1
+            s.accept("IF", "EXISTS")
+            # the primary key's index (and constraint) name is PRIMARY: a reserved word, so quoted
+            keys.dropped = keys.dropped or s.name().casefold() == "primary"
             return None
         if not column and s.kw() in _NOT_ALTERED_COLUMN:
             return None
@@ -540,6 +721,7 @@ def _alter_clause(spec: list[_Tok], cols: list[TrackedColumn], sql: str) -> tupl
             if if_exists:
                 return None
             raise _Forget(f"DROP of an unknown column {name!r}")
+        keys.rename(name, None)
         del cols[i]
     elif s.accept("RENAME"):
         if s.accept("COLUMN"):
@@ -548,7 +730,10 @@ def _alter_clause(spec: list[_Tok], cols: list[TrackedColumn], sql: str) -> tupl
             i = _find(cols, old)
             if i is None:
                 raise _Forget(f"RENAME of an unknown column {old!r}")
-            cols[i] = replace(cols[i], name=s.name())
+            new = s.name()
+            _check_rename(cols, i, new)
+            keys.rename(old, new)
+            cols[i] = replace(cols[i], name=new)
         elif s.kw() not in ("INDEX", "KEY"):
             if not (s.accept("TO") or s.accept("AS")):
                 s.accept_p("=")
@@ -600,6 +785,24 @@ class SchemaTracker:
         if ts is None or (count is not None and count != len(ts.columns)):
             return None
         return ts.column_names
+
+    def primary_key(self, schema: str | None, name: str) -> tuple[str, ...] | None:
+        """The columns of the PRIMARY KEY of ``schema.name`` in key order (spelt as the columns are), ``()`` when
+        it has none, ``None`` when the table is unknown.
+
+        ``()`` also stands for a key the tracker could not follow: it prefers no key to a wrong one.  Only a
+        declared PRIMARY KEY counts, not the first UNIQUE NOT NULL key InnoDB clusters a table without one by.
+        MariaDB adds the row-end column to the key of a system-versioned table, and so does the tracker::
+
+            >>> s = SchemaTracker.from_sql(
+            ...     "CREATE TABLE t (a INT, b INT KEY); CREATE TABLE v (a INT, PRIMARY KEY (a)) WITH SYSTEM VERSIONING;"
+            ...     "ALTER TABLE t DROP PRIMARY KEY, ADD PRIMARY KEY (`B`, a)"
+            ... )
+            >>> s.primary_key("d", "t"), s.primary_key("d", "v"), s.primary_key("d", "nope")
+            (('b', 'a'), ('a', 'row_end'), None)
+        """
+        ts = self.table(schema, name)
+        return None if ts is None else ts.primary_key
 
     def complete(self, schema: str, name: str, columns: tuple[Column, ...]) -> tuple[Column, ...]:
         """``columns`` of a table map, with the fsp of its old-type TIME/DATETIME/TIMESTAMP columns from the DDL.
@@ -689,17 +892,28 @@ class SchemaTracker:
             source = self.table(src_schema or db, src)
             if source is None:
                 return self._forget(schema, name)
-            return self._put(TableSchema(schema, name, source.columns))
+            return self._put(TableSchema(schema, name, source.columns, source.primary_key))
         if not _is_p(s.peek(), "("):
             return self._forget(schema, name)  # CREATE TABLE ... SELECT: the columns are the query's
         k = _matching(s.toks, s.i)
-        cols = [c for c in (_element(part, sql) for part in _split(s.toks[s.i + 1 : k])) if c is not None]
+        cols, keys, versioned = [], [], False
+        for part in _split(s.toks[s.i + 1 : k]):
+            col = _element(part, sql)
+            if col is None:
+                primary = _primary_element(part)
+                keys += [primary[0]] if primary is not None else []
+                continue
+            cols.append(col)
+            if _inline_primary(part[1:]):
+                keys.append([col.name])
+            # a column WITH SYSTEM VERSIONING makes the table versioned (MariaDB: Vers_parse_info in sql/handler.cc)
+            versioned = versioned or _has_words(_top_level_words(part[1:]), _WITH_VERSIONING)
         tail = _top_level_words(s.toks[k + 1 :])
         if "SELECT" in tail:
             return self._forget(schema, name)  # more columns come from the query
-        if any(tail[i : i + 3] == ["WITH", "SYSTEM", "VERSIONING"] for i in range(len(tail))):
+        if versioned or _has_words(tail, _WITH_VERSIONING):
             _add_versioning(cols)
-        return self._put(TableSchema(schema, name, tuple(cols)))
+        return self._put(TableSchema(schema, name, tuple(cols), _resolve_key(keys, cols)))
 
     def _alter(self, s: _Stream, db: str | None, sql: str) -> bool:
         s.accept("ONLINE")
@@ -712,11 +926,12 @@ class SchemaTracker:
             return False
         s.skip_wait()
         cols = list(ts.columns)
+        keys = _KeyEdit(cols)
         target: tuple[str | None, str] = (ts.schema, ts.name)
         try:
             for spec in _split(s.rest()):
                 try:
-                    renamed = _alter_clause(spec, cols, sql)
+                    renamed = _alter_clause(spec, cols, sql, keys)
                 except _Skip:
                     continue  # a clause it does not know (options, partitions): no column changes
                 if renamed is not None:
@@ -724,7 +939,7 @@ class SchemaTracker:
         except _Forget:
             return self._forget(ts.schema, ts.name)
         self._forget(ts.schema, ts.name)
-        return self._put(TableSchema(target[0], target[1], tuple(cols)))
+        return self._put(TableSchema(target[0], target[1], tuple(cols), keys.key(ts.primary_key, cols)))
 
     def _rename(self, s: _Stream, db: str | None) -> bool:
         if not (s.accept("TABLE") or s.accept("TABLES")):
@@ -739,9 +954,20 @@ class SchemaTracker:
             ts = self.table(schema or db, name)
             if ts is not None:
                 self._forget(ts.schema, ts.name)
-                changed = self._put(TableSchema(new_schema or db, new, ts.columns))
+                changed = self._put(replace(ts, schema=new_schema or db, name=new))
             if not s.accept_p(","):
                 return changed
+
+    def _drop_index(self, s: _Stream, db: str | None) -> bool:
+        """``DROP INDEX [IF EXISTS] name ON t``: the primary key goes when ``name`` is (the quoted) ``PRIMARY``."""
+        s.accept("IF", "EXISTS")
+        index = s.name()
+        s.expect("ON")
+        schema, name = s.qualified()
+        ts = self.table(schema or db, name)
+        if ts is None or index.casefold() != "primary" or not ts.primary_key:
+            return False
+        return self._put(replace(ts, primary_key=()))
 
     def _drop(self, s: _Stream, db: str | None) -> bool:
         if s.accept("DATABASE") or s.accept("SCHEMA"):
@@ -753,6 +979,8 @@ class SchemaTracker:
             return bool(keys)
         if s.accept("TEMPORARY"):
             return False
+        if s.accept("INDEX"):
+            return self._drop_index(s, db)
         if not (s.accept("TABLE") or s.accept("TABLES")):
             return False
         s.accept("IF", "EXISTS")
@@ -764,6 +992,12 @@ class SchemaTracker:
                 changed = self._forget(ts.schema, ts.name) or changed
             if not s.accept_p(","):
                 return changed
+
+
+def _has_words(words: list[str], seq: tuple[str, ...]) -> bool:
+    """Do the keywords ``seq`` come one after the other in ``words``?"""
+    n = len(seq)
+    return any(tuple(words[i : i + n]) == seq for i in range(len(words) - n + 1))
 
 
 def _with_fsp(ts: TableSchema, columns: tuple[Column, ...]) -> tuple[Column, ...]:

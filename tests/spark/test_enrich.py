@@ -93,7 +93,9 @@ def test_names_from_the_ddl_and_the_ddl_wins_over_stale_facts(
     namer = Namer(tracker)  # no named map seen: the DDL names them
     for tm in minimal:
         cols = namer.columns(f"{tm.schema}.{tm.table}", tm)
-        assert cols is not None and [c.name for c in cols] == full_maps[(tm.schema, tm.table)].column_names
+        full = full_maps[(tm.schema, tm.table)]
+        assert cols is not None and [c.name for c in cols] == full.column_names
+        assert [c.pk_position for c in cols] == [c.pk_position for c in full.columns], tm.table  # the DDL's key
     # a column renamed since the FULL map (same types): the facts are stale, the DDL's names hold
     t_int = next(tm for tm in minimal if tm.table == "t_int")
     tracker.execute("ALTER TABLE corpus_types.t_int RENAME COLUMN ti TO ti_renamed")

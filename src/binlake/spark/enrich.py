@@ -118,7 +118,7 @@ class Namer:
         ts = self.tracker.table(tm.schema, tm.table)
         if ts is None or not ts.agrees_with(tm.columns):
             return None
-        key = [k.casefold() for k in (getattr(ts, "primary_key", None) or ())]
+        key = [k.casefold() for k in ts.primary_key]
         return [
             (c.name, c.unsigned, key.index(c.name.casefold()) if c.name.casefold() in key else None) for c in ts.columns
         ]

@@ -27,7 +27,7 @@ from binlake.errors import BinlogError, MalformedError, TruncatedError
 from binlake.events.base import EventType
 from binlake.reader import HeaderCache, HeaderInfo, HeaderTable, header_table, walk_headers
 from binlake.schema import SchemaTracker
-from binlake.spark import statements
+from binlake.spark import plan, statements
 from binlake.spark.plan import BinlogFile, Split, list_binlogs, plan_splits
 from binlake.spark.statements import ReadSpec, Statement, scan_statements
 
@@ -257,9 +257,37 @@ def test_the_cache_walks_a_file_once(corpus_dir: Path, tmp_path: Path, monkeypat
     cache.clear()
     cache.table(path, whole.positions[9])
     assert len(walks) == 5
+    data = bytearray(path.read_bytes())  # the same size, other bytes: a size field broken
+    data[whole.positions[9] + 9 : whole.positions[9] + 13] = bytes(4)
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(2, 2))
+    broken = cache.table(path, whole.positions[9])
+    assert broken.why == 2 and broken.end == whole.positions[9] and len(walks) == 6
 
 
 # -- planning and scanning ----------------------------------------------------------------------------------------
+
+
+def test_the_boundaries_of_a_walk(tmp_path: Path, walk_kind: str) -> None:
+    """Transaction boundaries of events encoded here: where a GTID starts and where an XID ends."""
+    events = [(15, 40), (162, 7), (2, 30), (30, 100), (16, 8), (33, 20), (2, 5), (16, 8), (4, 10)]
+    image, ends = bytearray(MAGIC), []
+    for code, body in events:
+        size = 19 + body
+        image += struct.pack("<IBIIIH", 0, code, 1, size, len(image) + size, 0) + bytes(body)
+        ends.append(len(image))
+    path = tmp_path / "b.000001"
+    path.write_bytes(bytes(image[:-1]))  # the last event (a ROTATE) is partial: the walk ends at the XID before
+    starts = [4, *ends[:-1]]
+    want = sorted({starts[1], ends[4], starts[5], ends[7]})
+    assert want == [63, 284, 374]  # GTID at 63, XID ends where the GTID at 284 starts, XID ends at 374
+    for start in (4, starts[2]):
+        t = header_table(path, start)
+        assert t.end == ends[7] and t.why == 3
+        for at in range(start, len(image) + 30):
+            assert plan._first_cut(t, at) == min((b for b in want if b >= at), default=None), (start, at)
+        assert plan._last_cut(t) == ends[7]
+    assert plan._last_cut(header_table(path, 4, starts[1])) is None
 
 
 def reference_plan(file: BinlogFile, start: int, split_bytes: int, whole_tail: bool) -> list[tuple[int, int | None]]:

@@ -3,7 +3,9 @@
 A thin adapter: it reads a file in large chunks, feeds the decoder, names the file in every error, starts at any
 event position (decoding the file's format description first), stops at a position, and can follow a file that the
 server is still writing (a binlog in use ends in a partial event: the reader waits for the rest instead of
-misparsing it).  :func:`walk_headers` is the cheap header-only walk used to plan splits of large files.
+misparsing it).  :func:`walk_headers` is the cheap header-only walk; :func:`header_table` gives the same headers
+of a range as columns, walked in C where ``binlake._speedups`` is built (planning splits of large files uses it, and
+:class:`HeaderCache` keeps it between the driver's plan and scan).
 
 Example::
 

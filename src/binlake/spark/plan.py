@@ -1,9 +1,9 @@
 """Which binlog files a path names, their order, and how to cut them into partitions at transaction boundaries.
 
-Runs on the driver and reads only event headers (:func:`binlake.reader.walk_headers`, memory-mapped), so planning
-a large file costs a fraction of decoding it.  A split starts where a transaction starts (a GTID event, or just
-after an XID), never inside one, so a task decodes it with nothing but the file's format description
-(``read_events(path, start=..., stop=...)`` decodes the FDE at position 4 first).
+Runs on the driver and reads only event headers (:func:`binlake.reader.header_table`, memory-mapped, walked in C
+where the extension is built), so planning a large file costs a fraction of decoding it.  A split starts where a
+transaction starts (a GTID event, or just after an XID), never inside one, so a task decodes it with nothing but the
+file's format description (``read_events(path, start=..., stop=...)`` decodes the FDE at position 4 first).
 
 Example::
 

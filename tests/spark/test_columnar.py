@@ -589,3 +589,32 @@ def test_refusals() -> None:
     assert table.append(plan, b"\x00\x05ok") is None  # past the end
     assert table.append(plan, b"\x00\x02ok\x00") is None  # a second image cut short
     assert [a.to_pylist() for a in table.finish()] == [["ok"]]
+
+
+FIXED = [s for s in SPECS if s.size is not None]
+
+
+@pytest.mark.parametrize("spec", FIXED, ids=[s.name for s in FIXED])
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_random_stored_bytes(spec: Spec, data: st.DataObject) -> None:
+    """Random bytes as the values of one fixed-size column (months past 12, hours past 23, fractions past their
+    bound, digit groups past 9 digits, bits past the width): both paths fail alike or give the same arrays."""
+    size = spec.size
+    assert size is not None
+    values = data.draw(st.lists(st.binary(min_size=size, max_size=size), min_size=1, max_size=8))
+    column = spec.column(0)
+    target = lake_type(column)
+    plan = columnar.plan_for((column,), "insert", b"\x01", None, [0], [target])
+    table = columnar.table_for([target])
+    assert plan is not None and table is not None
+    rows_data = b"".join(b"\x00" + v for v in values)
+    got = table.append(plan, rows_data)
+    try:
+        changes = row_decoder((column,), "insert", b"\x01").rows(rows_data)
+    except BinlogError:
+        assert got is None
+        assert table.finish()[0].to_pylist() == []
+        return
+    assert got == len(values)
+    assert_same(table.finish(), tuple_arrays(images_of("insert", changes), 1, [0], [target]), spec.name)

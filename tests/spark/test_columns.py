@@ -5,6 +5,7 @@ sorting already ordered changes.  No Spark needed."""
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 from decimal import Decimal
 from typing import Any
 
@@ -107,3 +108,83 @@ def test_merge_of_ordered_changes_needs_no_sort() -> None:
     shuffled = merge_current(current, changes.take([4, 2, 0, 3, 1]), ["id"], schema)
     assert ordered.select(["id", "v"]).to_pylist() == [{"id": 3, "v": "a2"}, {"id": 2, "v": "c"}]
     assert ordered.sort_by("_seq").equals(shuffled)
+
+
+# -- the columnar builder and the tuple path, mixed within one table -----------------------------------------------
+
+
+class _LocalRDD:
+    """Just enough of an RDD for ``ingest``'s tasks to run in this process (no JVM): its partitions in order."""
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items = items
+
+    def mapPartitions(self, f: Any) -> _LocalRDD:
+        return _LocalRDD([out for item in self.items for out in f(iter([item]))])
+
+    def collect(self) -> list[Any]:
+        return self.items
+
+
+class _LocalContext:
+    defaultParallelism = 2
+
+    def parallelize(self, items: list[Any], slices: int) -> _LocalRDD:
+        return _LocalRDD(list(items))
+
+
+class _LocalSpark:
+    sparkContext = _LocalContext()
+
+
+_MIXED_FILES = ["corpus-bin.000002", "corpus-bin.000004", "corpus-bin.000005", "corpus-bin.000006"]
+_MIXED_FILES += ["corpus-bin.000008", "corpus-bin.000012", "corpus-bin.000013"]
+
+
+def _local_lake(corpus_dir: Any, lake: Any) -> dict[str, list[tuple[Any, ...]]]:
+    import io
+
+    from tests.spark.test_spark import _lake_snapshot
+
+    from binlake.spark.ingest import Progress, ingest
+
+    files = [str(corpus_dir / "mariadb" / "binlogs" / n) for n in _MIXED_FILES]
+    ingest(_LocalSpark(), files, str(lake), progress=Progress(None, io.StringIO()), split_bytes=64 << 10)
+    return _lake_snapshot(lake, ignore=frozenset({"batch"}))
+
+
+def test_columnar_and_tuple_paths_make_the_same_lake_in_any_mix(
+    corpus_dir: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lake of the types, DML, DDL, row-image and MINIMAL/NO_LOG corpus files, its tasks run in this process:
+    built by the columnar builder where it can (the usual way), by the tuple path alone, and with every other
+    rows event of a table forced onto the tuple path (runs of both kinds interleaved inside one Parquet file):
+    three identical lakes."""
+    from binlake.spark import columnar, ingest
+
+    if not columnar.AVAILABLE:
+        pytest.skip("binlake._columnar is not built (or BINLAKE_PURE_PYTHON is set): one path only")
+    fast_calls: list[int | None] = []
+    real_fast = ingest._TableWriter._fast
+
+    def counting(self: Any, ev: Any, layout: Any) -> int | None:
+        out = real_fast(self, ev, layout)
+        fast_calls.append(out)
+        return out
+
+    monkeypatch.setattr(ingest._TableWriter, "_fast", counting)
+    usual = _local_lake(corpus_dir, tmp_path / "usual")
+    taken = [n for n in fast_calls if n is not None]
+    assert len(taken) > 200 and len(fast_calls) - len(taken) > 20  # both paths ran
+
+    monkeypatch.setattr(ingest, "table_for", lambda targets: None)
+    assert _local_lake(corpus_dir, tmp_path / "tuples") == usual
+    monkeypatch.undo()
+
+    flip = itertools.count()
+
+    def every_other(self: Any, ev: Any, layout: Any) -> int | None:
+        return None if next(flip) % 2 else real_fast(self, ev, layout)
+
+    monkeypatch.setattr(ingest._TableWriter, "_fast", every_other)
+    assert _local_lake(corpus_dir, tmp_path / "mixed") == usual

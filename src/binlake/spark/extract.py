@@ -100,6 +100,7 @@ class Changes:
     ts: int = 0
     rolled_back: bool = False  # its transaction ended in ROLLBACK (logged for non-transactional tables in it)
     xid: str | None = None  # its transaction was XA PREPAREd (two-phase): the outcome is a later XA COMMIT/ROLLBACK
+    event: Any = None  # the RowsEvent when decode_split(rows=False) left decoding to the consumer (``rows`` empty)
 
     @property
     def database(self) -> str:
@@ -167,6 +168,7 @@ def decode_split(
     *,
     changes: bool = True,
     tablemaps: bool = True,
+    rows: bool = True,
     read: ReadSpec | None = None,
     schema: SchemaTracker | None = None,
     skips: list[Skipped] | None = None,
@@ -175,7 +177,8 @@ def decode_split(
     """Every record of ``split`` in binlog order (:class:`EventRecord` per event, :class:`TableMapRecord` per run,
     :class:`Changes` per rows event and :class:`Truncate` per emptying statement, the last two when their
     transaction closes).  ``changes=False`` skips row decoding (for the events and table-map views),
-    ``tablemaps=False`` the table-map runs (the ingest learns its table maps on the driver).
+    ``tablemaps=False`` the table-map runs (the ingest learns its table maps on the driver), ``rows=False`` leaves
+    each :class:`Changes`' rows undecoded (``event`` holds the rows event: the ingest decodes it into columns).
 
     ``read``: decoding options, decryptor and ``on_error`` (:class:`~binlake.spark.statements.ReadSpec`);
     ``schema``: the tracker of the DDL in force at the split's start (:func:`~binlake.spark.statements.tracker_at`);
@@ -254,7 +257,7 @@ def decode_split(
         elif changes and hasattr(ev, "kind") and hasattr(ev, "iter_rows"):
             if remap and getattr(ev, "table_map", None) is not None:
                 ev = remapped(ev)
-            chunk = _changes(ev, base + pos * SEQ_POS + off, pos, gtid)
+            chunk = _changes(ev, base + pos * SEQ_POS + off, pos, gtid, rows)
             if chunk is not None:
                 pending.append(chunk)
         if closes:
@@ -297,8 +300,11 @@ def _is_rollback(q: str) -> bool:
     return q.startswith("ROLLBACK") and not q.startswith("ROLLBACK TO")
 
 
-def _changes(ev: Any, seq0: int, pos: int, gtid: str | None) -> Changes | None:
-    rows = ev.rows(True)  # without its table map this raises the decoder's error naming it
+def _changes(ev: Any, seq0: int, pos: int, gtid: str | None, decode: bool) -> Changes | None:
+    tm = ev.table_map
+    if not decode and tm is not None and tm.column_count == ev.column_count:
+        return Changes(tm, ev.kind, [], pos, seq0, gtid, event=ev) if ev.rows_data else None
+    rows = ev.rows(True)  # without its table map (or with another column count) this raises the decoder's error
     if not rows:
         return None
     return Changes(ev.table_map, ev.kind, rows, pos, seq0, gtid)

@@ -52,7 +52,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from operator import itemgetter
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -60,8 +60,8 @@ import pyarrow.compute as pc
 
 from binlake.coltypes import Column
 from binlake.errors import BinlogError
-from binlake.events.rows import ABSENT
 from binlake.events.table_map import TableMapEvent
+from binlake.reader import HeaderCache
 from binlake.recovery import Skipped
 from binlake.schema import SchemaTracker
 from binlake.spark.arrow import (
@@ -77,6 +77,7 @@ from binlake.spark.arrow import (
     transpose,
     utc_seconds,
 )
+from binlake.spark.columnar import plan_for, table_for
 from binlake.spark.enrich import Namer, borrow, named
 from binlake.spark.extract import Changes, EventRecord, TableMapRecord, Truncate, decode_split, map_id
 from binlake.spark.lake import (
@@ -102,6 +103,10 @@ from binlake.spark.statements import (
     tracker_from_json,
     tracker_to_json,
 )
+from binlake.wire import bits_lsb_first
+
+if TYPE_CHECKING:
+    from binlake._columnar import Plan
 
 __all__ = ["IngestResult", "Progress", "ingest", "merge_current"]
 
@@ -208,6 +213,7 @@ _OPS = pa.array(["insert", "update_preimage", "update_postimage", "delete"], pa.
 _OP_CODE = {"insert": 0, "update": 1, "delete": 3}  # an update's two rows: 1 (its before image) and 2 (after)
 _LOW64 = (1 << 64) - 1
 _BEFORE, _AFTER = itemgetter(0), itemgetter(1)
+_NO_PLAN: Any = object()  # _TableWriter.plans: not looked at yet
 
 
 def _seq_array(seq0: np.ndarray[Any, Any], ci: np.ndarray[Any, Any], row: np.ndarray[Any, Any]) -> pa.Array:
@@ -223,11 +229,11 @@ def _seq_array(seq0: np.ndarray[Any, Any], ci: np.ndarray[Any, Any], row: np.nda
     return pa.Array.from_buffers(SEQ, len(ci), [None, pa.py_buffer(words)])
 
 
-def _absent_names(image: tuple[object, ...] | None, names: list[str]) -> list[str] | None:
-    """The lake names of the columns an image does not hold (``None`` when it holds all)."""
-    if image is None or ABSENT not in image:
-        return None
-    return [n for n, v in zip(names, image, strict=True) if v is ABSENT]
+def _absent_names(present: bytes, names: list[str]) -> list[str] | None:
+    """The lake names of the columns a columns-present bitmap leaves out (``None`` when it has all): the bitmaps
+    belong to the event (Rows_log_event::m_cols, m_cols_ai), so every image of it lacks the same columns."""
+    bits = bits_lsb_first(present, len(names))
+    return None if all(bits) else [n for n, here in zip(names, bits, strict=True) if not here]
 
 
 @dataclass(frozen=True)
@@ -241,8 +247,11 @@ class _Layout:
 
 
 class _TableWriter:
-    """The row changes of one lake table from one task: Arrow columns built a column at a time from whole rows
-    events, written as a Parquet file every FLUSH_ROWS rows.
+    """The row changes of one lake table from one task, written as a Parquet file every FLUSH_ROWS rows.
+
+    Data columns are built by the compiled columnar builder (:mod:`binlake.spark.columnar`) straight from each rows
+    event's bytes where it handles the layout and the bytes; other events are decoded to tuples, and runs of them
+    transposed and converted a column at a time.  The META columns are built per rows event, vectorised.
 
     For a table with a primary key it also keeps the *last change of each key* among the rows current state
     applies (not rolled back, not waiting for an XA outcome): what the driver merges into the current-state table
@@ -252,74 +261,114 @@ class _TableWriter:
     def __init__(self, key: str, uri: str, schema: pa.Schema, pk: list[str] | None, file: str) -> None:
         self.key, self.schema, self.pk, self.file = key, schema, pk, file
         self.data = [f for f in schema if f.name not in _META_NAMES]
-        self.chunks: list[tuple[Changes, _Layout, bool | None]] = []
+        self.chunks: list[tuple[Changes, int, list[str] | None, list[str] | None, bool | None]] = []
         self.rows = 0
+        self.parts: list[list[pa.Array]] = []  # data columns of the rows before the open run, in order
+        self.fast = table_for([f.type for f in self.data])  # the open run of the columnar builder
+        self.images: list[tuple[object, ...]] = []  # or the open run of decoded images ...
+        self.layout: _Layout | None = None  # ... all of this layout
+        self.plans: dict[tuple[int, str, bytes, bytes | None], Plan | None] = {}
         self.sink = ParquetSink(uri, key, schema, _DICTIONARY)
         self.latest: list[pa.Table] | None = [] if pk else None
 
-    def add(self, chunk: Changes, layout: _Layout, rolled_back: bool | None) -> None:
-        self.chunks.append((chunk, layout, rolled_back))
-        self.rows += len(chunk.rows) * (2 if chunk.op == "update" else 1)
+    def add(self, chunk: Changes, layout: _Layout, rolled_back: bool | None) -> int:
+        """Buffer the row changes of one rows event (``chunk.event``: from ``decode_split(rows=False)``); how many
+        there are.  A malformed event raises the decoder's BinlogError here."""
+        ev = chunk.event
+        images = self._fast(ev, layout)
+        if images is None:
+            rows = ev.rows(True)
+            if self.fast is not None and len(self.fast):
+                self.parts.append(self.fast.finish())
+            if layout is not self.layout:
+                self._close_images()
+                self.layout = layout
+            if chunk.op == "update":
+                self.images.extend(itertools.chain.from_iterable(rows))
+            else:
+                self.images.extend(map(_AFTER if chunk.op == "insert" else _BEFORE, rows))
+            images = len(rows) * (2 if chunk.op == "update" else 1)
+        count = images // 2 if chunk.op == "update" else images
+        a = _absent_names(ev.columns_before, layout.names)
+        b = _absent_names(ev.columns_after, layout.names) if ev.columns_after is not None else a
+        self.chunks.append((chunk, count, a, b, rolled_back))
+        self.rows += images
         if self.rows >= FLUSH_ROWS:
             self.flush()
+        return count
+
+    def _fast(self, ev: Any, layout: _Layout) -> int | None:
+        """Append the event's images with the columnar builder: how many, ``None`` when it cannot."""
+        if self.fast is None or ev.partial:
+            return None
+        key = (id(layout), ev.kind, ev.columns_before, ev.columns_after)
+        plan = self.plans.get(key, _NO_PLAN)
+        if plan is _NO_PLAN:
+            types = [f.type for f in self.data]
+            cols = ev.table_map.columns
+            plan = self.plans[key] = plan_for(cols, ev.kind, ev.columns_before, ev.columns_after, layout.index, types)
+        if plan is None:
+            return None
+        if self.images:
+            self._close_images()
+        return self.fast.append(plan, ev.rows_data)
+
+    def _close_images(self) -> None:
+        """Convert the open run of decoded images (one layout) into data columns."""
+        lay = self.layout
+        if not self.images or lay is None:
+            return
+        cols = transpose(self.images, len(lay.names))
+        n = len(self.images)
+        self.parts.append(
+            [
+                to_lake(cols[j], f.type) if j is not None else pa.nulls(n, f.type)
+                for f, j in zip(self.data, lay.index, strict=True)
+            ]
+        )
+        self.images = []
 
     def _meta(self) -> tuple[list[pa.Array], bool]:
         """The META columns of the buffered rows (vectorised per rows event) and whether any image is partial."""
         chunks = self.chunks
         n = len(chunks)
-        per = np.fromiter((len(c.rows) for c, _, _ in chunks), np.int64, n)
-        upd = np.fromiter((c.op == "update" for c, _, _ in chunks), np.bool_, n)
+        per = np.fromiter((k for _, k, _, _, _ in chunks), np.int64, n)
+        upd = np.fromiter((c.op == "update" for c, _, _, _, _ in chunks), np.bool_, n)
         per = per * (1 + upd)
         total = int(per.sum())
         ci = np.repeat(np.arange(n), per)  # each output row's rows event
         local = np.arange(total) - (np.cumsum(per) - per)[ci]
         is_upd = upd[ci]
         row = np.where(is_upd, local >> 1, local)
-        op = np.fromiter((_OP_CODE[c.op] for c, _, _ in chunks), np.int8, n)[ci]
+        op = np.fromiter((_OP_CODE[c.op] for c, _, _, _, _ in chunks), np.int8, n)[ci]
         op += (is_upd & (local & 1).astype(np.bool_)).astype(np.int8)
         absent: list[list[str] | None] = []
         partial = False
-        for c, lay, _ in chunks:
-            before, after = c.rows[0]
-            a, b = _absent_names(before, lay.names), _absent_names(after, lay.names)
+        for c, k, a, b, _ in chunks:
             partial = partial or a is not None or b is not None
-            # the columns-present bitmaps belong to the event (Rows_log_event::m_cols, m_cols_ai): every row of it
-            # lacks the same columns
-            absent.extend((a, b) * len(c.rows) if c.op == "update" else [a if after is None else b] * len(c.rows))
+            absent.extend((a, b) * k if c.op == "update" else [a] * k)
         take = pa.array(ci)
         arrays = [
             _OPS.take(pa.array(op)),
             _arr_str([self.file]).take(pa.array(np.zeros(total, np.int32))),
-            pa.array(np.fromiter((c.pos for c, _, _ in chunks), np.int64, n)[ci]),
+            pa.array(np.fromiter((c.pos for c, _, _, _, _ in chunks), np.int64, n)[ci]),
             pa.array(row.astype(np.int32)),
-            _arr_str([c.gtid for c, _, _ in chunks]).take(take),
-            utc_seconds([c.ts for c, _, _ in chunks]).take(take),
-            _seq_array(np.array([c.seq for c, _, _ in chunks], dtype=object), ci, row),
-            pa.array([rb for _, _, rb in chunks], pa.bool_()).take(take),
-            _arr_str([c.xid for c, _, _ in chunks]).take(take),
+            _arr_str([c.gtid for c, _, _, _, _ in chunks]).take(take),
+            utc_seconds([c.ts for c, _, _, _, _ in chunks]).take(take),
+            _seq_array(np.array([c.seq for c, _, _, _, _ in chunks], dtype=object), ci, row),
+            pa.array([rb for _, _, _, _, rb in chunks], pa.bool_()).take(take),
+            _arr_str([c.xid for c, _, _, _, _ in chunks]).take(take),
             safe_array(absent, pa.list_(pa.string())) if partial else pa.nulls(total, pa.list_(pa.string())),
         ]
         return arrays, partial
 
     def _columns(self) -> list[pa.ChunkedArray]:
-        """The table's data columns of the buffered rows: runs of rows events of one layout are transposed
-        together and converted a column at a time."""
-        parts: list[list[pa.Array]] = [[] for _ in self.data]
-        i = 0
-        while i < len(self.chunks):
-            lay = self.chunks[i][1]
-            images: list[tuple[object, ...]] = []
-            while i < len(self.chunks) and self.chunks[i][1] is lay:
-                c = self.chunks[i][0]
-                if c.op == "update":
-                    images.extend(itertools.chain.from_iterable(c.rows))  # type: ignore[arg-type]
-                else:
-                    images.extend(map(_AFTER if c.op == "insert" else _BEFORE, c.rows))
-                i += 1
-            cols = transpose(images, len(lay.names))
-            for out, f, j in zip(parts, self.data, lay.index, strict=True):
-                out.append(to_lake(cols[j], f.type) if j is not None else pa.nulls(len(images), f.type))
-        return [pa.chunked_array(p, f.type) for p, f in zip(parts, self.data, strict=True)]
+        """The table's data columns of the buffered rows, in order (closing the open run)."""
+        if self.fast is not None and len(self.fast):
+            self.parts.append(self.fast.finish())
+        self._close_images()
+        parts, self.parts = self.parts, []
+        return [pa.chunked_array([p[i] for p in parts], f.type) for i, f in enumerate(self.data)]
 
     def flush(self) -> None:
         if not self.chunks:
@@ -422,7 +471,7 @@ def _write_split(
     prepared: dict[str, set[str]] = defaultdict(set)  # XID without an outcome in the batch -> its tables
     skips: list[Skipped] = []
     for rec in decode_split(
-        split, tablemaps=False, read=plan.read, schema=plan.tracker(split), skips=skips, remap=plan.enriched
+        split, tablemaps=False, read=plan.read, schema=plan.tracker(split), skips=skips, remap=plan.enriched, rows=False
     ):
         if isinstance(rec, Changes):
             tm = rec.table_map
@@ -448,8 +497,7 @@ def _write_split(
                 rolled_back = plan.outcomes.get(rec.xid)
                 if rolled_back is None:
                     prepared[rec.xid].add(lay.key)
-            writers[lay.key].add(rec, lay, rolled_back)
-            counts[f"{lay.key} {rec.op}"] += len(rec.rows)
+            counts[f"{lay.key} {rec.op}"] += writers[lay.key].add(rec, lay, rolled_back)
         elif isinstance(rec, EventRecord):
             events.append(rec)
             if len(events) >= FLUSH_ROWS:
@@ -721,8 +769,10 @@ def ingest(
     new_bytes = sum(max(0, f.size - positions.get(f.name, 4)) for f in ordered)
     cores = int(getattr(spark.sparkContext, "defaultParallelism", 1) or 1)
     split_bytes = min(split_bytes, max(MIN_SPLIT_BYTES, -(-new_bytes // cores)))  # every core gets a range
+    headers = HeaderCache()  # the plan's header walks, kept for the scan of the same ranges
     splits = progress.timed(
-        "plan", lambda: plan_splits(ordered, split_bytes=split_bytes, resume=positions, whole_tail=False)
+        "plan",
+        lambda: plan_splits(ordered, split_bytes=split_bytes, resume=positions, whole_tail=False, headers=headers),
     )
     if splits:
         after = dict(positions)
@@ -732,7 +782,8 @@ def ingest(
         tracker = _schema_after(manifest, read.options.schema_sql)
         start_schema = tracker_to_json(tracker)
         maps = _MapLog(tracker, _known_layouts(lake))
-        statements = progress.timed("scan", lambda: scan_statements(splits, tracker, read, maps))
+        statements = progress.timed("scan", lambda: scan_statements(splits, tracker, read, maps, headers=headers))
+        headers.clear()  # about 19 bytes per event: not kept through the Spark job
         manifest = {
             "batch": batch,
             "splits": [_split_json(s) for s in splits],

@@ -65,7 +65,6 @@ __all__ = [
 ]
 
 
-
 def _text(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
 

@@ -468,8 +468,6 @@ def _optional_meaning(of: OptionalField, tm: TableMapEvent, ctx: DecodeContext) 
     return of.raw.hex() or "(empty)"
 
 
-
-
 def _values(vals: Sequence[str], limit: int = 8) -> str:
     shown = ", ".join(f"'{s}'" for s in vals[:limit])
     return shown + (f", … ({len(vals)} values)" if len(vals) > limit else "")

@@ -123,11 +123,31 @@ def _name(c: Cursor, what: str) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
 
+_Fields = tuple[int, int, str, str, tuple[int, ...], bytes, bytes, tuple[OptionalField, ...], tuple[Column, ...]]
+
+
 @register(EventType.TABLE_MAP_EVENT)
 def decode_table_map(header: EventHeader, body: bytes, ctx: DecodeContext) -> TableMapEvent:
     """Decode a TABLE_MAP_EVENT body (post-header + payload, checksum excluded)."""
     id_len = 4 if ctx.post_header_len(EventType.TABLE_MAP_EVENT) == 6 else 6
-    c = ctx.cursor(body)
+    if ctx.trace is None:  # a busy binlog logs the same map for every transaction: its bytes are parsed once
+        fields = _cached_fields(bytes(body), id_len, ctx.header_len)
+    else:  # `binlake explain`: every field through the traced cursor, the TLVs one entry each
+        fields = _fields(ctx.cursor(body), id_len, ctx.header_len, traced=True)
+    table_id, flags, schema, table, types, metadata, nulls, optional, columns = fields
+    if ctx.schema is not None and not OLD_TEMPORAL.isdisjoint(types):
+        # MariaDB 5.3 TIME(n)/DATETIME(n)/TIMESTAMP(n) log no fsp: the table's DDL gives it (binlake.schema)
+        columns = ctx.schema.complete(schema, table, columns)
+    return TableMapEvent(header, table_id, flags, schema, table, types, metadata, nulls, optional, columns)
+
+
+@lru_cache(maxsize=1024)
+def _cached_fields(body: bytes, id_len: int, header_len: int) -> _Fields:
+    return _fields(Cursor(body, base=-header_len), id_len, header_len)
+
+
+def _fields(c: Cursor, id_len: int, header_len: int, traced: bool = False) -> _Fields:
+    """Every field of a table map body read from ``c`` (offsets of optional fields are from the event start)."""
     table_id = c.uint(id_len, "table_id")
     flags = c.u16("flags")
     schema = _name(c, "schema name")
@@ -138,14 +158,12 @@ def decode_table_map(header: EventHeader, body: bytes, ctx: DecodeContext) -> Ta
     metadata = c.take(meta_len, "column metadata")
     nulls = c.take((ncols + 7) // 8, "null bitmap")
     opt_start = c.pos
-    if ctx.trace is not None:  # `binlake explain`: walk the TLVs through the traced cursor, one field per entry
+    opt = bytes(c.buf[opt_start : c.end])
+    if traced:
         for _ in c.iter_tlv("optional metadata"):
             pass
-    optional, columns = _layout(types, metadata, nulls, bytes(body[opt_start:]), opt_start + ctx.header_len)
-    if ctx.schema is not None and not OLD_TEMPORAL.isdisjoint(types):
-        # MariaDB 5.3 TIME(n)/DATETIME(n)/TIMESTAMP(n) log no fsp: the table's DDL gives it (binlake.schema)
-        columns = ctx.schema.complete(schema, table, columns)
-    return TableMapEvent(header, table_id, flags, schema, table, types, metadata, nulls, optional, columns)
+    optional, columns = _layout(types, metadata, nulls, opt, opt_start + header_len)
+    return table_id, flags, schema, table, types, metadata, nulls, optional, columns
 
 
 @lru_cache(maxsize=4096)

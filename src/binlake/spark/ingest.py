@@ -52,7 +52,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 import pyarrow as pa
@@ -268,6 +268,7 @@ class _TableWriter:
         self.images: list[tuple[object, ...]] = []  # or the open run of decoded images ...
         self.layout: _Layout | None = None  # ... all of this layout
         self.plans: dict[tuple[int, str, bytes, bytes | None], Plan | None] = {}
+        self.absent: dict[tuple[int, bytes], list[str] | None] = {}
         self.sink = ParquetSink(uri, key, schema, _DICTIONARY)
         self.latest: list[pa.Table] | None = [] if pk else None
 
@@ -289,13 +290,20 @@ class _TableWriter:
                 self.images.extend(map(_AFTER if chunk.op == "insert" else _BEFORE, rows))
             images = len(rows) * (2 if chunk.op == "update" else 1)
         count = images // 2 if chunk.op == "update" else images
-        a = _absent_names(ev.columns_before, layout.names)
-        b = _absent_names(ev.columns_after, layout.names) if ev.columns_after is not None else a
+        a = self._absent(layout, ev.columns_before)
+        b = self._absent(layout, ev.columns_after) if ev.columns_after is not None else a
         self.chunks.append((chunk, count, a, b, rolled_back))
         self.rows += images
         if self.rows >= FLUSH_ROWS:
             self.flush()
         return count
+
+    def _absent(self, layout: _Layout, bitmap: bytes) -> list[str] | None:
+        key = (id(layout), bitmap)  # layouts live as long as the split's writers
+        hit = self.absent.get(key, _NO_PLAN)
+        if hit is _NO_PLAN:
+            hit = self.absent[key] = _absent_names(bitmap, layout.names)
+        return cast("list[str] | None", hit)
 
     def _fast(self, ev: Any, layout: _Layout) -> int | None:
         """Append the event's images with the columnar builder: how many, ``None`` when it cannot."""
@@ -406,6 +414,18 @@ def _arr_str(values: list[str | None]) -> pa.Array:
     return safe_array(values, pa.string())
 
 
+def rows_at(table: pa.Table, index: np.ndarray[Any, Any]) -> pa.Table:
+    """The rows of ``table`` at ``index`` (distinct), in table order: a filter by mask, several times faster than
+    ``take`` on the chunked columns of a table built a run at a time.
+
+    >>> rows_at(pa.table({"a": [1, 2, 3]}), np.array([2, 0]))["a"].to_pylist()
+    [1, 3]
+    """
+    mask = np.zeros(table.num_rows, np.bool_)
+    mask[index] = True
+    return table.filter(pa.array(mask))
+
+
 def counted_changes(changes: pa.Table) -> pa.Table:
     """The change rows current state applies: not rolled back, not waiting for an XA outcome (``_rolled_back``
     null).  A transaction that ended in ROLLBACK was logged for its non-transactional tables; the rest was undone."""
@@ -419,7 +439,7 @@ def latest_changes(changes: pa.Table, pk: list[str]) -> pa.Table:
         return changes
     i = pa.array(np.arange(changes.num_rows, dtype=np.int64))
     last = changes.select(pk).append_column("_i", i).group_by(pk, use_threads=False).aggregate([("_i", "max")])
-    return changes.take(pa.array(np.sort(last["_i_max"].to_numpy())))
+    return rows_at(changes, last["_i_max"].to_numpy())
 
 
 def _skip_row(s: Skipped) -> dict[str, Any]:
@@ -1094,7 +1114,7 @@ def _replace_keys(current: pa.Table, keys: pa.Table, pk: list[str], new_rows: pa
     if current.num_rows and keys.num_rows:
         current = current.append_column("_i", pa.array(np.arange(current.num_rows, dtype=np.int64)))
         keep = current.select([*pk, "_i"]).join(keys, keys=pk, join_type="left anti")
-        current = current.take(pa.array(np.sort(keep["_i"].to_numpy()))).drop_columns(["_i"])
+        current = rows_at(current, keep["_i"].to_numpy()).drop_columns(["_i"])
     out = pa.concat_tables([current, new_rows])
     return out if ordered else out.sort_by([("_seq", "ascending")])
 
@@ -1125,8 +1145,8 @@ def merge_current(
     latest = np.sort(last["_i_max"].to_numpy())  # one row per key, in binlog order
     keep = latest[changes["_up"].to_numpy(zero_copy_only=False)[latest]]
     wanted = [n for n in schema.names if n in changes.column_names]
-    new_rows = _conform(changes.select(wanted).take(pa.array(keep)), schema)
-    return _replace_keys(current, changes.select(pk).take(pa.array(latest)), pk, new_rows, ordered)
+    new_rows = _conform(rows_at(changes.select(wanted), keep), schema)
+    return _replace_keys(current, rows_at(changes.select(pk), latest), pk, new_rows, ordered)
 
 
 def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:

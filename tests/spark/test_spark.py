@@ -208,7 +208,7 @@ def test_sigkill_mid_ingest_then_rerun(spark: Any, corpus_binlogs: Path, corpus_
 # of corpus_types only the MariaDB 5.3 temporal tables are compared; of corpus_stmt (STATEMENT/MIXED) only the
 # row-image table.
 _NOT_COMPARABLE = {("corpus_dml", "parted"), ("corpus_dml", "child"), ("corpus_dml", "comp")}
-_COMPARED_DBS = {"corpus_dml", "hostile"}
+_COMPARED_DBS = {"corpus_dml", "hostile", "gone", "gone_again"}
 _COMPARED_TABLES = {
     ("corpus_stmt", "ri"),
     ("corpus_types", "t_temporal_old"),
@@ -253,7 +253,13 @@ def test_current_state_equals_the_server(spark: Any, workload_binlogs: Any, tmp_
         "RENAME TABLE hostile.r1 TO hostile.r2; UPDATE hostile.r2 SET v = 20 WHERE id = 2;"
         "CREATE TABLE hostile.r2_new (id INT PRIMARY KEY, v INT); INSERT INTO hostile.r2_new VALUES (7, 7);"
         "RENAME TABLE hostile.r2 TO hostile.r2_old, hostile.r2_new TO hostile.r2; INSERT INTO hostile.r2 VALUES (8, 8);"
-        "ALTER TABLE hostile.r2_old ADD COLUMN w INT, RENAME TO hostile.r3; INSERT INTO hostile.r3 VALUES (3, 3, 3)"
+        "ALTER TABLE hostile.r2_old ADD COLUMN w INT, RENAME TO hostile.r3; INSERT INTO hostile.r3 VALUES (3, 3, 3);"
+        # DROP DATABASE empties every current table of it; one created again after it starts from nothing
+        "CREATE DATABASE gone; CREATE TABLE gone.a (id INT PRIMARY KEY); CREATE TABLE gone.b (id INT PRIMARY KEY);"
+        "INSERT INTO gone.a VALUES (1), (2); INSERT INTO gone.b VALUES (3); DROP DATABASE IF EXISTS gone;"
+        "CREATE SCHEMA gone_again; CREATE TABLE gone_again.c (id INT PRIMARY KEY); INSERT INTO gone_again.c VALUES (4);"
+        "DROP SCHEMA gone_again; CREATE DATABASE gone_again; CREATE TABLE gone_again.c (id INT PRIMARY KEY);"
+        "INSERT INTO gone_again.c VALUES (5)"
     )
     server.flush_logs()
     files = [str(p) for p in server.binlog_files()]
@@ -296,6 +302,9 @@ def test_current_state_equals_the_server(spark: Any, workload_binlogs: Any, tmp_
     assert compared >= 10
     for table in ("r1", "r2_new", "r2_old"):  # renamed away: their current state left with them
         assert _delta(lake / "hostile" / table / "current").num_rows == 0
+    for table in ("a", "b"):  # dropped with their database
+        assert _delta(lake / "gone" / table / "current").num_rows == 0
+    assert _delta(lake / "gone_again" / "c" / "current")["id"].to_pylist() == [5]
 
 
 # -- the gaps of the first version: XA outcomes, partial images, schema across splits and batches, decoding options,

@@ -113,7 +113,8 @@ class Changes:
 
 @dataclass(slots=True)
 class Truncate:
-    """A statement that empties a table without row events (TRUNCATE, DROP, CREATE OR REPLACE), at ``seq``."""
+    """A statement that empties a table without row events (TRUNCATE, DROP, CREATE OR REPLACE), at ``seq``; an
+    empty ``table``: every table of ``database`` (DROP DATABASE)."""
 
     database: str
     table: str
@@ -346,7 +347,8 @@ def _ident(text: str) -> tuple[str | None, str, str]:
 
 def _truncates(ev: Any, seq: int, pos: int, gtid: str | None) -> list[Truncate]:
     """Tables a statement empties without row events: TRUNCATE [TABLE] t, DROP TABLE [IF EXISTS] a, b,
-    CREATE OR REPLACE TABLE t (its current state starts again from nothing)."""
+    CREATE OR REPLACE TABLE t (its current state starts again from nothing), and DROP DATABASE|SCHEMA [IF EXISTS]
+    d (every table of ``d``: a :class:`Truncate` whose ``table`` is empty)."""
     query = str(getattr(ev, "query", ""))
     db = str(getattr(ev, "db", "") or "")
     words = query.split(None, 4)
@@ -368,6 +370,12 @@ def _truncates(ev: Any, seq: int, pos: int, gtid: str | None) -> list[Truncate]:
             rest = rest[1:]
     elif upper[:4] == ["CREATE", "OR", "REPLACE", "TABLE"]:
         names = [query.split(None, 4)[-1]]
+    elif upper[:2] in (["DROP", "DATABASE"], ["DROP", "SCHEMA"]):
+        rest = query.split(None, 2)[-1] if len(words) > 2 else ""
+        if rest.upper().startswith("IF EXISTS"):
+            rest = rest[len("IF EXISTS") :]
+        _, name, _ = _ident(rest)
+        return [Truncate(name, "", seq, pos, gtid, query[:200])] if name else []
     else:
         return []
     out = []

@@ -524,10 +524,11 @@ def _write_split(
                 event_sink.write(pa.Table.from_batches([event_batch(split.file, events)]))
                 events = []
         elif isinstance(rec, Truncate):
-            key = table_dir(rec.database, rec.table)
+            key = table_dir(rec.database, rec.table) if rec.table else _database_key(rec.database)
             truncates.append((key, rec.seq))
-            if key in writers:  # changes of the table before the statement and maybe after: no single "last"
-                writers[key].spoil()
+            for k in _keys_of(key, writers):  # changes of the table before the statement and maybe after: no
+                if k in writers:  # single "last" change of each key
+                    writers[k].spoil()
     if events:
         event_sink.write(pa.Table.from_batches([event_batch(split.file, events)]))
     current: dict[str, str] = {}
@@ -551,6 +552,16 @@ def _write_split(
         "skips": [_skip_row(s) for s in skips],
         "current": current,
     }
+
+
+def _database_key(database: str) -> str:
+    """The key of every table of ``database`` in a truncate report (DROP DATABASE): its folder and a slash."""
+    return table_dir(database, "").rsplit("/", 1)[0] + "/"
+
+
+def _keys_of(key: str, tables: Iterable[str]) -> list[str]:
+    """The tables a truncate report's ``key`` stands for among ``tables`` (all of a database for its key)."""
+    return [k for k in tables if k.startswith(key)] if key.endswith("/") else [key]
 
 
 # -- driver ------------------------------------------------------------------------------------------------------
@@ -1286,7 +1297,10 @@ def _update_current(
             ordered = key not in earlier_xa  # else rows of an earlier batch come first
             cur.tables[key] = merge_current(cur.get(key), seg, pk[key], cur.schema(key), ordered=ordered)
 
-    ops: list[tuple[int, int, str, Any]] = [(seq, 0, "truncate", key) for seq, key in truncates]
+    known = set(pk) | set(changes) | {table_dir(*t) for s in renames for pair in s.pairs for t in pair}
+    ops: list[tuple[int, int, str, Any]] = [
+        (seq, 0, "truncate", k) for seq, key in truncates for k in _keys_of(key, known)
+    ]
     ops += [(s.seq, 1, "rename", s.pairs) for s in renames]
     for seq, _, kind, what in sorted(ops, key=lambda o: (o[0], o[1])):
         if kind == "truncate":

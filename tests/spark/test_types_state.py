@@ -64,7 +64,7 @@ def _server_value(text: str | None, data_type: str) -> Any:
         return float(text)
     if data_type == "set":
         members = bytes.fromhex(text).decode("utf-8")
-        return frozenset(members.split(",")) if members else frozenset()
+        return members.split(",") if members else []  # in definition order, as the server lists them
     if data_type in _TEXTS:
         return bytes.fromhex(text).decode("utf-8")
     if data_type in _TEMPORALS and data_type != "time" and _ZERO_PART.match(text):
@@ -81,7 +81,7 @@ def _lake_value(v: Any, data_type: str) -> Any:
     if data_type in _GEOMETRIES:  # MariaDB's record: 4-byte little-endian SRID, then WKB
         return (v["srid"].to_bytes(4, "little") + v["wkb"]).hex().upper()
     if data_type == "set":
-        return frozenset(v)  # the lake lists the members sorted by name, the server in definition order
+        return list(v)  # the lake lists the members in definition order too
     if data_type == "bit":
         return f"{int(v):X}"  # BIT(64) is a decimal(20,0) in the lake
     if isinstance(v, bytes):

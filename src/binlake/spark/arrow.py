@@ -298,8 +298,9 @@ def _to_text(v: object) -> str:
     return render_value(v)
 
 
-def _converter(t: pa.DataType) -> Callable[[object], object]:
-    """Python value -> the value ``pa.array(..., t)`` accepts (zero dates and absent columns become null)."""
+def _converter(t: pa.DataType, members: Sequence[str] | None = None) -> Callable[[object], object]:
+    """Python value -> the value ``pa.array(..., t)`` accepts (zero dates and absent columns become null); a SET
+    value's members in ``members`` order (the column's definition order) where given, else sorted."""
     if pa.types.is_string(t):
         return _to_text
     if pa.types.is_binary(t):
@@ -311,6 +312,8 @@ def _converter(t: pa.DataType) -> Callable[[object], object]:
     if pa.types.is_decimal(t):
         return lambda v: Decimal(v) if isinstance(v, int | Decimal) else None
     if pa.types.is_list(t) and pa.types.is_string(t.value_type):
+        if members is not None:
+            return lambda v: [m for m in members if m in v] if isinstance(v, frozenset | set) else None
         return lambda v: sorted(v) if isinstance(v, frozenset | set) else None
     if pa.types.is_struct(t):
         return lambda v: {"srid": getattr(v, "srid", None), "wkb": getattr(v, "wkb", None)}
@@ -353,11 +356,14 @@ def _whole_decimal(values: Values, t: pa.DataType) -> pa.Array:
         return pa.array(values, pa.int64()).cast(t)
 
 
-def to_lake(values: Values, t: pa.DataType) -> pa.Array:
-    """One column of values (``None``/``ABSENT`` -> null) as an Arrow array of type ``t``.
+def to_lake(values: Values, t: pa.DataType, members: Sequence[str] | None = None) -> pa.Array:
+    """One column of values (``None``/``ABSENT`` -> null) as an Arrow array of type ``t`` (``members``: a SET
+    column's members, which orders each value's).
 
     >>> to_lake([1, None, ABSENT], pa.int64()).to_pylist(), to_lake([b"a", "\u00e9"], pa.string()).to_pylist()
     ([1, None, None], ['a', 'é'])
+    >>> to_lake([frozenset({"b", "c"})], pa.list_(pa.string()), ("c", "b", "a")).to_pylist()
+    [['c', 'b']]
     """
     if _direct(t, values):
         try:
@@ -366,7 +372,7 @@ def to_lake(values: Values, t: pa.DataType) -> pa.Array:
             return pa.array(values, t)
         except (TypeError, ValueError, OverflowError):  # ArrowTypeError, ArrowInvalid, UnicodeEncodeError: one by one
             pass
-    conv = _converter(t)
+    conv = _converter(t, members)
     return safe_array([None if v is None or v is ABSENT else conv(v) for v in values], t)
 
 

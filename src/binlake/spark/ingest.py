@@ -244,6 +244,7 @@ class _Layout:
     key: str
     names: list[str]  # lake name per column of the table map
     index: tuple[int | None, ...]
+    members: tuple[tuple[str, ...] | None, ...] = ()  # per column of the map: SET members in definition order
 
 
 class _TableWriter:
@@ -330,7 +331,9 @@ class _TableWriter:
         n = len(self.images)
         self.parts.append(
             [
-                to_lake(cols[j], f.type) if j is not None else pa.nulls(n, f.type)
+                to_lake(cols[j], f.type, lay.members[j] if lay.members else None)
+                if j is not None
+                else pa.nulls(n, f.type)
                 for f, j in zip(self.data, lay.index, strict=True)
             ]
         )
@@ -504,7 +507,8 @@ def _write_split(
                     names = [n for n, _ in layouts[mid]]
                     where = {n: i for i, n in enumerate(names)}
                     data = [f.name for f in schemas[key] if f.name not in _META_NAMES]
-                    lay = by_id[mid] = _Layout(key, names, tuple(where.get(n) for n in data))
+                    members = tuple(c.set_values for c in tm.columns)
+                    lay = by_id[mid] = _Layout(key, names, tuple(where.get(n) for n in data), members)
                     if key not in writers:
                         uri = os.path.join(lake, key, "changes")
                         w = writers[key] = _TableWriter(key, uri, schemas[key], pk.get(key), split.file.name)

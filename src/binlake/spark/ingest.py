@@ -38,6 +38,7 @@ Example::
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import os
@@ -417,6 +418,34 @@ def _arr_str(values: list[str | None]) -> pa.Array:
     return safe_array(values, pa.string())
 
 
+def last_of_keys(table: pa.Table, pk: list[str], *, use_threads: bool = True) -> np.ndarray[Any, Any]:
+    """The index of the last row of each key ``pk`` in ``table`` (in no particular order).
+
+    Whole-number DECIMAL keys (BIGINT UNSIGNED is ``decimal128(20, 0)`` in the lake) are grouped as 64-bit
+    integers where every value fits: hashing those is ~1.5x faster than hashing 128-bit decimals.
+
+    >>> t = pa.table({"k": pa.array([1, 2, 1], pa.decimal128(20, 0))})
+    >>> sorted(last_of_keys(t, ["k"]).tolist())
+    [1, 2]
+    """
+    cols = []
+    for name in pk:
+        col = table[name]
+        if pa.types.is_decimal(col.type) and col.type.scale == 0 and col.type.precision <= 20:
+            for narrow in (pa.int64(), pa.uint64()):
+                try:
+                    col = col.cast(narrow)
+                    break
+                except pa.ArrowInvalid:  # a value out of its range
+                    continue
+        cols.append(col)
+    keys = pa.table([*cols, pa.array(np.arange(table.num_rows, dtype=np.int64))], names=[*pk, "_i"])
+    last: np.ndarray[Any, Any] = (
+        keys.group_by(pk, use_threads=use_threads).aggregate([("_i", "max")])["_i_max"].to_numpy()
+    )
+    return last
+
+
 def rows_at(table: pa.Table, index: np.ndarray[Any, Any]) -> pa.Table:
     """The rows of ``table`` at ``index`` (distinct), in table order: a filter by mask, several times faster than
     ``take`` on the chunked columns of a table built a run at a time.
@@ -440,9 +469,7 @@ def latest_changes(changes: pa.Table, pk: list[str]) -> pa.Table:
     that order: merging these into current state gives what merging all of ``changes`` gives (complete images)."""
     if not changes.num_rows:
         return changes
-    i = pa.array(np.arange(changes.num_rows, dtype=np.int64))
-    last = changes.select(pk).append_column("_i", i).group_by(pk, use_threads=False).aggregate([("_i", "max")])
-    return rows_at(changes, last["_i_max"].to_numpy())
+    return rows_at(changes, last_of_keys(changes, pk, use_threads=False))
 
 
 def _skip_row(s: Skipped) -> dict[str, Any]:
@@ -470,8 +497,24 @@ def _write_task(
     staging = _staging_dir(lake, plan.batch)
     renamed = {table_dir(*t) for s in plan.renames for pair in s.pairs for t in pair}
     for split in splits:
-        with _profiled(f"decode-{split.index}"):
-            yield _write_split(split, lake, layouts, schemas, pk, plan, staging, renamed)
+        with _profiled(f"decode-{split.index}"), _no_cycle_collection():
+            report = _write_split(split, lake, layouts, schemas, pk, plan, staging, renamed)
+        yield report
+
+
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """The cyclic garbage collector off while a split is decoded, one collection after: decoding makes millions
+    of short-lived objects and almost no cycles (a 260 MB split leaves ~300), so its collections cost ~10 % of
+    the task's time for nothing.  Reference counting still frees everything else at once."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+        gc.collect()
 
 
 def _write_split(
@@ -1155,9 +1198,7 @@ def merge_current(
         changes = changes.sort_by([("_seq", "ascending"), ("_up", "ascending")])
     if "_absent" in changes.column_names and changes["_absent"].null_count < changes.num_rows:
         return _merge_partial(current, changes, pk, schema)
-    index = pa.array(np.arange(changes.num_rows, dtype=np.int64))
-    last = changes.select(pk).append_column("_i", index).group_by(pk).aggregate([("_i", "max")])
-    latest = np.sort(last["_i_max"].to_numpy())  # one row per key, in binlog order
+    latest = np.sort(last_of_keys(changes, pk))  # one row per key, in binlog order
     keep = latest[changes["_up"].to_numpy(zero_copy_only=False)[latest]]
     wanted = [n for n in schema.names if n in changes.column_names]
     new_rows = _conform(rows_at(changes.select(wanted), keep), schema)

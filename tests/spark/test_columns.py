@@ -20,8 +20,9 @@ from hypothesis import strategies as st  # noqa: E402
 
 from binlake.events.rows import ABSENT  # noqa: E402
 from binlake.spark.arrow import SEQ, _converter, to_lake  # noqa: E402
-from binlake.spark.ingest import _seq_array, merge_current  # noqa: E402
+from binlake.spark.current import merge_current  # noqa: E402
 from binlake.spark.statements import SEQ_FILE, SEQ_POS  # noqa: E402
+from binlake.spark.tasks import _seq_array  # noqa: E402
 
 
 @given(
@@ -146,7 +147,8 @@ def _local_lake(corpus_dir: Any, lake: Any) -> dict[str, list[tuple[Any, ...]]]:
 
     from tests.spark.test_spark import _lake_snapshot
 
-    from binlake.spark.ingest import Progress, ingest
+    from binlake.spark.ingest import ingest
+    from binlake.spark.progress import Progress
 
     files = [str(corpus_dir / "mariadb" / "binlogs" / n) for n in _MIXED_FILES]
     ingest(_LocalSpark(), files, str(lake), progress=Progress(None, io.StringIO()), split_bytes=64 << 10)
@@ -160,24 +162,24 @@ def test_columnar_and_tuple_paths_make_the_same_lake_in_any_mix(
     built by the columnar builder where it can (the usual way), by the tuple path alone, and with every other
     rows event of a table forced onto the tuple path (runs of both kinds interleaved inside one Parquet file):
     three identical lakes."""
-    from binlake.spark import columnar, ingest
+    from binlake.spark import columnar, tasks
 
     if not columnar.AVAILABLE:
         pytest.skip("binlake._columnar is not built (or BINLAKE_PURE_PYTHON is set): one path only")
     fast_calls: list[int | None] = []
-    real_fast = ingest._TableWriter._fast
+    real_fast = tasks._TableWriter._fast
 
     def counting(self: Any, ev: Any, layout: Any) -> int | None:
         out = real_fast(self, ev, layout)
         fast_calls.append(out)
         return out
 
-    monkeypatch.setattr(ingest._TableWriter, "_fast", counting)
+    monkeypatch.setattr(tasks._TableWriter, "_fast", counting)
     usual = _local_lake(corpus_dir, tmp_path / "usual")
     taken = [n for n in fast_calls if n is not None]
     assert len(taken) > 200 and len(fast_calls) - len(taken) > 20  # both paths ran
 
-    monkeypatch.setattr(ingest, "table_for", lambda targets: None)
+    monkeypatch.setattr(tasks, "table_for", lambda targets: None)
     assert _local_lake(corpus_dir, tmp_path / "tuples") == usual
     monkeypatch.undo()
 
@@ -186,5 +188,5 @@ def test_columnar_and_tuple_paths_make_the_same_lake_in_any_mix(
     def every_other(self: Any, ev: Any, layout: Any) -> int | None:
         return None if next(flip) % 2 else real_fast(self, ev, layout)
 
-    monkeypatch.setattr(ingest._TableWriter, "_fast", every_other)
+    monkeypatch.setattr(tasks._TableWriter, "_fast", every_other)
     assert _local_lake(corpus_dir, tmp_path / "mixed") == usual

@@ -530,7 +530,7 @@ class _FakeSpark:
 def test_progress_bar_on_a_tty_log_lines_otherwise() -> None:
     import io
 
-    from binlake.spark.ingest import Progress
+    from binlake.spark.progress import Progress
 
     class Tty(io.StringIO):
         def isatty(self) -> bool:

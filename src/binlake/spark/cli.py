@@ -33,7 +33,8 @@ def ingest_main(args: argparse.Namespace) -> int:
     """Run the ingest described by ``args``; print the summary; 0 on success, 2 on a binlog error."""
     from binlake.errors import BinlogError
     from binlake.render import EXIT_ERROR, decode_options, decryptor_of, error_line
-    from binlake.spark.ingest import Progress, ingest, summary
+    from binlake.spark.ingest import ingest, summary
+    from binlake.spark.progress import Progress
     from binlake.spark.statements import ReadSpec
 
     try:

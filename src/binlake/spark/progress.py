@@ -1,0 +1,120 @@
+"""What an ingest run shows while it runs (a progress bar on a terminal, log lines otherwise) and, with
+``BINLAKE_PROFILE=DIR``, a cProfile of every driver stage and task.
+
+Example::
+
+    progress = Progress(spark)
+    splits = progress.timed("plan", lambda: plan_splits(files))
+    reports = progress.run("decode", lambda: rdd.mapPartitions(task).collect())
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+__all__ = ["Progress", "profiled"]
+
+T = TypeVar("T")
+
+
+@contextmanager
+def profiled(label: str) -> Iterator[None]:
+    """With ``BINLAKE_PROFILE=DIR`` in the environment, cProfile the block into ``DIR/<label>-<pid>.pstats``: tasks
+    profile themselves (a Python worker's time is invisible to a profiler of the driver)."""
+    out = os.environ.get("BINLAKE_PROFILE")
+    if not out:
+        yield
+        return
+    import cProfile
+
+    prof = cProfile.Profile()
+    prof.enable()
+    try:
+        yield
+    finally:
+        prof.disable()
+        os.makedirs(out, exist_ok=True)
+        prof.dump_stats(os.path.join(out, f"{label}-{os.getpid()}.pstats"))
+
+
+class Progress:
+    """What a run is doing, on ``stream`` (stderr): on a terminal one redrawn line per stage (a bar of Spark's task
+    counts, tasks done/total, seconds so far), otherwise plain log lines (a stage's start, each change of its task
+    count at most every ``interval`` seconds, its end with the time it took)."""
+
+    def __init__(self, spark: Any, stream: Any = None, *, interval: float = 0.5) -> None:
+        self.sc = spark.sparkContext if spark is not None else None
+        self.stream = stream or sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def log(self, text: str) -> None:
+        if self.tty:
+            self.stream.write("\r\x1b[K")
+        self.stream.write(f"binlake ingest: {text}\n")
+        self.stream.flush()
+
+    def _tasks(self) -> tuple[int, int]:
+        """(completed, total) tasks of the active stages."""
+        assert self.sc is not None
+        tracker = self.sc.statusTracker()
+        done = total = 0
+        for sid in tracker.getActiveStageIds():
+            info = tracker.getStageInfo(sid)
+            if info is not None:
+                done += info.numCompletedTasks
+                total += info.numTasks
+        return done, total
+
+    def show(self, label: str, done: int, total: int, seconds: float) -> None:
+        """Draw the state of a stage: the bar on a terminal, a log line otherwise."""
+        if self.tty:
+            width = 30
+            fill = width * done // max(total, 1)
+            self.stream.write(
+                f"\r\x1b[K{label:<10} [{'#' * fill}{'.' * (width - fill)}] {done}/{total} tasks  {seconds:.0f} s"
+            )
+            self.stream.flush()
+        else:
+            self.log(f"{label}: {done}/{total} tasks, {seconds:.0f} s")
+
+    def _poll(self, label: str, t0: float) -> None:
+        last = (-1, -1)
+        while not self._stop.wait(self.interval):
+            if self.sc is None:
+                continue
+            now = self._tasks()
+            if now[1] and (self.tty or now != last):
+                self.show(label, *now, time.monotonic() - t0)
+                last = now
+
+    def timed(self, label: str, fn: Callable[[], T]) -> T:
+        """``fn()`` run on the driver, its time logged as ``label`` (the stages' times say where a run goes)."""
+        t0 = time.monotonic()
+        with profiled(f"driver-{label.replace(' ', '-')}"):
+            out = fn()
+        self.log(f"{label}: done in {time.monotonic() - t0:.1f} s")
+        return out
+
+    def run(self, label: str, fn: Callable[[], Any]) -> Any:
+        """``fn()`` with the progress of its Spark jobs shown as ``label``."""
+        t0 = time.monotonic()
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._poll, args=(label, t0), daemon=True)
+        self._thread.start()
+        try:
+            return fn()
+        finally:
+            self._stop.set()
+            self._thread.join()
+            if self.tty:
+                self.stream.write("\r\x1b[K")
+            self.log(f"{label}: done in {time.monotonic() - t0:.1f} s")

@@ -1,0 +1,437 @@
+"""The work of one ingest task (a Spark executor's Python worker): decode splits and write each table's changes, the
+events and the last change of each key, as files the driver then commits (nothing is committed here).
+
+A task decodes its split with :func:`binlake.spark.extract.decode_split` (rows left undecoded), builds each lake
+table's data columns straight from the rows events' bytes with :mod:`binlake.spark.columnar` (the tuple path where
+that cannot), adds the META columns (``_op``, ``_seq``...) vectorised per rows event, and writes Parquet row groups
+of :data:`FLUSH_ROWS` rows; for tables with a primary key it stages the last change of each key as an Arrow file.
+
+Example (what :func:`binlake.spark.ingest.ingest` runs on every partition)::
+
+    reports = collect(rdd, lambda splits: write_task(splits, lake, layouts, schemas, pk, plan))
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import os
+import sys
+import uuid
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from decimal import Decimal
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+import pyarrow as pa
+
+from binlake.coltypes import Column
+from binlake.errors import BinlogError
+from binlake.events.table_map import TableMapEvent
+from binlake.recovery import Skipped
+from binlake.schema import SchemaTracker
+from binlake.spark.arrow import EVENTS, SEQ, event_batch, safe_array, to_lake, transpose, utc_seconds
+from binlake.spark.columnar import plan_for, table_for
+from binlake.spark.current import counted_changes, database_key, keys_of, latest_changes
+from binlake.spark.extract import Changes, EventRecord, Truncate, decode_split, map_id
+from binlake.spark.lake import DataFile, ParquetSink
+from binlake.spark.layouts import META_NAMES, Layout
+from binlake.spark.names import table_dir
+from binlake.spark.plan import Split
+from binlake.spark.progress import profiled
+from binlake.spark.statements import SEQ_FILE, SEQ_POS, ReadSpec, Statement, tracker_at
+from binlake.wire import bits_lsb_first
+
+if TYPE_CHECKING:
+    from binlake._columnar import Plan
+
+
+__all__ = ["EVENTS_DIR", "FLUSH_ROWS", "TaskPlan", "collect", "staging_dir", "write_task"]
+
+
+FLUSH_ROWS = 65536  # rows of one table (or events) per row group
+
+
+_DICTIONARY = ["_op", "_file", "_gtid", "_xid"]  # the change tables' columns with few distinct values
+
+
+EVENTS_DIR = "_events"
+
+
+@dataclass(frozen=True)
+class TaskPlan:
+    """What every task of a batch gets besides its splits (pickled once per task)."""
+
+    read: ReadSpec
+    schema: list[Any]  # SchemaTracker state at the batch start (statements.tracker_to_json)
+    ddl: list[Statement]
+    outcomes: dict[str, bool]  # XID -> rolled back, for the XA outcomes seen in the batch
+    renames: list[Statement]
+    batch: int
+    enriched: dict[str, tuple[Column, ...]]  # map id -> columns named by the driver (maps that log no names)
+
+    def tracker(self, split: Split) -> SchemaTracker:
+        return tracker_at(self.schema, self.ddl, split.file.seq * SEQ_FILE + split.start * SEQ_POS)
+
+
+def staging_dir(lake: str, batch: int) -> str:
+    """Where a batch's tasks leave the last change of each key for the driver (removed when the batch is done)."""
+    return os.path.join(lake, "_binlake", "staging", f"{batch:010d}")
+
+
+def _guarded(rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """A task's output, with a BinlogError passed to the driver as a value (Spark would wrap it in its own
+    exception, losing the file and position): :func:`collect` raises it there."""
+    try:
+        yield from rows
+    except BinlogError as e:
+        yield {"error": e}
+
+
+def collect(rdd: Any, task: Callable[[Iterator[Split]], Iterator[dict[str, Any]]]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = rdd.mapPartitions(lambda it: _guarded(task(it))).collect()
+    for row in rows:
+        if "error" in row:
+            raise row["error"]
+    return rows
+
+
+_OPS = pa.array(["insert", "update_preimage", "update_postimage", "delete"], pa.string())
+_OP_CODE = {"insert": 0, "update": 1, "delete": 3}  # an update's two rows: 1 (its before image) and 2 (after)
+_LOW64 = (1 << 64) - 1
+_BEFORE, _AFTER = itemgetter(0), itemgetter(1)
+_NO_PLAN: Any = object()  # _TableWriter.plans: not looked at yet
+
+
+def _seq_array(seq0: np.ndarray[Any, Any], ci: np.ndarray[Any, Any], row: np.ndarray[Any, Any]) -> pa.Array:
+    """``decimal128(38, 0)`` values ``seq0[ci] + row`` (``seq0``: Python ints of up to 127 bits, one per rows
+    event; ``ci``: each row's event; ``row``: its index in the event), built as two 64-bit words per value."""
+    lo0 = np.array([v & _LOW64 for v in seq0], np.uint64)[ci]
+    hi0 = np.array([v >> 64 for v in seq0], np.uint64)[ci]
+    words = np.empty((len(ci), 2), np.uint64)
+    words[:, 0] = lo0 + row.astype(np.uint64)
+    words[:, 1] = hi0 + (words[:, 0] < lo0)  # the carry
+    if sys.byteorder != "little":  # Arrow's decimal128 is two little-endian words, low first
+        return pa.array([Decimal(int(seq0[c]) + int(r)) for c, r in zip(ci, row, strict=True)], SEQ)
+    return pa.Array.from_buffers(SEQ, len(ci), [None, pa.py_buffer(words)])
+
+
+def _absent_names(present: bytes, names: list[str]) -> list[str] | None:
+    """The lake names of the columns a columns-present bitmap leaves out (``None`` when it has all): the bitmaps
+    belong to the event (Rows_log_event::m_cols, m_cols_ai), so every image of it lacks the same columns."""
+    bits = bits_lsb_first(present, len(names))
+    return None if all(bits) else [n for n, here in zip(names, bits, strict=True) if not here]
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """How one table map's rows land in its lake table: per data column of the table (schema order) the index of
+    its value in the row image, or ``None`` (a column this map lacks: null)."""
+
+    key: str
+    names: list[str]  # lake name per column of the table map
+    index: tuple[int | None, ...]
+    members: tuple[tuple[str, ...] | None, ...] = ()  # per column of the map: SET members in definition order
+
+
+class _TableWriter:
+    """The row changes of one lake table from one task, written as a Parquet file every FLUSH_ROWS rows.
+
+    Data columns are built by the compiled columnar builder (:mod:`binlake.spark.columnar`) straight from each rows
+    event's bytes where it handles the layout and the bytes; other events are decoded to tuples, and runs of them
+    transposed and converted a column at a time.  The META columns are built per rows event, vectorised.
+
+    For a table with a primary key it also keeps the *last change of each key* among the rows current state
+    applies (not rolled back, not waiting for an XA outcome): what the driver merges into the current-state table
+    instead of reading every change back.  A split whose rows of the table include partial images (``_absent``) or
+    a statement emptying the table gives none (the driver then reads the split's files)."""
+
+    def __init__(self, key: str, uri: str, schema: pa.Schema, pk: list[str] | None, file: str) -> None:
+        self.key, self.schema, self.pk, self.file = key, schema, pk, file
+        self.data = [f for f in schema if f.name not in META_NAMES]
+        self.chunks: list[tuple[Changes, int, list[str] | None, list[str] | None, bool | None]] = []
+        self.rows = 0
+        self.parts: list[list[pa.Array]] = []  # data columns of the rows before the open run, in order
+        self.fast = table_for([f.type for f in self.data])  # the open run of the columnar builder
+        self.images: list[tuple[object, ...]] = []  # or the open run of decoded images ...
+        self.layout: _Layout | None = None  # ... all of this layout
+        self.plans: dict[tuple[int, str, bytes, bytes | None], Plan | None] = {}
+        self.absent: dict[tuple[int, bytes], list[str] | None] = {}
+        self.sink = ParquetSink(uri, key, schema, _DICTIONARY)
+        self.latest: list[pa.Table] | None = [] if pk else None
+
+    def add(self, chunk: Changes, layout: _Layout, rolled_back: bool | None) -> int:
+        """Buffer the row changes of one rows event (``chunk.event``: from ``decode_split(rows=False)``); how many
+        there are.  A malformed event raises the decoder's BinlogError here."""
+        ev = chunk.event
+        images = self._fast(ev, layout)
+        if images is None:
+            rows = ev.rows(True)
+            if self.fast is not None and len(self.fast):
+                self.parts.append(self.fast.finish())
+            if layout is not self.layout:
+                self._close_images()
+                self.layout = layout
+            if chunk.op == "update":
+                self.images.extend(itertools.chain.from_iterable(rows))
+            else:
+                self.images.extend(map(_AFTER if chunk.op == "insert" else _BEFORE, rows))
+            images = len(rows) * (2 if chunk.op == "update" else 1)
+        count = images // 2 if chunk.op == "update" else images
+        a = self._absent(layout, ev.columns_before)
+        b = self._absent(layout, ev.columns_after) if ev.columns_after is not None else a
+        self.chunks.append((chunk, count, a, b, rolled_back))
+        self.rows += images
+        if self.rows >= FLUSH_ROWS:
+            self.flush()
+        return count
+
+    def _absent(self, layout: _Layout, bitmap: bytes) -> list[str] | None:
+        key = (id(layout), bitmap)  # layouts live as long as the split's writers
+        hit = self.absent.get(key, _NO_PLAN)
+        if hit is _NO_PLAN:
+            hit = self.absent[key] = _absent_names(bitmap, layout.names)
+        return cast("list[str] | None", hit)
+
+    def _fast(self, ev: Any, layout: _Layout) -> int | None:
+        """Append the event's images with the columnar builder: how many, ``None`` when it cannot."""
+        if self.fast is None or ev.partial:
+            return None
+        key = (id(layout), ev.kind, ev.columns_before, ev.columns_after)
+        plan = self.plans.get(key, _NO_PLAN)
+        if plan is _NO_PLAN:
+            types = [f.type for f in self.data]
+            cols = ev.table_map.columns
+            plan = self.plans[key] = plan_for(cols, ev.kind, ev.columns_before, ev.columns_after, layout.index, types)
+        if plan is None:
+            return None
+        if self.images:
+            self._close_images()
+        return self.fast.append(plan, ev.rows_data)
+
+    def _close_images(self) -> None:
+        """Convert the open run of decoded images (one layout) into data columns."""
+        lay = self.layout
+        if not self.images or lay is None:
+            return
+        cols = transpose(self.images, len(lay.names))
+        n = len(self.images)
+        self.parts.append(
+            [
+                to_lake(cols[j], f.type, lay.members[j] if lay.members else None)
+                if j is not None
+                else pa.nulls(n, f.type)
+                for f, j in zip(self.data, lay.index, strict=True)
+            ]
+        )
+        self.images = []
+
+    def _meta(self) -> tuple[list[pa.Array], bool]:
+        """The META columns of the buffered rows (vectorised per rows event) and whether any image is partial."""
+        chunks = self.chunks
+        n = len(chunks)
+        per = np.fromiter((k for _, k, _, _, _ in chunks), np.int64, n)
+        upd = np.fromiter((c.op == "update" for c, _, _, _, _ in chunks), np.bool_, n)
+        per = per * (1 + upd)
+        total = int(per.sum())
+        ci = np.repeat(np.arange(n), per)  # each output row's rows event
+        local = np.arange(total) - (np.cumsum(per) - per)[ci]
+        is_upd = upd[ci]
+        row = np.where(is_upd, local >> 1, local)
+        op = np.fromiter((_OP_CODE[c.op] for c, _, _, _, _ in chunks), np.int8, n)[ci]
+        op += (is_upd & (local & 1).astype(np.bool_)).astype(np.int8)
+        absent: list[list[str] | None] = []
+        partial = False
+        for c, k, a, b, _ in chunks:
+            partial = partial or a is not None or b is not None
+            absent.extend((a, b) * k if c.op == "update" else [a] * k)
+        take = pa.array(ci)
+        arrays = [
+            _OPS.take(pa.array(op)),
+            _arr_str([self.file]).take(pa.array(np.zeros(total, np.int32))),
+            pa.array(np.fromiter((c.pos for c, _, _, _, _ in chunks), np.int64, n)[ci]),
+            pa.array(row.astype(np.int32)),
+            _arr_str([c.gtid for c, _, _, _, _ in chunks]).take(take),
+            utc_seconds([c.ts for c, _, _, _, _ in chunks]).take(take),
+            _seq_array(np.array([c.seq for c, _, _, _, _ in chunks], dtype=object), ci, row),
+            pa.array([rb for _, _, _, _, rb in chunks], pa.bool_()).take(take),
+            _arr_str([c.xid for c, _, _, _, _ in chunks]).take(take),
+            safe_array(absent, pa.list_(pa.string())) if partial else pa.nulls(total, pa.list_(pa.string())),
+        ]
+        return arrays, partial
+
+    def _columns(self) -> list[pa.ChunkedArray]:
+        """The table's data columns of the buffered rows, in order (closing the open run)."""
+        if self.fast is not None and len(self.fast):
+            self.parts.append(self.fast.finish())
+        self._close_images()
+        parts, self.parts = self.parts, []
+        return [pa.chunked_array([p[i] for p in parts], f.type) for i, f in enumerate(self.data)]
+
+    def flush(self) -> None:
+        if not self.chunks:
+            return
+        meta, partial = self._meta()
+        table = pa.Table.from_arrays([*self._columns(), *meta], schema=self.schema)
+        self.chunks, self.rows = [], 0
+        self.sink.write(table)
+        if self.latest is not None and self.pk is not None:
+            keep = [*(f.name for f in self.data), "_op", "_seq", "_ts"]  # what merge_current reads
+            self.latest = (
+                None if partial else [*self.latest, latest_changes(counted_changes(table).select(keep), self.pk)]
+            )
+
+    def spoil(self) -> None:
+        """A statement empties the table inside the split: the driver applies the split's changes itself."""
+        self.latest = None
+
+    def current_file(self, staging: str) -> str | None:
+        """Write the last change of each key (:meth:`flush` first) as an Arrow IPC file in ``staging``; its path,
+        ``""`` when no row counts, ``None`` when the split gives none (see the class docstring)."""
+        if self.latest is None or self.pk is None:
+            return None
+        if not self.latest or not any(t.num_rows for t in self.latest):
+            return ""
+        table = latest_changes(pa.concat_tables(self.latest), self.pk)
+        os.makedirs(staging, exist_ok=True)
+        path = os.path.join(staging, f"{uuid.uuid4().hex}.arrow")
+        with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
+            w.write_table(table)
+        return path
+
+
+def _arr_str(values: list[str | None]) -> pa.Array:
+    return safe_array(values, pa.string())
+
+
+def _skip_row(s: Skipped) -> dict[str, Any]:
+    return {
+        "file": os.path.basename(s.file),
+        "start": s.start,
+        "end": s.end,
+        "reason": s.reason,
+        "events_lost": s.events_lost,
+        "resynced": s.resynced,
+        "transaction_start": s.transaction_start,
+    }
+
+
+def write_task(
+    splits: Iterable[Split],
+    lake: str,
+    layouts: dict[str, Layout],
+    schemas: dict[str, pa.Schema],
+    pk: dict[str, list[str]],
+    plan: TaskPlan,
+) -> Iterator[dict[str, Any]]:
+    """Decode splits; write each table's changes and the events as Parquet files and the last change of each key
+    as staged Arrow files; report them (nothing is committed)."""
+    staging = staging_dir(lake, plan.batch)
+    renamed = {table_dir(*t) for s in plan.renames for pair in s.pairs for t in pair}
+    for split in splits:
+        with profiled(f"decode-{split.index}"), _no_cycle_collection():
+            report = _write_split(split, lake, layouts, schemas, pk, plan, staging, renamed)
+        yield report
+
+
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """The cyclic garbage collector off while a split is decoded, one collection after: decoding makes millions
+    of short-lived objects and almost no cycles (a 260 MB split leaves ~300), so its collections cost ~10 % of
+    the task's time for nothing.  Reference counting still frees everything else at once."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+        gc.collect()
+
+
+def _write_split(
+    split: Split,
+    lake: str,
+    layouts: dict[str, Layout],
+    schemas: dict[str, pa.Schema],
+    pk: dict[str, list[str]],
+    plan: TaskPlan,
+    staging: str,
+    renamed: set[str],
+) -> dict[str, Any]:
+    writers: dict[str, _TableWriter] = {}
+    seen: dict[int, tuple[TableMapEvent, _Layout]] = {}  # id(table map) -> its layout (the map kept: ids stay unique)
+    by_id: dict[str, _Layout] = {}
+    events: list[EventRecord] = []
+    event_sink = ParquetSink(os.path.join(lake, EVENTS_DIR), EVENTS_DIR, EVENTS, ["file", "type"])
+    counts: Counter[str] = Counter()
+    truncates: list[tuple[str, int]] = []
+    prepared: dict[str, set[str]] = defaultdict(set)  # XID without an outcome in the batch -> its tables
+    skips: list[Skipped] = []
+    for rec in decode_split(
+        split, tablemaps=False, read=plan.read, schema=plan.tracker(split), skips=skips, remap=plan.enriched, rows=False
+    ):
+        if isinstance(rec, Changes):
+            tm = rec.table_map
+            hit = seen.get(id(tm))
+            if hit is None or hit[0] is not tm:
+                mid = map_id(tm)
+                lay = by_id.get(mid)
+                if lay is None:
+                    key = table_dir(tm.schema, tm.table)
+                    names = [n for n, _ in layouts[mid]]
+                    where = {n: i for i, n in enumerate(names)}
+                    data = [f.name for f in schemas[key] if f.name not in META_NAMES]
+                    members = tuple(c.set_values for c in tm.columns)
+                    lay = by_id[mid] = _Layout(key, names, tuple(where.get(n) for n in data), members)
+                    if key not in writers:
+                        uri = os.path.join(lake, key, "changes")
+                        w = writers[key] = _TableWriter(key, uri, schemas[key], pk.get(key), split.file.name)
+                        if key in renamed:
+                            w.spoil()
+                hit = seen[id(tm)] = (tm, lay)
+            lay = hit[1]
+            rolled_back: bool | None = rec.rolled_back
+            if rec.xid is not None and not rec.rolled_back:
+                rolled_back = plan.outcomes.get(rec.xid)
+                if rolled_back is None:
+                    prepared[rec.xid].add(lay.key)
+            counts[f"{lay.key} {rec.op}"] += writers[lay.key].add(rec, lay, rolled_back)
+        elif isinstance(rec, EventRecord):
+            events.append(rec)
+            if len(events) >= FLUSH_ROWS:
+                event_sink.write(pa.Table.from_batches([event_batch(split.file, events)]))
+                events = []
+        elif isinstance(rec, Truncate):
+            key = table_dir(rec.database, rec.table) if rec.table else database_key(rec.database)
+            truncates.append((key, rec.seq))
+            for k in keys_of(key, writers):  # changes of the table before the statement and maybe after: no
+                if k in writers:  # single "last" change of each key
+                    writers[k].spoil()
+    if events:
+        event_sink.write(pa.Table.from_batches([event_batch(split.file, events)]))
+    current: dict[str, str] = {}
+    files: list[DataFile] = []
+    for key, w in writers.items():
+        w.flush()
+        done = w.sink.close()
+        if done is not None:
+            files.append(done)
+        path = w.current_file(staging)
+        if path is not None:
+            current[key] = path
+    event_file = event_sink.close()
+    return {
+        "split": split.index,
+        "files": files,
+        "events": [event_file] if event_file is not None else [],
+        "counts": counts,
+        "truncates": truncates,
+        "prepared": {x: sorted(k) for x, k in prepared.items()},
+        "skips": [_skip_row(s) for s in skips],
+        "current": current,
+    }

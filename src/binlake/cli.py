@@ -46,8 +46,8 @@ COMMANDS: dict[str, Command] = {
         "explain_main",
         "show one event field by field: bytes, offsets, meanings",
     ),
-    # -- registration point: `binlake dump` (render/text.py) -------------------------------------------------------
-    "dump": Command("binlake.render.text", "add_dump_arguments", "dump_main", "print events and rows as text"),
+    # -- registration point: `binlake dump` (render/dump/) ---------------------------------------------------------
+    "dump": Command("binlake.render.dump", "add_dump_arguments", "dump_main", "print events and rows as text"),
     # -- registration point: `binlake stats` (render/stats.py) -----------------------------------------------------
     "stats": Command("binlake.render.stats", "add_stats_arguments", "stats_main", "summarise binlogs"),
     # -- registration point: `binlake ingest` (PySpark; needs the `spark` extra) -----------------------------------

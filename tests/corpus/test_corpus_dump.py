@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from binlake.render.text import DumpOptions, dump
+from binlake.render.dump import DumpOptions, dump
 
 pytestmark = pytest.mark.corpus
 

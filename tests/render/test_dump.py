@@ -23,8 +23,9 @@ from binlake.events.format import synthetic_fde
 from binlake.events.rows import ABSENT
 from binlake.events.table_map import TableMapEvent
 from binlake.reader import walk_headers
+from binlake.render.dump import DumpOptions, dump
+from binlake.render.dump.tablemap import columns_lines, primary_key_line, value_type_name
 from binlake.render.flashback import invert, swap_images
-from binlake.render.text import DumpOptions, columns_lines, dump, primary_key_line, value_type_name
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "example-bin.000001"
 T = ColumnType
@@ -203,7 +204,7 @@ def test_flashback_twice_is_the_original(changes: list[tuple[tuple[object, ...],
 def test_cli_options(capsysbinary: pytest.CaptureFixture[bytes]) -> None:
     import argparse
 
-    from binlake.render.text import add_dump_arguments, dump_main
+    from binlake.render.dump import add_dump_arguments, dump_main
 
     parser = argparse.ArgumentParser()
     add_dump_arguments(parser)
@@ -222,7 +223,7 @@ def test_cli_options(capsysbinary: pytest.CaptureFixture[bytes]) -> None:
 def test_json_diffs_print_as_mysqlbinlog() -> None:
     """``print_json_diff`` (MySQL sql/log_event.cc): calls nested from the last operation out, consecutive diffs of
     one operation sharing a call, values as ``json_wrapper_to_string(..., false)`` prints them."""
-    from binlake.render.text import json_diff_text
+    from binlake.render.dump.jsondiff import json_diff_text
     from binlake.values.json_binary import JsonDiff, encode
     from binlake.values.json_binary import JsonDiffOperation as Op
 
@@ -248,7 +249,7 @@ def test_json_diffs_print_as_mysqlbinlog() -> None:
 
 def test_partial_json_rows_print_through_both_printers() -> None:
     """A JSON column holding diffs prints the same value by value and through the generated printer."""
-    from binlake.render.text import _RowsText
+    from binlake.render.dump.rowtext import _RowsText
     from binlake.values.json_binary import JsonDiff, encode
     from binlake.values.json_binary import JsonDiffOperation as Op
 

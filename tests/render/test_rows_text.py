@@ -22,9 +22,11 @@ from hypothesis import strategies as st
 
 from binlake.coltypes import Column, ColumnType
 from binlake.events.rows import ABSENT
-from binlake.render import text as text_module
+from binlake.render.dump import DumpOptions, dump
+from binlake.render.dump import rowtext as text_module
+from binlake.render.dump.rowtext import _RENDER, _RowsText
+from binlake.render.dump.tablemap import value_type_name
 from binlake.render.flashback import Change
-from binlake.render.text import _RENDER, DumpOptions, _RowsText, dump, value_type_name
 from binlake.values.temporal import InvalidDatetime
 
 T = ColumnType

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from binlake.render.text import DumpOptions, dump
+from binlake.render.dump import DumpOptions, dump
 from binlake.testing.mariadb import WorkloadBinlogs
 
 pytestmark = pytest.mark.server

@@ -1,0 +1,110 @@
+"""``binlake dump``: the text ``mariadb-binlog --base64-output=DECODE-ROWS -vv --print-table-metadata`` prints.
+
+Every line kind follows MariaDB's client code: the ``# at N`` lines, the flow of each event into the output and
+the ``# Number of rows`` lines come from ``process_event``/``print_row_event`` in ``client/mysqlbinlog.cc``; the
+event header line (``#YYMMDD HH:MM:SS server id N  end_log_pos N CRC32 0x... <TAB>...``) from
+``Log_event::print_header``, each event's own lines from its ``print()`` in ``sql/log_event_client.cc``; the
+``# Columns(...)``/``# Primary Key(...)`` lines from ``Table_map_log_event::print_columns``/``print_primary_key``;
+and the ``### INSERT INTO``/``### WHERE``/``### SET``/``###   @N=value /* TYPE meta=M nullable=N is_null=N */``
+blocks from ``Rows_log_event::print_verbose`` and ``log_event_print_value``, whose value text each value family
+gives (``RENDER`` of the :mod:`binlake.values` modules).  Timestamps print in local time, as the tool does.
+
+Where ``binlake._speedups`` is built (and ``BINLAKE_PURE_PYTHON`` not set), the ``###`` lines of a rows event are
+written in C straight from its row images; a layout with another column type, an event it is not sure to print
+the same way (a value its reader rejects, a NaN) and ``--flashback`` take the Python path, which stays the
+reference.
+
+Like the tool, rows events of one statement are held back until the statement's last event (STMT_END_F), an
+ANNOTATE_ROWS until the table map it belongs to, and ``--flashback`` prints the undo of the log: every buffered
+event's text in reverse order, each statement's rows events reversed and inverted (:mod:`binlake.render.flashback`).
+
+Where the tool fails (old MariaDB 5.3 temporal columns, MINIMAL images under ``--flashback``, encrypted logs without
+the key) binlake goes on decoding correctly; a decoding error ends the dump with the text so far and exit code 1.
+
+The modules, one per event family and per value family:
+
+- :mod:`.printer`: :class:`TextPrinter`, the output buffers, header lines and dispatch by event type;
+- :mod:`.rows`, :mod:`.query`, :mod:`.transaction`, :mod:`.control`: the event families' printers;
+- :mod:`.rowtext`: the ``###`` lines of row changes (Python printers and the C printer's plans);
+- :mod:`.tablemap`: the SQL type names (``# Columns``/``# Primary Key``, the ``TYPE`` of row lines);
+- :mod:`.jsondiff`: MySQL's partial JSON updates; :mod:`.quoting`: the quoting styles and the delimiter;
+- :mod:`.options` and this module: the command (:func:`dump`, :func:`dump_main`).
+
+Example::
+
+    $ binlake dump corpus-bin.000015 --start-position 710 --stop-position 796
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable
+from typing import BinaryIO
+
+from binlake.errors import BinlogError
+from binlake.events.context import DecodeOptions
+from binlake.render import decode_options, open_log
+from binlake.render.dump.options import DumpOptions, add_dump_arguments
+from binlake.render.dump.printer import TextPrinter
+from binlake.schema import SchemaTracker
+
+__all__ = ["DumpOptions", "TextPrinter", "add_dump_arguments", "dump", "dump_main"]
+
+
+def dump(files: Iterable[str], options: DumpOptions, out: BinaryIO) -> int:
+    """Print ``files`` in order to ``out``; 0 on success, 1 when a file cannot be decoded (the error on stderr)."""
+
+    def write(text: str) -> None:
+        out.write(text.encode("utf-8", "surrogateescape"))
+
+    decryptor = None
+    if options.key_file is not None:
+        from binlake.crypto import load_key_file, mariadb_decryptor
+
+        try:
+            decryptor = mariadb_decryptor(load_key_file(options.key_file))
+        except (BinlogError, OSError) as e:
+            print(f"ERROR: {e}", file=sys.stderr)
+            return 1
+    printer = TextPrinter(write, options)
+    printer.begin()
+    files = list(files)
+    decode = DecodeOptions(verify_checksum=options.verify_checksum, schema_sql=options.schema_sql)
+    schema = SchemaTracker.from_sql(options.schema_sql) if options.schema_sql else SchemaTracker()
+    for n, path in enumerate(files):  # one schema for the run: DDL in one file applies to the next
+        start = options.start_position if n == 0 else None
+        last = n == len(files) - 1
+        try:
+            for ev in open_log(
+                path, decode, on_error=options.on_error, start=start, decryptor=decryptor, schema=schema
+            ):
+                if not printer.feed(ev) and last:
+                    break
+        except BinlogError as e:
+            printer.flush()  # like the tool: the text so far, no closing lines
+            out.flush()
+            print(f"ERROR: {e}", file=sys.stderr)
+            return 1
+    printer.finish()
+    out.flush()
+    return 0
+
+
+def dump_main(args: argparse.Namespace) -> int:
+    """Run ``binlake dump`` with parsed arguments."""
+    options = DumpOptions(
+        start_position=args.start_position,
+        stop_position=args.stop_position,
+        start_datetime=args.start_datetime,
+        stop_datetime=args.stop_datetime,
+        database=args.database,
+        table=args.table,
+        flashback=args.flashback,
+        table_metadata=not args.flashback if args.table_metadata is None else args.table_metadata,
+        verify_checksum=args.verify_checksum,
+        key_file=args.key_file,
+        schema_sql=decode_options(args).schema_sql,
+        on_error=args.on_error,
+    )
+    return dump(args.files, options, sys.stdout.buffer)

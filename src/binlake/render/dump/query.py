@@ -1,0 +1,269 @@
+"""The statements of ``binlake dump``: QUERY (and its compressed and LOAD DATA forms) and the events that give a
+statement its context (INTVAR, RAND, USER_VAR, the LOAD DATA file blocks).
+
+``Query_log_event::print_query_header``/``print`` (``sql/log_event_client.cc``): the ``SET`` statements of the
+session state repeat only where it changed since the last statement printed (the printer's :class:`_Session`,
+``PRINT_EVENT_INFO`` in MariaDB).  :data:`HANDLERS` is this family's part of the printer's dispatch table.
+
+Example (corpus-bin.000009 of the corpus, some lines left out)::
+
+    #261122 10:27:21 server id 1  end_log_pos 762 CRC32 0x4ba28dc8 \tQuery_compressed\tthread_id=6\texec_time=0\t...
+    use `corpus_dml`/*!*/;
+    SET TIMESTAMP=1795343241/*!*/;
+    SET @@session.pseudo_thread_id=6/*!*/;
+    ...
+    SET @@session.collation_database=DEFAULT/*!*/;
+    CREATE TABLE comp (
+    ...
+    /*!*/;
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import TYPE_CHECKING
+
+from binlake.coltypes import Column, ColumnType
+from binlake.events.base import Event, EventType
+from binlake.events.control import IntvarEvent, RandEvent, UserVarEvent
+from binlake.events.load import ExecuteLoadQueryEvent, FileBlockEvent, FileIdEvent
+from binlake.events.query import QueryEvent
+from binlake.render.dump.quoting import DELIM, backtick, pretty_str
+from binlake.render.dump.rowtext import _RENDER
+from binlake.render.dump.transaction import (
+    _FL_COMMIT_ALTER,
+    _FL_COMPLETED_XA,
+    _FL_PREPARED_XA,
+    _FL_ROLLBACK_ALTER,
+    _FL_START_ALTER,
+)
+from binlake.values import collations, reader_for
+
+if TYPE_CHECKING:
+    from binlake.render.dump.printer import Handler, TextPrinter
+
+__all__ = ["HANDLERS", "MARIADB_OPTIONS"]
+
+T = ColumnType
+E = EventType
+
+# Query flags the printer reads (MariaDB sql/log_event.h)
+_THREAD_SPECIFIC_F = 0x4
+_SUPPRESS_USE_F = 0x8
+_SKIP_REPLICATION_F = 0x400
+# (Q_FLAGS2 bit, printed inverted, session variable) in print_query_header's order
+_FLAGS2_PRINTED = (
+    (1 << 26, True, "foreign_key_checks"),
+    (1 << 14, False, "sql_auto_is_null"),
+    (1 << 27, True, "unique_checks"),
+    (1 << 19, True, "autocommit"),
+    (1 << 29, True, "check_constraint_checks"),
+    (1 << 30, False, "sql_if_exists"),
+    (1 << 24, False, "explicit_defaults_for_timestamp"),
+    (1 << 31, False, "system_versioning_insert_history"),
+)
+MARIADB_OPTIONS = frozenset({1 << 30, 1 << 24, 1 << 31})  # logged only by MariaDB (options_written_to_bin_log)
+_LOAD_DIR = "/tmp"  # where mariadb-binlog would write LOAD DATA files (its --local-load default, the tmpdir)
+_LOAD_DUP_REPLACE = 2
+
+
+def _is_trans_keyword(query: bytes, is_xa: bool) -> bool:
+    """``Query_log_event::is_trans_keyword``: statements that never change the current database."""
+    if is_xa:
+        return query[:3].upper() == b"XA "
+    return (
+        query == b"BEGIN"[: len(query)]
+        or query == b"COMMIT"[: len(query)]
+        or query[:9].upper() == b"SAVEPOINT"
+        or query[:8].upper() == b"ROLLBACK"
+    )
+
+
+def _c_g(value: float, precision: int) -> str:
+    """C's ``%.{precision}g``."""
+    return f"{value:.{precision}g}"
+
+
+# Query_log_event::print_query_header / print
+
+
+def _query(printer: TextPrinter, ev: Event) -> None:
+    assert isinstance(ev, QueryEvent)
+    state = printer.session
+    is_xa = bool(state.gtid_flags2 & (_FL_PREPARED_XA | _FL_COMPLETED_XA))
+    trans = _is_trans_keyword(ev.query_raw, is_xa)
+    if not trans and printer.options.database is not None and ev.db != printer.options.database:
+        return
+    suppress_use = trans or bool(ev.header.flags & _SUPPRESS_USE_F)
+    _skip_replication(printer, ev)
+    load = isinstance(ev, ExecuteLoadQueryEvent)
+    name = (
+        "Execute_load_query"
+        if load
+        else ("Query_compressed" if ev.header.type_code == E.QUERY_COMPRESSED_EVENT else "Query")
+    )
+    xid = ev.status("XID")
+    out = [
+        f"{printer._header(ev)}\t{name}\tthread_id={ev.thread_id}\texec_time={ev.exec_time}\t"
+        f"error_code={ev.error_code}\txid={xid if isinstance(xid, int) else 0}\n"
+    ]
+    if suppress_use:
+        if not _is_trans_keyword(ev.query_raw, is_xa):
+            state.db = ""
+    elif ev.db is not None:
+        different = state.db != ev.db
+        state.db = ev.db
+        if ev.db and different:
+            out.append(f"use {backtick(ev.db)}{DELIM}\n")
+    micro = ev.status("HRNOW")
+    frac = f".{micro:06d}" if isinstance(micro, int) and 0 < micro <= 999999 else ""
+    out.append(f"SET TIMESTAMP={ev.header.timestamp}{frac}{DELIM}\n")
+    if state.thread_id is None or (ev.header.flags & _THREAD_SPECIFIC_F and ev.thread_id != state.thread_id):
+        out.append(f"SET @@session.pseudo_thread_id={ev.thread_id}{DELIM}\n")
+        state.thread_id = ev.thread_id
+    flags2 = ev.status("FLAGS2")
+    if isinstance(flags2, int):
+        changed = 0xFFFFFFFF if state.flags2 is None else state.flags2 ^ flags2
+        if changed:
+            sets = []
+            for bit, inverted, var in _FLAGS2_PRINTED:
+                if changed & bit & (printer._options_mask if bit in MARIADB_OPTIONS else bit):
+                    sets.append(f"@@session.{var}={int(bool(flags2 & bit) != inverted)}")
+            out.append(f"SET {', '.join(sets)}{DELIM}\n")
+            state.flags2 = flags2
+    sql_mode = ev.status("SQL_MODE")
+    if isinstance(sql_mode, int) and sql_mode != state.sql_mode:
+        out.append(f"SET @@session.sql_mode={sql_mode}{DELIM}\n")
+        state.sql_mode = sql_mode
+    auto = ev.status("AUTO_INCREMENT")
+    auto_inc = auto if isinstance(auto, tuple) else (1, 1)
+    if auto_inc != state.auto_increment:
+        out.append(
+            f"SET @@session.auto_increment_increment={auto_inc[0]}, "
+            f"@@session.auto_increment_offset={auto_inc[1]}{DELIM}\n"
+        )
+        state.auto_increment = auto_inc
+    charset = ev.status("CHARSET")
+    if isinstance(charset, tuple) and charset != state.charset:
+        cs = collations.charset_name(charset[0])
+        out.append(f"/*!\\C {cs} */{DELIM}\n" if cs is not None else "# Ignored (Unknown charset) ")
+        out.append(
+            f"SET @@session.character_set_client={cs or 'Unknown'},@@session.collation_connection={charset[1]},"
+            f"@@session.collation_server={charset[2]}{DELIM}\n"
+        )
+        state.charset = charset
+    tz = ev.status("TIME_ZONE")
+    if isinstance(tz, str) and tz and tz != state.time_zone:
+        out.append(f"SET @@session.time_zone='{tz}'{DELIM}\n")
+        state.time_zone = tz
+    lc = ev.status("LC_TIME_NAMES")
+    lc_time = lc if isinstance(lc, int) else 0
+    if lc_time != state.lc_time_names:
+        out.append(f"SET @@session.lc_time_names={lc_time}{DELIM}\n")
+        state.lc_time_names = lc_time
+    cdb = ev.status("CHARSET_DATABASE")
+    charset_db = cdb if isinstance(cdb, int) else 0
+    if charset_db != state.charset_database:
+        out.append(f"SET @@session.collation_database={charset_db or 'DEFAULT'}{DELIM}\n")
+        state.charset_database = charset_db
+    query = ev.query_raw.decode("utf-8", "surrogateescape")
+    gtid3 = ev.status("GTID_FLAGS3")
+    alter = isinstance(gtid3, tuple) and gtid3[0] & (_FL_START_ALTER | _FL_COMMIT_ALTER | _FL_ROLLBACK_ALTER)
+    if isinstance(ev, ExecuteLoadQueryEvent):
+        raw = ev.query_raw
+        local = f"{_LOAD_DIR}/SQL_LOAD_MB-{ev.file_id:x}-0"
+        out.append(
+            raw[: ev.fn_pos_start].decode("utf-8", "surrogateescape")
+            + " LOCAL INFILE "
+            + pretty_str(local)
+            + (" REPLACE" if ev.dup_handling == _LOAD_DUP_REPLACE else "")
+            + " INTO"
+            + raw[ev.fn_pos_end :].decode("utf-8", "surrogateescape")
+            + f"\n{DELIM}\n# file_id: {ev.file_id} \n"
+        )
+        printer._emit("".join(out))  # Execute_load_query_log_event::print writes straight out, even under flashback
+        return
+    if printer.options.flashback:
+        if ev.query_raw == b"BEGIN":
+            out.append(f"COMMIT\n{DELIM}\n")
+        elif ev.query_raw == b"COMMIT":
+            out.append(f"START TRANSACTION\n{DELIM}\n")
+    elif alter:
+        out.append(f"### {query}\n")
+    else:
+        out.append(f"{query}\n{DELIM}\n")
+    printer._event_text("".join(out))
+
+
+def _skip_replication(printer: TextPrinter, ev: Event) -> None:
+    """``print_skip_replication_statement``: only when LOG_EVENT_SKIP_REPLICATION_F changes."""
+    flag = int(bool(ev.header.flags & _SKIP_REPLICATION_F))
+    if flag != printer.session.skip_replication:
+        printer._emit(f"/*!50521 SET skip_replication={flag}*/{DELIM}\n")
+        printer.session.skip_replication = flag
+
+
+# the statement's context: Intvar_log_event, Rand_log_event, User_var_log_event ::print
+
+
+def _intvar(printer: TextPrinter, ev: Event) -> None:
+    assert isinstance(ev, IntvarEvent)
+    name = {1: "LAST_INSERT_ID", 2: "INSERT_ID"}.get(ev.kind, "INVALID_INT")
+    printer._emit(f"{printer._header(ev)}\tIntvar\nSET {name}={ev.value}{DELIM}\n")
+
+
+def _rand(printer: TextPrinter, ev: Event) -> None:
+    assert isinstance(ev, RandEvent)
+    printer._emit(f"{printer._header(ev)}\tRand\nSET @@RAND_SEED1={ev.seed1}, @@RAND_SEED2={ev.seed2}{DELIM}\n")
+
+
+def _user_var(printer: TextPrinter, ev: Event) -> None:
+    """``User_var_log_event::print``: strings in hex with their charset, numbers as the server printed them."""
+    assert isinstance(ev, UserVarEvent)
+    name = ev.name_raw.decode("utf-8", "surrogateescape")
+    text = f"{printer._header(ev)}\tUser_var\nSET @{backtick(name)}"
+    raw = ev.value_raw
+    if ev.is_null:
+        value = "NULL"
+    elif ev.value_type == 1:  # REAL_RESULT
+        value = _c_g(struct.unpack("<d", raw[:8])[0], 14)
+    elif ev.value_type == 2:  # INT_RESULT
+        n = int.from_bytes(raw[:8], "little", signed=not (ev.flags or 0) & 1)
+        value = str(n)
+    elif ev.value_type == 4:  # DECIMAL_RESULT: precision, scale, then the binary decimal
+        col = Column.build(0, T.NEWDECIMAL, raw[:2])
+        dec, _ = reader_for(col)(raw, 2)
+        value = _RENDER[T.NEWDECIMAL](col, dec)
+    else:  # STRING_RESULT
+        cs = collations.charset_name(ev.charset)
+        coll = collations.collation_name(ev.charset, mariadb=True)
+        value = "???" if cs is None or coll is None else f"_{cs} X'{raw.hex().upper()}' COLLATE `{coll}`"
+    printer._emit(f"{text}:={value}{DELIM}\n")
+
+
+# LOAD DATA: Append_block_log_event::print, Delete_file_log_event::print
+
+
+def _file_block(printer: TextPrinter, ev: Event) -> None:
+    """``Append_block_log_event::print`` (BEGIN_LOAD_QUERY prints the same, under its own name)."""
+    assert isinstance(ev, FileBlockEvent)
+    name = "Begin_load_query" if ev.header.type_code == E.BEGIN_LOAD_QUERY_EVENT else "Append_block"
+    printer._emit(f"{printer._header(ev)}\n#{name}: file_id: {ev.file_id}  block_len: {len(ev.block)}\n")
+
+
+def _delete_file(printer: TextPrinter, ev: Event) -> None:
+    assert isinstance(ev, FileIdEvent)
+    printer._emit(f"{printer._header(ev)}\n#Delete_file: file_id={ev.file_id}\n")
+
+
+HANDLERS: dict[int, Handler] = {
+    E.QUERY_EVENT: _query,
+    E.QUERY_COMPRESSED_EVENT: _query,
+    E.EXECUTE_LOAD_QUERY_EVENT: _query,
+    E.INTVAR_EVENT: _intvar,
+    E.RAND_EVENT: _rand,
+    E.USER_VAR_EVENT: _user_var,
+    E.BEGIN_LOAD_QUERY_EVENT: _file_block,
+    E.APPEND_BLOCK_EVENT: _file_block,
+    E.DELETE_FILE_EVENT: _delete_file,
+}

@@ -1,0 +1,244 @@
+"""The row events of ``binlake dump``: TABLE_MAP, ANNOTATE_ROWS and the WRITE/UPDATE/DELETE_ROWS events.
+
+As MariaDB's ``print_row_event`` (``client/mysqlbinlog.cc``): rows events of one statement are held back until
+the statement's last event (STMT_END_F), their headers in the printer's head cache and their ``###`` text in its
+tail cache, an ANNOTATE_ROWS until the table map it belongs to; ``--flashback`` reverses and inverts each
+statement's rows events (:mod:`binlake.render.flashback`).  The headers are ``Table_map_log_event::print`` and
+``Rows_log_event::print_helper`` (``sql/log_event_client.cc``); the ``###`` text comes from
+:mod:`binlake.render.dump.rowtext` (the C printer where it takes the event), the ``# Columns`` lines from
+:mod:`binlake.render.dump.tablemap`.  :data:`HANDLERS` is this family's part of the printer's dispatch table.
+
+Example (corpus-bin.000009 of the corpus: ANNOTATE_ROWS, TABLE_MAP, one WRITE_ROWS)::
+
+    # at 1221
+    # at 1287
+    #261122 10:27:21 server id 1  end_log_pos 1287 CRC32 0x47e774a5 \tAnnotate_rows:
+    #Q> INSERT INTO comp VALUES (3, 3, 'tiny', 'x')
+    #261122 10:27:21 server id 1  end_log_pos 1370 CRC32 0x09025a34 \tTable_map: `corpus_dml`.`comp` mapped to number 96
+    # Columns(`id` INT NOT NULL,
+    #         `a` INT,
+    #         `txt` TEXT CHARSET utf8mb4 COLLATE utf8mb4_general_ci,
+    #         `pad` VARCHAR(400) CHARSET utf8mb4 COLLATE utf8mb4_general_ci)
+    # Primary Key(id)
+    # at 1370
+    #261122 10:27:21 server id 1  end_log_pos 1421 CRC32 0x2fe22f75 \tWrite_rows: table id 96 flags: STMT_END_F
+    ### INSERT INTO `corpus_dml`.`comp`
+    ### SET
+    ###   @1=3 /* INT meta=0 nullable=0 is_null=0 */
+    ###   @2=3 /* INT meta=0 nullable=1 is_null=0 */
+    ###   @3='tiny' /* BLOB/TEXT meta=2 nullable=1 is_null=0 */
+    ###   @4='x' /* VARSTRING(1600) meta=1600 nullable=1 is_null=0 */
+    # Number of rows: 1
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from binlake.events.base import Event, EventType
+from binlake.events.mariadb import AnnotateRowsEvent
+from binlake.events.rows import ABSENT, RowsEvent
+from binlake.events.table_map import TableMapEvent
+from binlake.render.dump.quoting import backtick
+from binlake.render.dump.rowtext import _SQL, TextPlan, _RowsText, text_plan
+from binlake.render.dump.tablemap import columns_lines, primary_key_line
+from binlake.render.flashback import Change, Image, invert
+
+if TYPE_CHECKING:
+    from binlake.render.dump.printer import Handler, TextPrinter
+
+__all__ = ["HANDLERS", "rows_event"]
+
+E = EventType
+_TEXTS_KEPT = 512  # row printers kept (one per table layout, change kind and columns present)
+_ROWS_NAMES: dict[int, str] = {
+    E.WRITE_ROWS_EVENT: "Write_rows",
+    E.WRITE_ROWS_EVENT_V1: "Write_rows",
+    E.UPDATE_ROWS_EVENT: "Update_rows",
+    E.UPDATE_ROWS_EVENT_V1: "Update_rows",
+    E.DELETE_ROWS_EVENT: "Delete_rows",
+    E.DELETE_ROWS_EVENT_V1: "Delete_rows",
+    E.WRITE_ROWS_COMPRESSED_EVENT: "Write_compressed_rows",
+    E.WRITE_ROWS_COMPRESSED_EVENT_V1: "Write_compressed_rows",
+    E.UPDATE_ROWS_COMPRESSED_EVENT: "Update_compressed_rows",
+    E.UPDATE_ROWS_COMPRESSED_EVENT_V1: "Update_compressed_rows",
+    E.DELETE_ROWS_COMPRESSED_EVENT: "Delete_compressed_rows",
+    E.DELETE_ROWS_COMPRESSED_EVENT_V1: "Delete_compressed_rows",
+    E.PARTIAL_UPDATE_ROWS_EVENT: "Update_rows_partial",
+    E.PRE_GA_WRITE_ROWS_EVENT: "Write_rows",
+    E.PRE_GA_UPDATE_ROWS_EVENT: "Update_rows",
+    E.PRE_GA_DELETE_ROWS_EVENT: "Delete_rows",
+}
+_FLASHBACK_NAMES = {"Write_rows": "Delete_rows", "Delete_rows": "Write_rows"}
+
+
+def _presence(image: Image | None) -> tuple[bool, ...]:
+    """Which columns an image holds (those not :data:`ABSENT`)."""
+    return tuple(value is not ABSENT for value in image or ())
+
+
+def _table_map(printer: TextPrinter, ev: Event) -> None:
+    assert isinstance(ev, TableMapEvent)
+    opts = printer.options
+    if (opts.database is not None and ev.schema != opts.database) or (
+        opts.table is not None and ev.table != opts.table
+    ):
+        printer._ignored.add(ev.table_id)
+        return
+    printer._ignored.discard(ev.table_id)
+    if printer._annotate is not None:
+        printer._head.extend(printer._annotate)
+        printer._annotate = None
+    triggers = " (has triggers)" if ev.flags & 0x4000 else ""  # TM_BIT_HAS_TRIGGERS_F (MariaDB)
+    printer._head.append(
+        f"{printer._header(ev)}\tTable_map: {backtick(ev.schema)}.{backtick(ev.table)} "
+        f"mapped to number {ev.table_id}{triggers}\n"
+    )
+    if opts.table_metadata:
+        printer._head.append(_metadata_lines(printer, ev))
+    printer._emit("".join(printer._head))
+    printer._head.clear()
+    printer._stmt.clear()
+
+
+def _metadata_lines(printer: TextPrinter, tm: TableMapEvent) -> str:
+    """``# Columns(...)`` and ``# Primary Key(...)``, made once per layout: a table map decoded again returns
+    the same ``columns`` and ``optional`` tuples (``table_map._layout`` is cached), which hold all they print."""
+    key = (id(tm.columns), id(tm.optional))
+    cached = printer._meta_lines.get(key)
+    if cached is None or cached[0] is not tm.columns or cached[1] is not tm.optional:
+        if len(printer._meta_lines) >= _TEXTS_KEPT:
+            printer._meta_lines.clear()
+        cached = (tm.columns, tm.optional, columns_lines(tm) + primary_key_line(tm))
+        printer._meta_lines[key] = cached
+    return cached[2]
+
+
+def _annotate_rows(printer: TextPrinter, ev: Event) -> None:
+    assert isinstance(ev, AnnotateRowsEvent)
+    text = ev.query_raw
+    lines = [f"{printer._header(ev)}\tAnnotate_rows:\n"]
+    for line in text.replace(b"\r", b"\n").split(b"\n"):
+        if line:
+            lines.append("#Q> " + line.decode("utf-8", "surrogateescape") + "\n")
+    printer._annotate = lines
+
+
+def rows_event(printer: TextPrinter, ev: RowsEvent) -> None:
+    """``print_row_event``: hold each event's text until the statement ends, then print it all."""
+    stmt_end = ev.stmt_end
+    if stmt_end:
+        printer._annotate = None  # an ANNOTATE_ROWS whose table maps were all filtered away
+    if ev.table_id in printer._ignored:
+        if stmt_end:
+            printer._ignored.clear()
+            printer._emit("".join(printer._head))
+            printer._head.clear()
+        return
+    if printer.options.flashback:
+        printer._stmt.append(ev)
+        if stmt_end:
+            for i, e in enumerate(reversed(printer._stmt)):
+                _rows_text(printer, e, flashback=True, stmt_end=i == len(printer._stmt) - 1)
+            printer._stmt.clear()
+    else:
+        _rows_text(printer, ev, flashback=False, stmt_end=stmt_end)
+    if stmt_end:
+        printer._emit(f"# Number of rows: {printer._row_count}\n")
+        printer._row_count = 0
+
+
+def _rows_text(printer: TextPrinter, ev: RowsEvent, flashback: bool, stmt_end: bool) -> None:
+    """``Rows_log_event::print_helper`` + ``print_verbose``: the header to head, the rows to tail."""
+    name = _ROWS_NAMES.get(ev.header.type_code, ev.header.type)
+    if flashback and not ev.compressed:
+        name = _FLASHBACK_NAMES.get(name, name)
+    printer._head.append(
+        f"{printer._header(ev)}\t{name}: table id {ev.table_id}{' flags: STMT_END_F' if stmt_end else ''}\n"
+    )
+    tail = printer._tail
+    if ev.extra is not None and ev.extra.ndb_format is not None:
+        data = ev.extra.ndb_data or b""
+        tail.append(f"### Extra row data format: {ev.extra.ndb_format}, len: {len(data)} :")
+        tail.append(("0x" + data.hex().upper() if data else "") + "\n")
+    tm = ev.table_map
+    if tm is None:
+        tail.append(f"### Row event for unknown table #{ev.table_id}")
+    elif flashback or not _compiled_text(printer, ev, tm):
+        changes: Sequence[Change] = ev.rows(typed=False)
+        kind: str = ev.kind
+        if flashback:
+            kind, changes = invert(kind, changes)
+        _changes_text(printer, tm, kind, changes)
+    if stmt_end:
+        if printer.options.flashback:
+            printer._undo.append("".join(printer._head) + "".join(tail))
+        else:  # the pieces themselves: joined once, in flush()
+            printer._emit_parts(printer._head)
+            printer._emit_parts(tail)
+        printer._head.clear()
+        tail.clear()
+
+
+def _compiled_text(printer: TextPrinter, ev: RowsEvent, tm: TableMapEvent) -> bool:
+    """The rows text of ``ev`` straight from its row images by the compiled printer (:func:`text_plan`), when
+    it takes the event; ``False`` leaves it to the Python path (decoded rows through :class:`_RowsText`)."""
+    if TextPlan is None or ev.partial or not ev.rows_data or tm.column_count != ev.column_count:
+        return False
+    after = ev.columns_after if ev.kind == "update" else None
+    key = (id(tm.columns), ev.kind, ev.columns_before, after)
+    cached = printer._text_plans.get(key)
+    if cached is None or cached[0] is not tm.columns:
+        if len(printer._text_plans) >= _TEXTS_KEPT:
+            printer._text_plans.clear()
+        present = (ev.columns_before,) if after is None else (ev.columns_before, after)
+        cached = (tm.columns, text_plan(tm.columns, ev.kind, present))
+        printer._text_plans[key] = cached
+    plan = cached[1]
+    if plan is None:
+        return False
+    head = f"### {_SQL[ev.kind][0]} {backtick(tm.schema)}.{backtick(tm.table)}\n"
+    try:
+        done = plan.text(ev.rows_data, head.encode("utf-8", "surrogateescape"))
+    except UnicodeEncodeError:  # a name with a lone surrogate that is no escaped byte
+        return False
+    if done is None:
+        return False
+    printer._tail.append(done[0])
+    printer._row_count += done[1]
+    return True
+
+
+def _changes_text(printer: TextPrinter, tm: TableMapEvent, kind: str, changes: Sequence[Change]) -> None:
+    tail = printer._tail
+    table = f"{backtick(tm.schema)}.{backtick(tm.table)}"
+    if kind == "insert" and not changes:
+        printer._row_count += 1
+        tail.append(f"### INSERT INTO {table} VALUES ()\n")
+        return
+    if not changes:
+        return
+    before, after = changes[0]  # every change of an event has the same columns in its images
+    present = (
+        (_presence(after),)
+        if kind == "insert"
+        else (_presence(before),)
+        if kind == "delete"
+        else (_presence(before), _presence(after))
+    )
+    key = (id(tm.columns), kind, present)
+    cached = printer._texts.get(key)
+    if cached is None or cached[0] is not tm.columns:
+        if len(printer._texts) >= _TEXTS_KEPT:
+            printer._texts.clear()
+        cached = (tm.columns, _RowsText(tm.columns, kind, present))
+        printer._texts[key] = cached
+    printer._row_count += len(changes)
+    cached[1].text(changes, tail.append, f"### {_SQL[kind][0]} {table}\n")
+
+
+HANDLERS: dict[int, Handler] = {
+    E.TABLE_MAP_EVENT: _table_map,
+    E.ANNOTATE_ROWS_EVENT: _annotate_rows,
+}

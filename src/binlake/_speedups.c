@@ -560,8 +560,8 @@ static PyTypeObject PlanType = {
 
 /* ---- TextPlan: the `binlake dump` text of row images ---------------------------------------------------------
  *
- * TextPlan(images) is built once per table layout, change kind and columns present by binlake.render.text: per
- * row image its clause ("### WHERE\n", "### SET\n") and per present column (kind, p1, p2, prefix, suffix,
+ * TextPlan(images) is built once per table layout, change kind and columns present by
+ * binlake.render.dump.rowtext: per row image its clause ("### WHERE\n", "### SET\n") and per present column (kind, p1, p2, prefix, suffix,
  * null_line), the constant texts made in Python ("###   @3=", the " / * INT meta=0 nullable=1 is_null=0 * /"
  * comment and its newline).  TextPlan.text(buf, head) writes the text of every row change of one rows event, each
  * starting with head ("### UPDATE `db`.`t`\n"), as the value printers of binlake.values' RENDER tables print the values
@@ -1119,8 +1119,8 @@ static PyMethodDef module_methods[] = {
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "binlake._speedups",
-    .m_doc = "The compiled row-image decoder of binlake.rowdecoder, row-image printer of binlake.render.text and "
-              "header walk of binlake.reader.",
+    .m_doc = "The compiled row-image decoder of binlake.rowdecoder, row-image printer of "
+              "binlake.render.dump.rowtext and header walk of binlake.reader.",
     .m_size = -1,
     .m_methods = module_methods,
 };

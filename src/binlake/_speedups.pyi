@@ -1,5 +1,5 @@
 """Types of the compiled row decoder, row printer and header walk (``_speedups.c``), used by
-:mod:`binlake.rowdecoder`, :mod:`binlake.render.text` and :mod:`binlake.reader` when it is built."""
+:mod:`binlake.rowdecoder`, :mod:`binlake.render.dump.rowtext` and :mod:`binlake.reader` when it is built."""
 
 from collections.abc import Callable
 from mmap import mmap

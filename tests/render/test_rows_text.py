@@ -1,4 +1,4 @@
-"""The row printer of ``binlake dump`` (``render.text._RowsText``): its generated code against the ``RENDER`` tables.
+"""The row printer of ``binlake dump`` (``render.dump.rowtext._RowsText``): its generated code against ``RENDER``.
 
 The generated printer writes the common types (integers, DECIMAL, FLOAT/DOUBLE, strings, DATETIME) in line for
 speed; this test prints random row changes three ways (the generated code, the printer's plain path, and this

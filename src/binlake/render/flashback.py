@@ -9,7 +9,7 @@ and keeps each image's own column set; binlake does the same, column by column, 
 update restores only the changed columns that were also logged in the before image.
 
 Which events and statements are reversed (the whole file, statement by statement) is the printer's business
-(:mod:`binlake.render.text`); this module only inverts one event's row changes.
+(:mod:`binlake.render.dump.rows`); this module only inverts one event's row changes.
 
 Example::
 

@@ -561,8 +561,8 @@ static PyTypeObject PlanType = {
 /* ---- TextPlan: the `binlake dump` text of row images ---------------------------------------------------------
  *
  * TextPlan(images) is built once per table layout, change kind and columns present by
- * binlake.render.dump.rowtext: per row image its clause ("### WHERE\n", "### SET\n") and per present column (kind, p1, p2, prefix, suffix,
- * null_line), the constant texts made in Python ("###   @3=", the " / * INT meta=0 nullable=1 is_null=0 * /"
+ * binlake.render.dump.rowtext: per row image its clause ("### WHERE\n", "### SET\n") and per present column (kind,
+ * p1, p2, prefix, suffix, null_line), the constant texts made in Python ("###   @3=", the " / * INT meta=0 nullable=1 is_null=0 * /"
  * comment and its newline).  TextPlan.text(buf, head) writes the text of every row change of one rows event, each
  * starting with head ("### UPDATE `db`.`t`\n"), as the value printers of binlake.values' RENDER tables print the values
  * (log_event_print_value in MariaDB's sql/log_event_client.cc): integers as the signed reading of their bits plus

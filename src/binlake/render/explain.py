@@ -8,9 +8,10 @@ entry, the checksum stored and computed) and draws the table, in the spirit of t
 Breakdown" (``shared/seeds/000``).  Bytes of the event that no field covers are shown as ``(not read)``.
 
 Input is an event of a binlog file (``binlake explain FILE --at POS``: the file is decoded up to POS so the format
-description and table maps in force are known) or a hex dump (``--hex HEX`` or ``--hex -`` for stdin), with the
-offsets and ASCII column of ``xxd``/``hexdump`` output dropped, decoded under a MySQL 8 format description unless
-``--server-version``/``--no-checksum`` say otherwise.
+description and table maps in force are known), an event inside the TRANSACTION_PAYLOAD_EVENT at POS
+(``--at POS+OFFSET``, OFFSET counted in the uncompressed payload, as ``binlake events`` prints it), or a hex dump
+(``--hex HEX`` or ``--hex -`` for stdin), with the offsets and ASCII column of ``xxd``/``hexdump`` output dropped,
+decoded under a MySQL 8 format description unless ``--server-version``/``--no-checksum`` say otherwise.
 
 Example::
 
@@ -19,11 +20,15 @@ Example::
     ┌────────┬──────────────────┬────────────┬─────────────────────────────────────────┐
     │ offset │ bytes            │ field      │ value and meaning                       │
     ...
+    $ binlake explain binlog.000043 --at 274+71
+    Position 274+71: TABLE_MAP_EVENT, 45 bytes = 19 header + 8 post-header + 18 body
+    Inside the TRANSACTION_PAYLOAD_EVENT at 274 (ZSTD, 124 bytes -> 179 bytes): offset 71 of the uncompressed ...
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import datetime
 import json
@@ -41,20 +46,26 @@ from binlake.errors import BinlogError, EncryptedError, MalformedError, Truncate
 from binlake.events.base import HEADER, HEADER_V1, LOG_EVENT_FLAGS, Event, EventHeader, EventType
 from binlake.events.context import DecodeContext, DecodeOptions
 from binlake.events.format import FormatDescriptionEvent, synthetic_fde
+from binlake.events.payload import TransactionPayloadEvent
 from binlake.events.table_map import OptionalField, OptionalMetadataType, TableMapEvent
 from binlake.reader import CHUNK
 from binlake.render import EXIT_ERROR, add_decode_arguments, decode_options, error_line
+from binlake.render.events import event_json, event_line
 from binlake.trace import TlvValue, TraceField, fields_of
 from binlake.values.spatial import GEOMETRY_TYPES
+from binlake.wire import Cursor
 
 __all__ = [
     "Explanation",
+    "InPayload",
     "Row",
     "add_explain_arguments",
     "event_at",
     "explain_event",
     "explain_main",
+    "inner_event_at",
     "parse_hex_dump",
+    "parse_position",
     "render_json",
     "render_text",
 ]
@@ -80,9 +91,33 @@ class Row:
 
 
 @dataclass(frozen=True, slots=True)
+class InPayload:
+    """Where an event inside a TRANSACTION_PAYLOAD_EVENT lies: the payload event's file position ``pos``, the
+    event's ``offset`` in the uncompressed payload, and the payload's compression and sizes.
+
+    >>> InPayload(274, 71, "ZSTD", 124, 179).address
+    '274+71'
+    """
+
+    pos: int
+    offset: int
+    compression: str
+    payload_size: int
+    uncompressed_size: int
+
+    @property
+    def address(self) -> str:
+        """``POS+OFFSET``, as ``binlake events`` prints the event's position and ``--at`` takes it."""
+        return f"{self.pos}+{self.offset}"
+
+
+@dataclass(frozen=True, slots=True)
 class Explanation:
     """An explained event: its rows in offset order, the decoded event (``None`` when decoding failed) and the
-    first problem found (a checksum mismatch, a truncated field...), if any."""
+    first problem found (a checksum mismatch, a truncated field...), if any.
+
+    ``in_payload`` says where an event inside a transaction payload lies (``pos`` is then its offset in the
+    uncompressed payload); ``inner`` holds the events inside an explained TRANSACTION_PAYLOAD_EVENT."""
 
     pos: int
     raw: bytes
@@ -94,6 +129,13 @@ class Explanation:
     error: BinlogError | None
     checksum: tuple[int, int] | None  # (stored, computed)
     decode_error: BinlogError | None = None  # where the traced decoding stopped (None when it reached the end)
+    in_payload: InPayload | None = None
+    inner: tuple[Event, ...] | None = None  # None unless the event is a TRANSACTION_PAYLOAD_EVENT
+
+    @property
+    def address(self) -> str:
+        """The event's position as ``binlake events`` prints it: ``POS``, or ``POS+OFFSET`` inside a payload."""
+        return str(self.pos) if self.in_payload is None else self.in_payload.address
 
     @property
     def type(self) -> str:
@@ -208,14 +250,93 @@ def event_at(path: str, pos: int, options: DecodeOptions) -> tuple[bytes, Decode
         raise BinlogError(f"cannot read: {e.strerror or e}", file=path) from e
 
 
+_POSITION = re.compile(r"(\d+)(?:\+(\d+))?")
+
+
+def parse_position(text: str) -> tuple[int, int | None]:
+    """``--at``'s value: ``POS``, or ``POS+OFFSET`` for the event at OFFSET inside the TRANSACTION_PAYLOAD_EVENT at
+    POS, as ``binlake events`` prints the position of such an event.
+
+    >>> parse_position("620"), parse_position("274+71")
+    ((620, None), (274, 71))
+
+    Raises :class:`argparse.ArgumentTypeError` (argparse reports it as a usage error) for anything else.
+    """
+    m = _POSITION.fullmatch(text.strip())
+    if m is None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not POS or POS+OFFSET (an event inside a transaction payload, as `binlake events` shows it)"
+        )
+    return int(m[1]), None if m[2] is None else int(m[2])
+
+
+def inner_event_at(path: str, pos: int, offset: int, options: DecodeOptions) -> tuple[bytes, DecodeContext, InPayload]:
+    """The bytes of the event at ``offset`` in the uncompressed TRANSACTION_PAYLOAD_EVENT at ``pos`` of ``path``,
+    the context in force there (the file's format description, and table maps including those earlier in the
+    payload) and where it lies.
+
+    The payload is decompressed and split by :class:`~binlake.decoder.Decoder` itself, so a payload that fails to
+    decompress raises the decoder's error.  Raises :class:`~binlake.errors.MalformedError` when the event at ``pos``
+    is not a payload or no inner event starts at ``offset`` (the message names the offsets that do).
+    """
+    raw, ctx = event_at(path, pos, options)
+    try:
+        payload, inner = _payload_events(raw, pos, ctx)
+        event = next((ev for ev in inner if ev.header.pos == offset), None)
+        if event is None:
+            raise MalformedError(
+                f"no event starts at offset {offset} of the transaction payload: {_starts(inner, offset)}", pos=pos
+            )
+        data = payload.uncompressed(ctx.options.max_decompressed)
+    except BinlogError as e:
+        raise e.at_file(path) from None
+    earlier = {ev.table_id: ev for ev in inner if ev.header.pos < offset and isinstance(ev, TableMapEvent)}
+    inner_ctx = dataclasses.replace(ctx, table_maps={**ctx.table_maps, **earlier})
+    place = InPayload(pos, offset, payload.compression, payload.payload_size, payload.uncompressed_size)
+    return data[offset : offset + event.header.event_size], inner_ctx, place
+
+
+def _payload_events(raw: bytes, pos: int, ctx: DecodeContext) -> tuple[TransactionPayloadEvent, tuple[Event, ...]]:
+    """The TRANSACTION_PAYLOAD_EVENT ``raw`` at ``pos`` and the events inside it, as the decoder yields them (from a
+    copy of ``ctx``: ``ctx`` is not changed)."""
+    own = dataclasses.replace(ctx, table_maps=dict(ctx.table_maps), trace=None)
+    dec = Decoder(context=own, start_pos=pos, magic=False)
+    dec.feed(raw)
+    events = list(dec.events())
+    dec.finish()  # a TruncatedError when raw is shorter than its header says
+    payload, inner = events[0], events[1:]
+    if not isinstance(payload, TransactionPayloadEvent):
+        raise MalformedError(
+            f"{payload.header.type} has no events inside it: --at POS+OFFSET addresses an event inside a "
+            "TRANSACTION_PAYLOAD_EVENT",
+            pos=pos,
+        )
+    return payload, tuple(inner)
+
+
+def _starts(inner: Sequence[Event], offset: int, shown: int = 12) -> str:
+    """The offsets where ``inner``'s events start: all of them, or the ``shown`` nearest to ``offset``."""
+    starts = [ev.header.pos for ev in inner]
+    if not starts:
+        return "the payload holds no event"
+    if len(starts) <= shown:
+        return "its events start at offsets " + ", ".join(map(str, starts))
+    near = sorted(sorted(starts, key=lambda s: abs(s - offset))[:shown])
+    return f"the nearest of its {len(starts)} event starts are at offsets " + ", ".join(map(str, near))
+
+
 # --- building the rows -------------------------------------------------------------------------------------------
 
 
-def explain_event(raw: bytes, pos: int, ctx: DecodeContext) -> Explanation:
+def explain_event(raw: bytes, pos: int, ctx: DecodeContext, in_payload: InPayload | None = None) -> Explanation:
     """Explain the event ``raw`` found at ``pos`` under ``ctx`` (``ctx`` is not changed).
 
-    The event is decoded twice: once with ``ctx.options`` to find the error ``binlake events`` would report (a
-    checksum mismatch among them), once traced without checksum verification to show every field anyway.
+    For an event inside a transaction payload (see :func:`inner_event_at`) ``pos`` is its offset in the
+    uncompressed payload and ``in_payload`` says where it lies: it is decoded as the decoder decodes such events,
+    without a checksum.  The event is decoded twice: once with ``ctx.options`` to find the error ``binlake events``
+    would report (a checksum mismatch among them), once traced without checksum verification to show every field
+    anyway.  The events inside a TRANSACTION_PAYLOAD_EVENT are listed in ``inner`` (a failure to decompress or split
+    the payload is the explanation's error).
     """
     hlen = ctx.header_len
     header = _header(raw, pos, hlen)
@@ -223,24 +344,29 @@ def explain_event(raw: bytes, pos: int, ctx: DecodeContext) -> Explanation:
     if len(raw) != header.event_size:
         error = TruncatedError(f"{len(raw)} bytes given, the header says the event has {header.event_size}", pos=pos)
     try:
-        decode_event(raw, pos, ctx)
+        _decode(raw, pos, ctx, in_payload)
     except BinlogError as e:
         error = error or e
-    traced = dataclasses.replace(
-        ctx, options=dataclasses.replace(ctx.options, verify_checksum=False), trace=[], table_maps=dict(ctx.table_maps)
-    )
+    unverified = dataclasses.replace(ctx.options, verify_checksum=False)
+    traced = dataclasses.replace(ctx, options=unverified, trace=[], table_maps=dict(ctx.table_maps))
     event: Event | None = None
     decode_error: BinlogError | None = None
     try:
-        event = decode_event(raw, pos, traced)
+        event = _decode(raw, pos, traced, in_payload)
     except BinlogError as e:
         decode_error = e
         error = error or e
+    inner: tuple[Event, ...] | None = None
+    if isinstance(event, TransactionPayloadEvent) and len(raw) == header.event_size:
+        try:
+            inner = _payload_events(raw, pos, dataclasses.replace(ctx, options=unverified))[1]
+        except BinlogError as e:
+            error = error or e
     if event is not None:
         header = event.header
         has_checksum = header.checksum is not None
     else:
-        has_checksum = ctx.checksum_len == 4 and len(raw) >= hlen + 4
+        has_checksum = in_payload is None and ctx.checksum_len == 4 and len(raw) >= hlen + 4
     body_end = len(raw) - 4 if has_checksum else len(raw)
     # an FDE says its own post-header length; everything else goes by the FDE in force
     ph_len = (event if isinstance(event, FormatDescriptionEvent) else ctx).post_header_len(header.type_code)
@@ -259,7 +385,22 @@ def explain_event(raw: bytes, pos: int, ctx: DecodeContext) -> Explanation:
         verdict = "OK" if checksum[0] == checksum[1] else "MISMATCH"
         meaning_text = f"CRC32 stored 0x{stored:08x}, computed 0x{checksum[1]:08x}: {verdict}"
         rows.append(Row("checksum", "checksum", len(raw) - 4, raw[-4:], stored, meaning_text))
-    return Explanation(pos, raw, header, hlen, ph_len, tuple(rows), event, error, checksum, decode_error)
+    return Explanation(
+        pos, raw, header, hlen, ph_len, tuple(rows), event, error, checksum, decode_error, in_payload, inner
+    )
+
+
+def _decode(raw: bytes, pos: int, ctx: DecodeContext, place: InPayload | None) -> Event:
+    """``decode_event``, for an event inside a payload as the decoder does it: no checksum, and an error names the
+    payload's position and the offset inside it (``Decoder._payload_events``)."""
+    if place is None:
+        return decode_event(raw, pos, ctx)
+    try:
+        return decode_event(raw, pos, ctx, checksummed=False, in_payload=place.pos)
+    except BinlogError as e:
+        err = copy.copy(e)
+        err.pos, err.offset = place.pos, place.offset + (e.offset or 0)
+        raise err from None
 
 
 def _header(raw: bytes, pos: int, hlen: int) -> EventHeader:
@@ -532,9 +673,39 @@ def _format_description(f: TraceField, ev: Event, ctx: DecodeContext) -> list[Ro
 
 _BINLOG_VERSIONS = {1: "MySQL 3.23", 3: "MySQL 4.0/4.1", 4: "MySQL 5.0 and later, MariaDB"}
 
+
+def _transaction_payload(f: TraceField, ev: Event, ctx: DecodeContext) -> list[Row]:
+    """TRANSACTION_PAYLOAD_EVENT fields, as labelled by ``decode_transaction_payload``: each field type named
+    (``Transaction_payload_event`` OTW_PAYLOAD_* in libs/mysql/binlog/event/control_events.h) with the value that
+    follows it, and the payload with its sizes."""
+    if not isinstance(ev, TransactionPayloadEvent):
+        return [_row(f)]
+    v = f.value
+    if f.name == "payload field type" and isinstance(v, int):
+        follows = {
+            0: "OTW_PAYLOAD_HEADER_END_MARK: the payload follows",
+            1: f"OTW_PAYLOAD_SIZE_FIELD: the payload's size follows ({_n_bytes(ev.payload_size)})",
+            2: f"OTW_PAYLOAD_COMPRESSION_TYPE_FIELD: the compression type follows ({ev.compression})",
+            3: f"OTW_PAYLOAD_UNCOMPRESSED_SIZE_FIELD: the uncompressed size follows ({_n_bytes(ev.uncompressed_size)})",
+        }
+        return [_row(f, follows.get(v, f"unknown field type {v}: skipped"))]
+    if f.name == "payload field" and isinstance(v, bytes):
+        try:
+            number = Cursor(v).packed_int("payload field")
+        except BinlogError:
+            return [_row(f)]
+        return [Row("", f.name, f.offset, f.raw, number, f"{number} (packed integer)")]
+    if f.name == "rest of the event":
+        return [
+            _row(f, f"the payload: {ev.compression}, {_n_bytes(ev.payload_size)} -> {_n_bytes(ev.uncompressed_size)}")
+        ]
+    return [_row(f)]
+
+
 _MEANINGS: dict[int, Meaning] = {
     EventType.TABLE_MAP_EVENT: _table_map,
     EventType.FORMAT_DESCRIPTION_EVENT: _format_description,
+    EventType.TRANSACTION_PAYLOAD_EVENT: _transaction_payload,
 }
 
 
@@ -542,10 +713,22 @@ _MEANINGS: dict[int, Meaning] = {
 
 
 def render_json(ex: Explanation) -> dict[str, object]:
-    """The ``--json`` form: the header facts, every row, the checksum and the error."""
-    h = ex.header
+    """The ``--json`` form: the header facts, every row, the checksum and the error.
+
+    For an event inside a transaction payload, ``pos`` is its offset in the uncompressed payload, ``in_payload``
+    the payload event's position (as ``binlake events --json`` has them) and ``payload`` the compression and sizes;
+    a TRANSACTION_PAYLOAD_EVENT lists its ``inner_events`` as ``binlake events --json`` prints them."""
+    h, place = ex.header, ex.in_payload
     return {
         "pos": ex.pos,
+        "in_payload": None if place is None else place.pos,
+        "payload": None
+        if place is None
+        else {
+            "compression": place.compression,
+            "payload_size": place.payload_size,
+            "uncompressed_size": place.uncompressed_size,
+        },
         "end_pos": h.end_pos,
         "size": h.event_size,
         "type": h.type,
@@ -572,6 +755,7 @@ def render_json(ex: Explanation) -> dict[str, object]:
             "computed": f"0x{ex.checksum[1]:08x}",
             "ok": ex.checksum[0] == ex.checksum[1],
         },
+        "inner_events": None if ex.inner is None else [event_json(ev) for ev in ex.inner],
         "error": None if ex.error is None else str(ex.error),
         "decode_error": None if ex.decode_error is None else str(ex.decode_error),
     }
@@ -585,7 +769,14 @@ def render_text(ex: Explanation, width: int = 120) -> str:
     """The box table of ``binlake explain``: one band per section, one row per field."""
     sizes = {s: sum(r.size for r in ex.rows if r.section == s) for s in SECTIONS}
     parts = [f"{sizes[s]} {s}" for s in SECTIONS if sizes[s]]
-    lines = [f"Position {ex.pos}: {ex.type}, {ex.header.event_size} bytes = " + " + ".join(parts)]
+    lines = [f"Position {ex.address}: {ex.type}, {ex.header.event_size} bytes = " + " + ".join(parts)]
+    if ex.in_payload is not None:
+        p = ex.in_payload
+        lines.append(
+            f"Inside the TRANSACTION_PAYLOAD_EVENT at {p.pos} ({p.compression}, {_n_bytes(p.payload_size)} -> "
+            f"{_n_bytes(p.uncompressed_size)}): offset {p.offset} of the uncompressed payload; no checksum (events in "
+            "a payload carry none)"
+        )
     name_w = min(28, max(len("field"), *(len(r.name) for r in ex.rows)))
     hex_w = min(_HEX_WIDTH, max(len("bytes"), *(len(r.raw.hex()) for r in ex.rows)))
     widths = [max(6, len(str(len(ex.raw)))), hex_w, name_w, 0]
@@ -608,6 +799,9 @@ def render_text(ex: Explanation, width: int = 120) -> str:
     lines.append(_border("└", "┴", "┘", widths))
     if ex.event is not None and ex.event.summary():
         lines.append(f"{ex.type}: {ex.event.summary()}")
+    if ex.inner is not None:
+        lines.append(f"{len(ex.inner)} events inside (explain one with --at {ex.pos}+OFFSET):")
+        lines.extend(event_line(ev) for ev in ex.inner)
     if ex.error is not None:
         lines.append(f"Error: {ex.error}")
     if ex.decode_error is not None and ex.decode_error is not ex.error:
@@ -648,7 +842,13 @@ def _row_lines(r: Row, widths: Sequence[int]) -> list[str]:
 
 def add_explain_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", nargs="?", metavar="FILE", help="the binlog holding the event")
-    parser.add_argument("--at", type=int, metavar="POS", help="position of the event in FILE (the hex's position)")
+    parser.add_argument(
+        "--at",
+        type=parse_position,
+        metavar="POS[+OFFSET]",
+        help="position of the event in FILE (with --hex: the hex's position); POS+OFFSET: the event at OFFSET in the "
+        "uncompressed TRANSACTION_PAYLOAD_EVENT at POS, as `binlake events` prints it (e.g. 274+71)",
+    )
     parser.add_argument(
         "--hex",
         metavar="HEX",
@@ -669,6 +869,7 @@ def explain_main(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = sys.stdout if out is None else out
     options = decode_options(args)
     source: str | None = args.file
+    place: InPayload | None = None
     try:
         if args.hex is not None:
             if args.file is not None:
@@ -680,9 +881,13 @@ def explain_main(args: argparse.Namespace, out: TextIO | None = None) -> int:
             print("binlake: explain: give FILE --at POS, or --hex HEX", file=sys.stderr)
             return EXIT_ERROR
         else:
-            raw, ctx = event_at(args.file, args.at, options)
-            pos = args.at
-        ex = explain_event(raw, pos, ctx)
+            pos, offset = args.at
+            if offset is None:
+                raw, ctx = event_at(args.file, pos, options)
+            else:
+                raw, ctx, place = inner_event_at(args.file, pos, offset, options)
+                pos = offset
+        ex = explain_event(raw, pos, ctx, place)
     except BinlogError as e:
         print(error_line(e, source), file=sys.stderr)
         return EXIT_ERROR
@@ -707,5 +912,7 @@ def _from_hex(args: argparse.Namespace, options: DecodeOptions) -> tuple[bytes, 
     if len(data) > size >= 19:
         print(f"binlake: explain: {len(data) - size} bytes after the {size}-byte event ignored", file=sys.stderr)
         data = data[:size]
-    pos = args.at if args.at is not None else (log_pos - size if log_pos >= size else 0)
+    if args.at is not None and args.at[1] is not None:
+        raise ValueError("--at POS+OFFSET addresses an event inside a transaction payload of FILE; not with --hex")
+    pos = args.at[0] if args.at is not None else (log_pos - size if log_pos >= size else 0)
     return data, pos, ctx

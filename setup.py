@@ -39,10 +39,12 @@ class OptionalBuildExt(build_ext):  # type: ignore[misc]
         )
 
 
+_SHARED = ["src/binlake/_layouts.h"]  # the stored-value arithmetic both extensions include (and the sdist carries)
+
 setup(
     ext_modules=[
-        Extension("binlake._speedups", ["src/binlake/_speedups.c"], extra_compile_args=["-O2"]),
-        Extension("binlake._columnar", ["src/binlake/_columnar.c"], extra_compile_args=["-O2"]),
+        Extension("binlake._speedups", ["src/binlake/_speedups.c"], depends=_SHARED, extra_compile_args=["-O2"]),
+        Extension("binlake._columnar", ["src/binlake/_columnar.c"], depends=_SHARED, extra_compile_args=["-O2"]),
     ],
     cmdclass={"build_ext": OptionalBuildExt},
 )

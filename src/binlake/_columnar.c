@@ -28,6 +28,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_layouts.h"
+
 /* Arrow target kinds (keep in step with binlake.spark.columnar) */
 enum {
     A_INT64 = 1,     /* int64 */
@@ -57,8 +59,6 @@ enum {
 };
 
 static const int FIXED_WIDTH[A_KINDS] = {0, 8, 16, 4, 8, 4, 8, 0};
-static const int DIG2BYTES[10] = {0, 1, 1, 2, 2, 3, 3, 4, 4, 4};
-static const uint32_t POW10[10] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000};
 static const int64_t FRAC_UNIT[4] = {1, 10000, 100, 1}; /* microseconds per stored fraction unit, by bytes */
 static const int64_t FRAC_BOUND[4] = {1000000, 100, 10000, 1000000};
 #define MAX_DECIMAL_GROUPS 8 /* DECIMAL(38, s) has at most 6 */
@@ -145,18 +145,6 @@ static inline void put_fixed(Col *c, Py_ssize_t row, const void *value) {
 
 /* ---- calendar ---------------------------------------------------------------------------------------------- */
 
-static inline int leap(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
-
-static inline int days_in_month(int64_t y, int64_t m) {
-    static const int dim[13] = {0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    return m == 2 && leap(y) ? 29 : dim[m];
-}
-
-/* A date datetime.date holds (the caller has checked month <= 12). */
-static inline int valid_date(int64_t y, int64_t m, int64_t d) {
-    return y >= 1 && y <= 9999 && m >= 1 && d >= 1 && d <= days_in_month(y, m);
-}
-
 /* days from 1970-01-01 to the proleptic Gregorian y/m/d (H. Hinnant's days_from_civil) */
 static inline int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
     y -= m <= 2;
@@ -168,18 +156,6 @@ static inline int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
 }
 
 /* ---- bytes ------------------------------------------------------------------------------------------------- */
-
-static inline uint64_t le(const unsigned char *p, int n) {
-    uint64_t v = 0;
-    for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
-    return v;
-}
-
-static inline uint64_t be(const unsigned char *p, int n) {
-    uint64_t v = 0;
-    for (int i = 0; i < n; i++) v = v << 8 | p[i];
-    return v;
-}
 
 /* Is s[0:n] valid UTF-8 as Python's strict decoder takes it (RFC 3629: no overlong forms, no surrogates, nothing
  * past U+10FFFF)? */
@@ -296,24 +272,11 @@ static int parse_step(Step *s, PyObject *item, Plan *plan) {
         break;
     case V_DECIMAL: {
         /* decimal2bin: the integer part's leading digits, its 9-digit groups, the fraction's, trailing digits */
-        int precision = s->p1, scale = s->p2, intg = precision - scale, n = 0;
+        int precision = s->p1, scale = s->p2;
         ok = precision >= 1 && precision <= 38 && scale >= 0 && scale <= precision;
         if (!ok) break;
-        if (intg % 9) {
-            s->gbytes[n] = (unsigned char)DIG2BYTES[intg % 9];
-            s->gdigits[n++] = (unsigned char)(intg % 9);
-        }
-        for (int k = 0; k < intg / 9 + scale / 9; k++) {
-            s->gbytes[n] = 4;
-            s->gdigits[n++] = 9;
-        }
-        if (scale % 9) {
-            s->gbytes[n] = (unsigned char)DIG2BYTES[scale % 9];
-            s->gdigits[n++] = (unsigned char)(scale % 9);
-        }
-        s->ngroups = n;
-        s->size = 0;
-        for (int k = 0; k < n; k++) s->size += s->gbytes[k];
+        s->ngroups = decimal_groups(precision - scale, scale, s->gbytes, s->gdigits, MAX_DECIMAL_GROUPS, &s->size);
+        ok = s->ngroups > 0;
         break;
     }
     case V_TEXT:

@@ -22,6 +22,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "_layouts.h"
+
 /* kinds: keep in step with rowdecoder._KINDS */
 enum {
     K_PY = 0,         /* the Python reader */
@@ -73,22 +75,8 @@ typedef struct {
 
 static PyObject *Decimal; /* decimal.Decimal */
 
-static const int DIG2BYTES[10] = {0, 1, 1, 2, 2, 3, 3, 4, 4, 4};
-static const uint32_t POW10[10] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000};
 
 /* ---- bytes ------------------------------------------------------------------------------------------------- */
-
-static inline uint64_t le(const unsigned char *p, int n) {
-    uint64_t v = 0;
-    for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
-    return v;
-}
-
-static inline uint64_t be(const unsigned char *p, int n) {
-    uint64_t v = 0;
-    for (int i = 0; i < n; i++) v = v << 8 | p[i];
-    return v;
-}
 
 /* ---- calendar ---------------------------------------------------------------------------------------------- */
 
@@ -119,17 +107,6 @@ static int time2_fields(const unsigned char *p, int fsp, int64_t *h, int64_t *mi
     *mi = hms >> 6 & 63;
     *s = hms & 63;
     return !(*mi > 59 || *s > 59 || *us > 999999);
-}
-
-static inline int leap(long y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
-
-static inline int days_in_month(long y, long m) {
-    static const int dim[13] = {0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    return m == 2 && leap(y) ? 29 : dim[m];
-}
-
-static inline int valid_date(long y, long m, long d) {
-    return y >= 1 && y <= 9999 && m >= 1 && m <= 12 && d >= 1 && d <= days_in_month(y, m);
 }
 
 /* days since 1970-01-01 to the proleptic Gregorian y/m/d (H. Hinnant's civil_from_days) */
@@ -395,27 +372,12 @@ fail:
 
 /* ---- Plan -------------------------------------------------------------------------------------------------- */
 
-/* The digit groups of DECIMAL(intg + scale, scale) (decimal2bin): leading digits, the 9-digit groups of the integer
-   part and of the fraction, trailing digits; -1 when the value is too large for the compiled code. */
+/* The digit groups of DECIMAL(intg + scale, scale) (_layouts.h); -1 when the value is too large for the compiled
+   code. */
 static int decimal_layout(int intg, int scale, unsigned char *gbytes, unsigned char *gdigits, int *ngroups,
                           int *size) {
-    int n = 0;
-    *size = 0;
-    if (intg % 9) {
-        gbytes[n] = (unsigned char)DIG2BYTES[intg % 9];
-        gdigits[n++] = (unsigned char)(intg % 9);
-    }
-    for (int k = 0; k < intg / 9 + scale / 9 && n < MAX_DECIMAL_GROUPS; k++) {
-        gbytes[n] = 4;
-        gdigits[n++] = 9;
-    }
-    if (scale % 9 && n < MAX_DECIMAL_GROUPS) {
-        gbytes[n] = (unsigned char)DIG2BYTES[scale % 9];
-        gdigits[n++] = (unsigned char)(scale % 9);
-    }
-    for (int k = 0; k < n; k++) *size += gbytes[k];
-    *ngroups = n;
-    return *size > MAX_DECIMAL_BYTES || n >= MAX_DECIMAL_GROUPS || *size == 0 ? -1 : 0;
+    *ngroups = decimal_groups(intg, scale, gbytes, gdigits, MAX_DECIMAL_GROUPS, size);
+    return *size > MAX_DECIMAL_BYTES || *ngroups < 0 || *ngroups >= MAX_DECIMAL_GROUPS || *size == 0 ? -1 : 0;
 }
 
 static int parse_column(Column *c, PyObject *item, Py_ssize_t width) {

@@ -179,3 +179,34 @@ def test_bad_mode_and_missing_file(tmp_path: Path) -> None:
         read_events_recovering(tmp_path / "x", on_error="ignore")  # type: ignore[arg-type]
     with pytest.raises(BinlogError, match="cannot read"):
         list(read_events_recovering(tmp_path / "absent", on_error="skip-event"))
+
+
+@pytest.mark.parametrize("mode", ["skip-event", "skip-transaction"])
+def test_a_start_position_reads_from_there_with_the_same_skips(mysql: bytes, tmp_path: Path, mode: str) -> None:
+    """``start`` (a Spark split's first event) decodes the header events, then from ``start`` only: the events and
+    skips are those of the whole read from there on, and nothing before ``start`` is decoded again."""
+    data = bytearray(mysql)
+    data[1000 + 30] ^= 0xFF  # the TABLE_MAP at 1000 of the transaction 845..1195
+    data[1195 + 25] ^= 0x01  # the ANONYMOUS_GTID at 1195 of the next one, ..1545
+    path = damaged(tmp_path, data)
+    whole, whole_skips = read(path, mode)
+    starts = [p for p, _, _ in boundaries(mysql) if p > 200]
+    for start in (starts[0], 845, 1195, 1545, starts[-1]):
+        seen: list[Skipped] = []
+        reader = read_events_recovering(path, on_error=mode, on_skip=seen.append, start=start)  # type: ignore[arg-type]
+        positions = [e.header.pos for e in reader]
+        assert positions == [p for p in whole if p >= start], start
+        assert [(s.start, s.end) for s in seen] == [(s.start, s.end) for s in whole_skips if s.start >= start]
+        assert reader.summary.events == len(positions) and reader.summary.complete
+
+
+def test_a_start_position_after_damaged_header_events_reads_the_whole_file(mysql: bytes, tmp_path: Path) -> None:
+    data = bytearray(mysql)
+    data[4 + 30] ^= 0xFF  # the FORMAT_DESCRIPTION_EVENT itself
+    path = damaged(tmp_path, data)
+    whole, whole_skips = read(path, "skip-event")
+    assert whole_skips and whole_skips[0].start == 4
+    seen: list[Skipped] = []
+    reader = read_events_recovering(path, on_error="skip-event", on_skip=seen.append, start=1195)
+    assert [e.header.pos for e in reader] == [p for p in whole if p >= 1195]
+    assert [(s.start, s.end) for s in seen] == [(s.start, s.end) for s in whole_skips]  # all of them, as documented

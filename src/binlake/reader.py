@@ -33,7 +33,7 @@ from binlake.events.base import Event, EventType
 from binlake.events.context import DecodeContext, DecodeOptions
 from binlake.schema import SchemaTracker
 
-__all__ = ["HeaderCache", "HeaderInfo", "HeaderTable", "header_table", "read_events", "walk_headers"]
+__all__ = ["HeaderCache", "HeaderInfo", "HeaderTable", "header_table", "read_events", "resume_decoder", "walk_headers"]
 
 CHUNK = 1 << 20
 # The common event header: timestamp, type code, server id, event size, next position, flags (19 bytes).
@@ -100,7 +100,7 @@ def _read(
     with open(path, "rb") as f:
         dec = Decoder(context=DecodeContext(options or DecodeOptions(), schema=schema), decryptor=decryptor)
         if start is not None and start > 4:
-            dec = _resume(f, start, dec)
+            dec = resume_decoder(f, start, dec)
         idle_since = time.monotonic()
         while True:
             chunk = f.read(CHUNK)
@@ -128,7 +128,7 @@ def _read(
 _HEADER_EVENTS = (EventType.FORMAT_DESCRIPTION_EVENT, EventType.START_EVENT_V3, EventType.START_ENCRYPTION_EVENT)
 
 
-def _resume(f: BinaryIO, start: int, dec: Decoder) -> Decoder:
+def resume_decoder(f: BinaryIO, start: int, dec: Decoder) -> Decoder:
     """Prepare ``dec`` to decode from event position ``start``: decode the file's header events first (the format
     description, and MariaDB's START_ENCRYPTION right after it, whose nonce decrypts every later event), then
     continue at ``start`` with that state."""

@@ -43,6 +43,7 @@ from binlake.decoder import Decoder, Decryptor, computed_checksum
 from binlake.errors import BinlogError, TruncatedError
 from binlake.events.base import Event, EventType
 from binlake.events.context import DecodeContext, DecodeOptions
+from binlake.reader import header_table, resume_decoder
 from binlake.schema import SchemaTracker
 
 __all__ = ["OnError", "RecoveringReader", "RecoverySummary", "Skipped", "read_events_recovering"]
@@ -154,6 +155,7 @@ class RecoveringReader:
         options: DecodeOptions | None,
         decryptor: Decryptor | None,
         schema: SchemaTracker | None = None,
+        start: int | None = None,
     ) -> None:
         if on_error not in _MODES:
             raise ValueError(f"on_error must be one of {', '.join(_MODES)}, not {on_error!r}")
@@ -164,6 +166,7 @@ class RecoveringReader:
         self._options = options
         self._decryptor = decryptor
         self._schema = schema
+        self._start = start
         self._it = self._run()
         self._trx_start: int | None = None  # first event of the transaction being read, if any was yielded
         self._skipping: _Skipping | None = None
@@ -192,12 +195,25 @@ class RecoveringReader:
         self.summary.complete = True
 
     def _read(self, f: BinaryIO, mm: mmap.mmap | _Empty, file_size: int) -> Iterator[Event]:
-        ctx = DecodeContext(self._options or DecodeOptions(), schema=self._schema)
-        dec = Decoder(context=ctx, decryptor=self._decryptor)
+        dec = self._decoder()
+        first = 0  # events before it are read (damaged header events: from the file's start) but not yielded
+        if self._start is not None and self._start > 4:
+            try:
+                dec = resume_decoder(f, self._start, dec)
+                # does the log have GTID events (a BEGIN then belongs to the GTID's transaction)? the header walk's
+                # type codes before the start say it, as reading from the start would have
+                codes = header_table(self.path, 4, self._start).codes
+                self._gtids = any(bytes((code,)) in codes for code in _TRX_START)
+            except BinlogError:  # damaged header events: read it all, reporting what is wrong where it is
+                f.seek(0)
+                dec, first = self._decoder(), self._start
         while True:
             try:
                 for ev in dec.events():
-                    if self._keep(ev):
+                    if (
+                        self._keep(ev)
+                        and (ev.header.pos if ev.header.in_payload is None else ev.header.in_payload) >= first
+                    ):
                         self.summary.events += 1
                         yield ev
                 size = dec.next_size()
@@ -224,6 +240,11 @@ class RecoveringReader:
                     return
                 dec.restart(resume)
                 f.seek(resume)
+
+    def _decoder(self) -> Decoder:
+        return Decoder(
+            context=DecodeContext(self._options or DecodeOptions(), schema=self._schema), decryptor=self._decryptor
+        )
 
     def _keep(self, ev: Event) -> bool:
         """Track transactions and log_pos; in a skip-transaction skip, drop events until the next transaction."""
@@ -377,9 +398,14 @@ def read_events_recovering(
     options: DecodeOptions | None = None,
     decryptor: Decryptor | None = None,
     schema: SchemaTracker | None = None,
+    start: int | None = None,
 ) -> RecoveringReader:
     """Yield the events of the binlog at ``path``, recovering from bad events as ``on_error`` says (see the module
     docstring).  The returned iterator's ``summary`` is a :class:`RecoverySummary`; in ``"stop"`` mode the first
     error is raised naming the file, as :func:`binlake.reader.read_events` does.  Only
-    :class:`~binlake.errors.BinlogError` escapes."""
-    return RecoveringReader(path, on_error, on_skip, options, decryptor, schema)
+    :class:`~binlake.errors.BinlogError` escapes.
+
+    ``start``: the position of the first event to read (an event boundary, as :func:`binlake.reader.read_events`
+    takes it: the file's header events are decoded first); where those header events are themselves damaged the
+    file is read from its start (events before ``start`` are not yielded; its skips are all reported)."""
+    return RecoveringReader(path, on_error, on_skip, options, decryptor, schema, start)

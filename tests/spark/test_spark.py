@@ -449,8 +449,10 @@ def test_ingest_cli_encrypted_log_with_key_file(corpus_dir: Path, tmp_path: Path
     assert (first["id"], first["v"], first["_op"]) == (1, "encrypted row 😀", "insert")
 
 
-def test_on_error_skips_are_kept_and_reported(spark: Any, corpus_dir: Path, tmp_path: Path) -> None:
-    """--on-error skip-transaction: a damaged rows event drops its transaction; `_skips` and the summary say so."""
+@pytest.mark.parametrize("split_bytes", [64 << 20, 1500])
+def test_on_error_skips_are_kept_and_reported(spark: Any, corpus_dir: Path, tmp_path: Path, split_bytes: int) -> None:
+    """--on-error skip-transaction: a damaged rows event drops its transaction; `_skips` and the summary say so, once,
+    whether the file is one split or many (each split's recovering reader starts at the split)."""
     from binlake.errors import BinlogError
     from binlake.spark.ingest import ingest, summary
     from binlake.spark.statements import ReadSpec
@@ -464,7 +466,9 @@ def test_on_error_skips_are_kept_and_reported(spark: Any, corpus_dir: Path, tmp_
     with pytest.raises(BinlogError, match="CRC32"):
         ingest(spark, [str(binlogs)], str(tmp_path / "stop"))
     lake = tmp_path / "lake"
-    result = ingest(spark, [str(binlogs)], str(lake), read=ReadSpec(on_error="skip-transaction"))
+    result = ingest(
+        spark, [str(binlogs)], str(lake), read=ReadSpec(on_error="skip-transaction"), split_bytes=split_bytes
+    )
     assert [(s["file"], s["start"]) for s in result.skips] == [(src.name, 2109)]
     assert "1 damaged stretch(es) skipped" in summary(result)
     skips = _delta(lake / "_skips").to_pylist()

@@ -114,8 +114,8 @@ class Statement:
 
 
 class _TrackFrom(SchemaTracker):
-    """A tracker that ignores the DDL before ``start``: the recovering reader decodes a file from its first event,
-    while the tracker already holds the schema at the split's start."""
+    """A tracker that ignores the DDL before ``start``: where a file's header events are damaged the recovering
+    reader decodes it from its first event, while the tracker already holds the schema at the split's start."""
 
     __slots__ = ("start",)
 
@@ -131,8 +131,8 @@ def open_split(
     split: Split, read: ReadSpec, schema: SchemaTracker | None = None, skips: list[Skipped] | None = None
 ) -> Iterator[Event]:
     """The events of ``split`` read as ``read`` says; under ``on_error`` ``skip-*`` each skip that starts in the
-    split is appended to ``skips`` (the recovering reader decodes from the file's start, so splits of one damaged
-    file do not report each other's skips)."""
+    split is appended to ``skips`` (the recovering reader starts at the split, after the file's header events; where
+    those are damaged it reads the file from its start, and splits of one file do not report each other's skips)."""
     f = split.file
     if read.on_error == "stop":
         yield from read_events(
@@ -157,6 +157,7 @@ def open_split(
         options=read.options,
         decryptor=read.decryptor,
         schema=_TrackFrom(schema, split.start) if schema is not None else None,
+        start=split.start if split.start > 4 else None,
     )
     for ev in events:
         pos = ev.header.pos if ev.header.in_payload is None else ev.header.in_payload

@@ -47,6 +47,7 @@ from binlake.events.base import HEADER, HEADER_V1, LOG_EVENT_FLAGS, Event, Event
 from binlake.events.context import DecodeContext, DecodeOptions
 from binlake.events.format import FormatDescriptionEvent, synthetic_fde
 from binlake.events.payload import TransactionPayloadEvent
+from binlake.events.rows import RowsEvent
 from binlake.events.table_map import OptionalField, OptionalMetadataType, TableMapEvent
 from binlake.reader import CHUNK
 from binlake.render import EXIT_ERROR, add_decode_arguments, decode_options, error_line
@@ -131,6 +132,7 @@ class Explanation:
     decode_error: BinlogError | None = None  # where the traced decoding stopped (None when it reached the end)
     in_payload: InPayload | None = None
     inner: tuple[Event, ...] | None = None  # None unless the event is a TRANSACTION_PAYLOAD_EVENT
+    uncompressed: tuple[Row, ...] = ()  # a MariaDB compressed rows event's row images, offsets in the uncompressed rows
 
     @property
     def address(self) -> str:
@@ -328,7 +330,9 @@ def _starts(inner: Sequence[Event], offset: int, shown: int = 12) -> str:
 # --- building the rows -------------------------------------------------------------------------------------------
 
 
-def explain_event(raw: bytes, pos: int, ctx: DecodeContext, in_payload: InPayload | None = None) -> Explanation:
+def explain_event(
+    raw: bytes, pos: int, ctx: DecodeContext, in_payload: InPayload | None = None, row_limit: int | None = 3
+) -> Explanation:
     """Explain the event ``raw`` found at ``pos`` under ``ctx`` (``ctx`` is not changed).
 
     For an event inside a transaction payload (see :func:`inner_event_at`) ``pos`` is its offset in the
@@ -336,7 +340,8 @@ def explain_event(raw: bytes, pos: int, ctx: DecodeContext, in_payload: InPayloa
     without a checksum.  The event is decoded twice: once with ``ctx.options`` to find the error ``binlake events``
     would report (a checksum mismatch among them), once traced without checksum verification to show every field
     anyway.  The events inside a TRANSACTION_PAYLOAD_EVENT are listed in ``inner`` (a failure to decompress or split
-    the payload is the explanation's error).
+    the payload is the explanation's error).  A rows event's row images are split into fields
+    (:mod:`binlake.render.explain_rows`), the first ``row_limit`` row changes in full (``None``: all of them).
     """
     hlen = ctx.header_len
     header = _header(raw, pos, hlen)
@@ -372,12 +377,22 @@ def explain_event(raw: bytes, pos: int, ctx: DecodeContext, in_payload: InPayloa
     ph_len = (event if isinstance(event, FormatDescriptionEvent) else ctx).post_header_len(header.type_code)
     rows = _header_rows(raw, header, hlen)
     meaning = _MEANINGS.get(header.type_code)
+    images = None
+    if isinstance(event, RowsEvent):
+        from binlake.render.explain_rows import RowImages  # it builds on this module's helpers
+
+        images = RowImages(event, row_limit)
+        meaning = images.meaning
     body_rows: list[Row] = []
     for f in fields_of(traced.trace):
         for r in meaning(f, event, ctx) if meaning and event else [_row(f)]:
             section = "post-header" if r.offset < hlen + ph_len else "body"
             body_rows.append(dataclasses.replace(r, section=section))
     rows += _fill_gaps(sorted(body_rows, key=lambda r: r.offset), raw, hlen, body_end, ph_len, decode_error)
+    uncompressed: tuple[Row, ...] = ()
+    if images is not None:
+        error = error or images.error
+        uncompressed = tuple(images.uncompressed)
     checksum = None
     if has_checksum:
         stored = int.from_bytes(raw[-4:], "little")
@@ -386,7 +401,19 @@ def explain_event(raw: bytes, pos: int, ctx: DecodeContext, in_payload: InPayloa
         meaning_text = f"CRC32 stored 0x{stored:08x}, computed 0x{checksum[1]:08x}: {verdict}"
         rows.append(Row("checksum", "checksum", len(raw) - 4, raw[-4:], stored, meaning_text))
     return Explanation(
-        pos, raw, header, hlen, ph_len, tuple(rows), event, error, checksum, decode_error, in_payload, inner
+        pos,
+        raw,
+        header,
+        hlen,
+        ph_len,
+        tuple(rows),
+        event,
+        error,
+        checksum,
+        decode_error,
+        in_payload,
+        inner,
+        uncompressed,
     )
 
 
@@ -717,7 +744,8 @@ def render_json(ex: Explanation) -> dict[str, object]:
 
     For an event inside a transaction payload, ``pos`` is its offset in the uncompressed payload, ``in_payload``
     the payload event's position (as ``binlake events --json`` has them) and ``payload`` the compression and sizes;
-    a TRANSACTION_PAYLOAD_EVENT lists its ``inner_events`` as ``binlake events --json`` prints them."""
+    a TRANSACTION_PAYLOAD_EVENT lists its ``inner_events`` as ``binlake events --json`` prints them; a MariaDB
+    compressed rows event has its row images in ``uncompressed_fields`` (offsets in the uncompressed rows)."""
     h, place = ex.header, ex.in_payload
     return {
         "pos": ex.pos,
@@ -736,18 +764,8 @@ def render_json(ex: Explanation) -> dict[str, object]:
         "header_length": ex.header_len,
         "post_header_length": ex.post_header_len,
         "summary": ex.event.summary() if ex.event is not None else None,
-        "fields": [
-            {
-                "section": r.section,
-                "name": r.name,
-                "offset": r.offset,
-                "size": r.size,
-                "hex": r.raw.hex(),
-                "value": r.value,
-                "meaning": r.meaning,
-            }
-            for r in ex.rows
-        ],
+        "fields": [_field_json(r) for r in ex.rows],
+        "uncompressed_fields": [_field_json(r) for r in ex.uncompressed],
         "checksum": None
         if ex.checksum is None
         else {
@@ -758,6 +776,18 @@ def render_json(ex: Explanation) -> dict[str, object]:
         "inner_events": None if ex.inner is None else [event_json(ev) for ev in ex.inner],
         "error": None if ex.error is None else str(ex.error),
         "decode_error": None if ex.decode_error is None else str(ex.decode_error),
+    }
+
+
+def _field_json(r: Row) -> dict[str, object]:
+    return {
+        "section": r.section,
+        "name": r.name,
+        "offset": r.offset,
+        "size": r.size,
+        "hex": r.raw.hex(),
+        "value": r.value,
+        "meaning": r.meaning,
     }
 
 
@@ -777,19 +807,24 @@ def render_text(ex: Explanation, width: int = 120) -> str:
             f"{_n_bytes(p.uncompressed_size)}): offset {p.offset} of the uncompressed payload; no checksum (events in "
             "a payload carry none)"
         )
-    name_w = min(28, max(len("field"), *(len(r.name) for r in ex.rows)))
-    hex_w = min(_HEX_WIDTH, max(len("bytes"), *(len(r.raw.hex()) for r in ex.rows)))
-    widths = [max(6, len(str(len(ex.raw)))), hex_w, name_w, 0]
+    everything = ex.rows + ex.uncompressed
+    name_w = min(28, max(len("field"), *(len(r.name) for r in everything)))
+    hex_w = min(_HEX_WIDTH, max(len("bytes"), *(len(r.raw.hex()) for r in everything)))
+    widths = [max(6, len(str(len(ex.raw))), *(len(str(r.offset)) for r in ex.uncompressed)), hex_w, name_w, 0]
     widths[3] = max(24, width - sum(widths[:3]) - 13)
     lines.append(_border("┌", "┬", "┐", widths))
     lines.append(_cells(["offset", "bytes", "field", "value and meaning"], widths))
-    for section in SECTIONS:
-        rows = [r for r in ex.rows if r.section == section]
+    bands = [(f"{_TITLES[s]} ({_n_bytes(sizes[s])})", [r for r in ex.rows if r.section == s]) for s in SECTIONS]
+    if ex.uncompressed:
+        size = sum(r.size for r in ex.uncompressed)
+        bands.append(
+            (f"ROW IMAGES, UNCOMPRESSED ({_n_bytes(size)}; offsets in the uncompressed rows)", list(ex.uncompressed))
+        )
+    for title, rows in bands:
         if not rows:
             continue
         inner = sum(widths) + 3 * (len(widths) - 1)
         lines.append(_border("├", "┴", "┤", widths))
-        title = f"{_TITLES[section]} ({_n_bytes(sizes[section])})"
         lines.append(f"│ {title:<{inner}} │")
         lines.append(_border("├", "┬", "┤", widths))
         for i, r in enumerate(rows):
@@ -860,8 +895,24 @@ def add_explain_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --hex: the server that wrote the event (default 8.0.40; a '-MariaDB' version for MariaDB)",
     )
     parser.add_argument("--no-checksum", action="store_true", help="with --hex: the event has no CRC32 at its end")
+    parser.add_argument(
+        "--rows",
+        type=_row_limit,
+        default=3,
+        metavar="N",
+        help="a rows event: explain the first N row changes value by value (default 3; 'all': every one)",
+    )
     parser.add_argument("--json", action="store_true", help="print the explanation as one JSON object")
     add_decode_arguments(parser)
+
+
+def _row_limit(text: str) -> int | None:
+    """``--rows``: a count of row changes, or ``all`` (``None``)."""
+    if text == "all":
+        return None
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a number of rows or 'all', not {text!r}")
+    return int(text)
 
 
 def explain_main(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -887,7 +938,7 @@ def explain_main(args: argparse.Namespace, out: TextIO | None = None) -> int:
             else:
                 raw, ctx, place = inner_event_at(args.file, pos, offset, options)
                 pos = offset
-        ex = explain_event(raw, pos, ctx, place)
+        ex = explain_event(raw, pos, ctx, place, args.rows)
     except BinlogError as e:
         print(error_line(e, source), file=sys.stderr)
         return EXIT_ERROR

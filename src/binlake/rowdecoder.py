@@ -36,13 +36,13 @@ Example::
 from __future__ import annotations
 
 import datetime as dt
-import os
 import struct
 from collections import OrderedDict
 from collections.abc import Callable
 from decimal import Decimal
 from typing import TYPE_CHECKING, NamedTuple, cast
 
+from binlake._compiled import compiled
 from binlake.coltypes import Column, ColumnType
 from binlake.errors import BinlogError, MalformedError, TruncatedError
 from binlake.events.rows import ABSENT
@@ -61,12 +61,10 @@ if TYPE_CHECKING:
     from binlake.events.rows import RowsEvent
     from binlake.events.table_map import TableMapEvent
 
-try:  # the compiled decoder (src/binlake/_speedups.c), when it was built and is not turned off
-    if os.environ.get("BINLAKE_PURE_PYTHON"):
-        raise ImportError("BINLAKE_PURE_PYTHON is set")
+if TYPE_CHECKING:
     from binlake import _speedups
-except ImportError:
-    _speedups = None  # type: ignore[assignment]
+else:  # the compiled decoder (src/binlake/_speedups.c), when it was built and is not turned off
+    _speedups = compiled("_speedups")
 
 ACCELERATED = _speedups is not None
 """Row changes are decoded by the compiled ``binlake._speedups`` (built by ``pip install``; off when the environment

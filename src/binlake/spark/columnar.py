@@ -37,12 +37,12 @@ Example::
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from binlake._compiled import compiled
 from binlake.coltypes import Column, ColumnType
 from binlake.errors import BinlogError
 from binlake.values.decimal import precision_scale
@@ -54,12 +54,10 @@ from binlake.wire import bits_lsb_first
 if TYPE_CHECKING:
     from binlake._columnar import Plan
 
-try:  # the compiled builder (src/binlake/_columnar.c), when it was built and is not turned off
-    if os.environ.get("BINLAKE_PURE_PYTHON"):
-        raise ImportError("BINLAKE_PURE_PYTHON is set")
+if TYPE_CHECKING:
     from binlake import _columnar
-except ImportError:
-    _columnar = None  # type: ignore[assignment]
+else:  # the compiled builder (src/binlake/_columnar.c), when it was built and is not turned off
+    _columnar = compiled("_columnar")
 
 AVAILABLE = _columnar is not None
 """The compiled ``binlake._columnar`` is built and ``BINLAKE_PURE_PYTHON`` is not set."""

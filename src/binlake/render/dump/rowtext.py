@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import datetime
 import functools
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
+from binlake._compiled import compiled
 from binlake.coltypes import Column, ColumnType
 from binlake.errors import BinlogError
 from binlake.events.rows import ABSENT
@@ -44,12 +44,10 @@ from binlake.values.strings import length_bytes
 from binlake.values.temporal import column_fsp
 from binlake.wire import bits_lsb_first
 
-try:  # the compiled row printer (src/binlake/_speedups.c), when it was built and is not turned off
-    if os.environ.get("BINLAKE_PURE_PYTHON"):
-        raise ImportError("BINLAKE_PURE_PYTHON is set")
+if TYPE_CHECKING:
     from binlake._speedups import TextPlan
-except ImportError:
-    TextPlan = None  # type: ignore[assignment,misc]
+else:  # the compiled row printer (src/binlake/_speedups.c), when it was built and is not turned off
+    TextPlan = getattr(compiled("_speedups"), "TextPlan", None)
 
 __all__ = ["RowsTextFn", "TextPlan", "text_plan"]
 

@@ -104,7 +104,7 @@ _OPS = pa.array(["insert", "update_preimage", "update_postimage", "delete"], pa.
 _OP_CODE = {"insert": 0, "update": 1, "delete": 3}  # an update's two rows: 1 (its before image) and 2 (after)
 _LOW64 = (1 << 64) - 1
 _BEFORE, _AFTER = itemgetter(0), itemgetter(1)
-_NO_PLAN: Any = object()  # _TableWriter.plans: not looked at yet
+_UNSEEN: Any = object()  # a key _TableWriter has not looked up yet (its caches hold None too)
 
 
 def _seq_array(seq0: np.ndarray[Any, Any], ci: np.ndarray[Any, Any], row: np.ndarray[Any, Any]) -> pa.Array:
@@ -192,8 +192,8 @@ class _TableWriter:
 
     def _absent(self, layout: _Layout, bitmap: bytes) -> list[str] | None:
         key = (id(layout), bitmap)  # layouts live as long as the split's writers
-        hit = self.absent.get(key, _NO_PLAN)
-        if hit is _NO_PLAN:
+        hit = self.absent.get(key, _UNSEEN)
+        if hit is _UNSEEN:
             hit = self.absent[key] = _absent_names(bitmap, layout.names)
         return cast("list[str] | None", hit)
 
@@ -202,8 +202,8 @@ class _TableWriter:
         if self.fast is None or ev.partial:
             return None
         key = (id(layout), ev.kind, ev.columns_before, ev.columns_after)
-        plan = self.plans.get(key, _NO_PLAN)
-        if plan is _NO_PLAN:
+        plan = self.plans.get(key, _UNSEEN)
+        if plan is _UNSEEN:
             types = [f.type for f in self.data]
             cols = ev.table_map.columns
             plan = self.plans[key] = plan_for(cols, ev.kind, ev.columns_before, ev.columns_after, layout.index, types)

@@ -15,6 +15,7 @@ import json
 import os
 import uuid
 from dataclasses import dataclass
+from typing import Literal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -156,20 +157,26 @@ def commit_files(uri: str, files: list[DataFile], schema: pa.Schema, batch: int)
 
 def overwrite(uri: str, table: pa.Table, batch: int) -> bool:
     """Replace the content of the table at ``uri`` with ``table`` as batch ``batch`` (one atomic commit)."""
-    if txn_version(uri) >= batch:
-        return False
-    write_deltalake(
-        uri, table, mode="overwrite", schema_mode="overwrite", commit_properties=_commit(batch), writer_properties=_ZSTD
-    )
-    return True
+    return _write_once(uri, table, batch, "overwrite", "overwrite")
 
 
 def append_table(uri: str, table: pa.Table, batch: int) -> bool:
     """Append ``table`` (written by the driver) to the table at ``uri`` as batch ``batch``, once."""
+    return _write_once(uri, table, batch, "append", "merge")
+
+
+def _write_once(
+    uri: str,
+    table: pa.Table,
+    batch: int,
+    mode: Literal["append", "overwrite"],
+    schema_mode: Literal["merge", "overwrite"],
+) -> bool:
+    """Write ``table`` as batch ``batch`` unless the table already has that batch; whether it wrote."""
     if txn_version(uri) >= batch:
         return False
     write_deltalake(
-        uri, table, mode="append", schema_mode="merge", commit_properties=_commit(batch), writer_properties=_ZSTD
+        uri, table, mode=mode, schema_mode=schema_mode, commit_properties=_commit(batch), writer_properties=_ZSTD
     )
     return True
 

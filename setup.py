@@ -1,9 +1,11 @@
 """Builds the optional compiled extensions (everything else is in ``pyproject.toml``): the row decoder
-``binlake._speedups`` and the Arrow column builder ``binlake._columnar``.
+``binlake._speedups``, the Arrow column builder ``binlake._columnar`` and the event framing ``binlake._framing``
+(its CRC32 is zlib's: it needs ``zlib.h``, Debian's ``zlib1g-dev``; it is a module of its own so that a machine
+without it loses only that one).
 
 The extensions are optional: without a C compiler or Python headers the build warns and installs the pure-Python
-package, which decodes the same values, only slower (``binlake.rowdecoder.ACCELERATED`` and
-``binlake.spark.columnar.AVAILABLE`` tell which ones run).
+package, which decodes the same values, only slower (``binlake.rowdecoder.ACCELERATED``,
+``binlake.spark.columnar.AVAILABLE`` and ``binlake.decoder.FRAMING`` tell which ones run).
 
     pip install -e '.[test]'        # builds src/binlake/_speedups*.so and _columnar*.so in place with a compiler
 """
@@ -45,6 +47,13 @@ setup(
     ext_modules=[
         Extension("binlake._speedups", ["src/binlake/_speedups.c"], depends=_SHARED, extra_compile_args=["-O2"]),
         Extension("binlake._columnar", ["src/binlake/_columnar.c"], depends=_SHARED, extra_compile_args=["-O2"]),
+        Extension(
+            "binlake._framing",
+            ["src/binlake/_framing.c"],
+            depends=_SHARED,
+            libraries=["z"],
+            extra_compile_args=["-O2"],
+        ),
     ],
     cmdclass={"build_ext": OptionalBuildExt},
 )

@@ -14,6 +14,11 @@ Example::
     >>> list(d.events()), d.position
     ([], 4)
 
+Where the optional extension ``binlake._framing`` is built (:data:`FRAMING`), runs of ordinary events are cut,
+CRC-checked and their headers read in C, one call per run; the events that change the context (format description,
+encryption, transaction payloads) and anything irregular go through the Python framing, which raises the errors, so
+events and errors are the same either way (tests/test_framing.py).
+
 A binlog still being written ends in a partial event: :meth:`Decoder.events` simply stops there and waits for more
 bytes; :meth:`Decoder.finish` says whether anything incomplete is left.
 """
@@ -24,6 +29,7 @@ import copy
 from collections import deque
 from collections.abc import Callable, Iterator
 
+from binlake._compiled import compiled
 from binlake.errors import (
     BinlogError,
     ChecksumError,
@@ -45,11 +51,24 @@ from binlake.events.mariadb import StartEncryptionEvent
 from binlake.events.query import QueryEvent
 from binlake.wire import crc32
 
-__all__ = ["MAGIC", "Decoder", "Decryptor", "computed_checksum", "decode_event"]
+__all__ = ["FRAMING", "MAGIC", "Decoder", "Decryptor", "computed_checksum", "decode_event"]
 
 MAGIC = b"\xfebin"
 _LOG_EVENT_IGNORABLE_F = 0x80
 _FOREIGN = (IndexError, KeyError, ValueError, OverflowError, UnicodeDecodeError, TypeError, ArithmeticError)
+
+_framing = compiled("_framing")
+FRAMING = _framing is not None  # events are cut, CRC-checked and their headers read in C (binlake._framing)
+_FRAME_RUN = 256  # events framed per call: bounds the list, and the work done past a reader's stop position
+# the events whose reading changes how later ones are read: always framed by the Python path (Decoder._apply)
+_CONTEXT_EVENTS = frozenset(
+    {
+        EventType.FORMAT_DESCRIPTION_EVENT,
+        EventType.START_EVENT_V3,
+        EventType.START_ENCRYPTION_EVENT,
+        EventType.TRANSACTION_PAYLOAD_EVENT,
+    }
+)
 
 # (event bytes as stored, event position, the START_ENCRYPTION event in force) -> event bytes before encryption;
 # binlake.crypto.mariadb_decryptor makes one from a key file
@@ -75,10 +94,13 @@ def decode_event(
         return _decode(raw, pos, ctx, checksummed, in_payload)
     except BinlogError as e:
         raise e.at_pos(pos) from None
-    except _FOREIGN as e:  # a decoder met bytes it did not expect: malformed input, never a foreign crash
-        raise MalformedError(
-            f"malformed {EventType.name_of(raw[4]) if len(raw) > 4 else 'event'}: {e!r}", pos=pos
-        ) from e
+    except _FOREIGN as e:
+        raise _malformed(e, raw[4] if len(raw) > 4 else None, pos) from e
+
+
+def _malformed(e: Exception, code: int | None, pos: int) -> MalformedError:
+    """A decoder met bytes it did not expect: malformed input, never a foreign crash."""
+    return MalformedError(f"malformed {EventType.name_of(code) if code is not None else 'event'}: {e!r}", pos=pos)
 
 
 def computed_checksum(raw: bytes, stored: int) -> int:
@@ -100,6 +122,18 @@ def _load_decoders() -> dict[int, EventDecoder]:
     """The registry, filled on first use (importing the families registers them), kept for the hot path."""
     _DECODERS.update(registry())
     return _DECODERS
+
+
+_MASK: bytes = b""
+
+
+def _mask() -> bytes:
+    """The type codes :mod:`binlake._framing` frames (a 256-byte mask, made on first use): every registered type
+    but the :data:`_CONTEXT_EVENTS` (unknown types take the Python path, which knows what to do with them)."""
+    global _MASK
+    decoders = _DECODERS or _load_decoders()
+    _MASK = bytes(int(code in decoders and code not in _CONTEXT_EVENTS) for code in range(256))
+    return _MASK
 
 
 def _decode(raw: bytes, pos: int, ctx: DecodeContext, checksummed: bool, in_payload: int | None) -> Event:
@@ -240,6 +274,30 @@ class Decoder:
                 self._off += 4
                 self._pos += 4
                 self._need_magic = False
+            if self._can_frame():
+                ctx = self.ctx
+                run = _framing.frame(  # type: ignore[union-attr]
+                    self._buf, self._off, ctx.checksum_len, ctx.options.verify_checksum, _MASK or _mask(), _FRAME_RUN
+                )
+                if run:
+                    decoders = _DECODERS
+                    off = self._off
+                    for size, ts, code, server_id, log_pos, flags, checksum, body in run:
+                        if self._off != off:
+                            break  # restart() or skip_event() while the run was out: frame again from there
+                        pos = self._pos
+                        header = EventHeader(ts, code, server_id, size, log_pos, flags, pos, checksum)
+                        try:
+                            ev = decoders[code](header, body, ctx)
+                        except BinlogError as e:
+                            raise e.at_pos(pos) from None
+                        except _FOREIGN as e:
+                            raise _malformed(e, code, pos) from e
+                        off = self._off = off + size
+                        self._pos = pos + size
+                        self._apply(ev)
+                        yield ev
+                    continue
             size = self.next_size()
             if size is None:
                 return
@@ -266,6 +324,19 @@ class Decoder:
             self._first = False
             self._apply(ev)
             yield ev
+
+    def _can_frame(self) -> bool:
+        """Whether :mod:`binlake._framing` may frame the next events: after the first, in a log of 19-byte
+        headers, with a format description, not encrypted, not a WL#2325 prototype log."""
+        ctx = self.ctx
+        return (
+            _framing is not None
+            and not self._first
+            and ctx.header_len == 19
+            and ctx.fde is not None
+            and ctx.fde.type_permutation is None
+            and not ctx.encrypted
+        )
 
     def _detect_v1(self, size: int) -> None:
         """A 3.23 binlog (v1) starts with a START_EVENT_V3 of 69 bytes under a 13-byte header."""

@@ -1,0 +1,102 @@
+/* binlake/_framing.c: the event framing of binlake.decoder.Decoder.events in C (optional; the decoder frames in
+ * Python where it is not built, or BINLAKE_PURE_PYTHON is set).
+ *
+ * A binlog is a sequence of events, each a 19-byte common header (timestamp 4, type code 1, server id 4, event size
+ * 4, next position 4, flags 2: Log_event_header in MySQL's libbinlogevents/src/binlog_event.cpp), the body, and,
+ * when the format description says so, a CRC32 of header and body in the last 4 bytes (Log_event::write_footer,
+ * binlog_checksum=CRC32).  Framing (cutting events at their sizes, checking each CRC, reading the header fields and
+ * copying the body out) cost the Python decoder about as much as decoding the bodies; here it is one call per run
+ * of events, and the decoder only constructs each event from the fields.
+ *
+ * frame(buf, offset, checksum_len, verify, fast, limit) -> list of (size, timestamp, type_code, server_id, log_pos,
+ * flags, checksum, body): the events of buf from offset, consecutively, at most limit of them, stopping (without
+ * error) before the first event that is incomplete, smaller than its header and checksum, whose CRC32 does not match
+ * (with verify), or whose type code is not marked in fast (a 256-byte mask: the decoder leaves the events that change
+ * how later events are read, such as a FORMAT_DESCRIPTION or START_ENCRYPTION, and unknown types, to its Python
+ * path, which also raises the errors).  checksum is the stored CRC32 (None without checksums); body excludes header
+ * and checksum.  Only 19-byte headers (every binlog since MySQL 4.0).
+ *
+ * Example (Python):
+ *     frame(bytearray(b"\0\0\0\0\x10" + bytes(4) + b"\x1b\0\0\0" + bytes(6) + b"\x07" * 8), 0, 0, True, mask, 64)
+ *     # [(27, 0, 16, 0, 0, 0, None, b"\x07\x07\x07\x07\x07\x07\x07\x07")]  (an XID_EVENT, when mask[16] is set)
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <zlib.h>
+
+#include "_layouts.h"
+
+#define HEADER_LEN 19
+
+static PyObject *frame(PyObject *Py_UNUSED(module), PyObject *args) {
+    Py_buffer view, fast;
+    Py_ssize_t offset, limit;
+    int csum, verify;
+    if (!PyArg_ParseTuple(args, "y*nipy*n:frame", &view, &offset, &csum, &verify, &fast, &limit)) return NULL;
+    PyObject *out = NULL;
+    if (offset < 0 || (csum != 0 && csum != 4) || fast.len != 256) {
+        PyErr_SetString(PyExc_ValueError, "frame: offset must not be negative, checksum_len 0 or 4, fast 256 bytes");
+        goto done;
+    }
+    out = PyList_New(0);
+    if (out == NULL) goto done;
+    const unsigned char *b = view.buf, *mask = fast.buf;
+    Py_ssize_t pos = offset;
+    for (Py_ssize_t n = 0; n < limit && view.len - pos >= HEADER_LEN; n++) {
+        const unsigned char *p = b + pos;
+        uint32_t size = (uint32_t)le(p + 9, 4);
+        if (size < HEADER_LEN + (uint32_t)csum || (Py_ssize_t)size > view.len - pos || !mask[p[4]]) break;
+        uint32_t stored = csum ? (uint32_t)le(p + size - 4, 4) : 0;
+        if (csum && verify && (uint32_t)crc32(0L, p, size - 4) != stored) break;
+        PyObject *row = PyTuple_New(8);
+        if (row == NULL) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyObject *checksum = csum ? PyLong_FromUnsignedLong(stored) : Py_NewRef(Py_None);
+        PyTuple_SET_ITEM(row, 0, PyLong_FromUnsignedLong(size));
+        PyTuple_SET_ITEM(row, 1, PyLong_FromUnsignedLong((unsigned long)le(p, 4)));
+        PyTuple_SET_ITEM(row, 2, PyLong_FromLong(p[4]));
+        PyTuple_SET_ITEM(row, 3, PyLong_FromUnsignedLong((unsigned long)le(p + 5, 4)));
+        PyTuple_SET_ITEM(row, 4, PyLong_FromUnsignedLong((unsigned long)le(p + 13, 4)));
+        PyTuple_SET_ITEM(row, 5, PyLong_FromLong((long)le(p + 17, 2)));
+        PyTuple_SET_ITEM(row, 6, checksum);
+        PyTuple_SET_ITEM(row, 7,
+                         PyBytes_FromStringAndSize((const char *)p + HEADER_LEN, size - HEADER_LEN - (uint32_t)csum));
+        for (int i = 0; i < 8; i++) {
+            if (PyTuple_GET_ITEM(row, i) == NULL) { /* out of memory (a tuple frees its items that were made) */
+                Py_DECREF(row);
+                Py_CLEAR(out);
+                goto done;
+            }
+        }
+        int failed = PyList_Append(out, row);
+        Py_DECREF(row);
+        if (failed) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        pos += size;
+    }
+done:
+    PyBuffer_Release(&view);
+    PyBuffer_Release(&fast);
+    return out;
+}
+
+static PyMethodDef module_methods[] = {
+    {"frame", frame, METH_VARARGS,
+     "frame(buf, offset, checksum_len, verify, fast, limit) -> [(size, timestamp, type_code, server_id, log_pos, "
+     "flags, checksum, body), ...]: the whole, intact events of a binlog buffer from offset (binlake.decoder)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "binlake._framing",
+    .m_doc = "The compiled event framing of binlake.decoder.Decoder: sizes, CRC32 checks, header fields, bodies.",
+    .m_size = -1,
+    .m_methods = module_methods,
+};
+
+PyMODINIT_FUNC PyInit__framing(void) { return PyModule_Create(&module); }

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 __all__ = ["add_ingest_arguments", "ingest_main"]
 
@@ -42,18 +43,20 @@ def ingest_main(args: argparse.Namespace) -> int:
     except OSError as e:
         print(f"binlake ingest: cannot read --schema: {e.strerror or e}", file=sys.stderr)
         return EXIT_ERROR
-    from binlake.spark.session import build_session, finish_class_sharing
+    from binlake.spark.session import build_session, finish_class_sharing, local_cores
 
-    spark = build_session(args.master, quick_start=True, data_source=False)
-    progress = Progress(spark)
-    try:
-        result = ingest(spark, list(args.sources), args.lake, split_bytes=args.split_mb << 20, progress=progress,
-                        read=read)  # fmt: skip
-    except BinlogError as e:
-        print(error_line(e), file=sys.stderr)
-        return EXIT_ERROR
-    finally:
-        finish_class_sharing(spark)
+    # the JVM starts in a thread while the driver plans and scans the binlogs (the two overlap on a local master)
+    with ThreadPoolExecutor(1) as starter:
+        spark = starter.submit(build_session, args.master, quick_start=True, data_source=False)
+        progress = Progress(spark)
+        try:
+            result = ingest(spark, list(args.sources), args.lake, split_bytes=args.split_mb << 20,
+                            progress=progress, read=read, cores=local_cores(args.master))  # fmt: skip
+        except BinlogError as e:
+            print(error_line(e), file=sys.stderr)
+            return EXIT_ERROR
+        finally:
+            finish_class_sharing(spark.result())
     print(summary(result))
     return 0
 

@@ -80,7 +80,8 @@ def rows_at(table: pa.Table, index: np.ndarray[Any, Any]) -> pa.Table:
 def counted_changes(changes: pa.Table) -> pa.Table:
     """The change rows current state applies: not rolled back, not waiting for an XA outcome (``_rolled_back``
     null).  A transaction that ended in ROLLBACK was logged for its non-transactional tables; the rest was undone."""
-    return changes.filter(pc.fill_null(pc.equal(changes["_rolled_back"], False), False))
+    counts = pc.fill_null(pc.equal(changes["_rolled_back"], False), False)
+    return changes if pc.all(counts).as_py() is not False else changes.filter(counts)  # all count: no copy
 
 
 def latest_changes(changes: pa.Table, pk: list[str]) -> pa.Table:

@@ -67,6 +67,7 @@ from binlake.spark.layouts import (
 from binlake.spark.names import table_dir
 from binlake.spark.plan import DEFAULT_SPLIT_BYTES, BinlogFile, Split, list_binlogs, plan_splits
 from binlake.spark.progress import Progress
+from binlake.spark.session import session_of
 from binlake.spark.statements import (
     ReadSpec,
     Statement,
@@ -211,10 +212,14 @@ def ingest(
     split_bytes: int = DEFAULT_SPLIT_BYTES,
     progress: Progress | None = None,
     read: ReadSpec | None = None,
+    cores: int | None = None,
 ) -> IngestResult:
     """Ingest what is new in ``sources`` into ``lake`` (finishing an interrupted batch first); see the module doc.
 
+    ``spark``: a SparkSession, or a :class:`~concurrent.futures.Future` of one still starting (the plan and the
+    scan run on the driver meanwhile; ``binlake ingest`` starts the JVM so, which saves most of a second).
     ``read``: decoding options (``schema_sql`` seeds the schema of the first batch), decryptor, ``on_error``.
+    ``cores``: the task slots to size splits for (default: the session's ``defaultParallelism``).
     """
     lake = os.path.abspath(lake)
     read = read or ReadSpec()
@@ -232,7 +237,8 @@ def ingest(
             files.setdefault(f.name, f)
     ordered = sorted(files.values(), key=lambda f: (f.seq, f.name))
     new_bytes = sum(max(0, f.size - positions.get(f.name, 4)) for f in ordered)
-    cores = int(getattr(spark.sparkContext, "defaultParallelism", 1) or 1)
+    if cores is None:
+        cores = int(getattr(session_of(spark).sparkContext, "defaultParallelism", 1) or 1)
     split_bytes = min(split_bytes, max(MIN_SPLIT_BYTES, -(-new_bytes // cores)))  # every core gets a range
     headers = HeaderCache()  # the plan's header walks, kept for the scan of the same ranges
     splits = progress.timed(
@@ -311,7 +317,7 @@ def _run_batch(
     full = {k: pa.schema([*v, *(pa.field(n, t) for n, t in META)]) for k, v in schemas.items()}
 
     # 2. decode and write Parquet in the tasks
-    rdd = spark.sparkContext.parallelize(splits, max(1, len(splits)))
+    rdd = session_of(spark).sparkContext.parallelize(splits, max(1, len(splits)))
     task_pk = {k: v for k, v in pk.items() if k in full and v}
     reports: list[dict[str, Any]] = progress.run(
         "decode", lambda: collect(rdd, lambda it: write_task(it, lake, layouts, full, task_pk, plan))

@@ -49,7 +49,7 @@ class Progress:
     count at most every ``interval`` seconds, its end with the time it took)."""
 
     def __init__(self, spark: Any, stream: Any = None, *, interval: float = 0.5) -> None:
-        self.sc = spark.sparkContext if spark is not None else None
+        self.spark = spark  # a session, or a Future of one still starting (binlake.spark.session.session_of)
         self.stream = stream or sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.interval = interval
@@ -64,8 +64,9 @@ class Progress:
 
     def _tasks(self) -> tuple[int, int]:
         """(completed, total) tasks of the active stages."""
-        assert self.sc is not None
-        tracker = self.sc.statusTracker()
+        from binlake.spark.session import session_of
+
+        tracker = session_of(self.spark).sparkContext.statusTracker()
         done = total = 0
         for sid in tracker.getActiveStageIds():
             info = tracker.getStageInfo(sid)
@@ -89,7 +90,7 @@ class Progress:
     def _poll(self, label: str, t0: float) -> None:
         last = (-1, -1)
         while not self._stop.wait(self.interval):
-            if self.sc is None:
+            if self.spark is None:
                 continue
             now = self._tasks()
             if now[1] and (self.tty or now != last):

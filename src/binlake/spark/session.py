@@ -14,11 +14,13 @@ Example::
 from __future__ import annotations
 
 import os
+import re
 import time
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-__all__ = ["build_session", "finish_class_sharing"]
+__all__ = ["build_session", "finish_class_sharing", "local_cores", "session_of"]
 
 
 def _worker_pythonpath() -> None:
@@ -160,3 +162,23 @@ def build_session(
 
         spark.dataSource.register(BinlakeDataSource)
     return spark
+
+
+def local_cores(master: str) -> int | None:
+    """The task slots of a local master URL (what ``defaultParallelism`` will be), ``None`` for a cluster's: lets
+    ``binlake ingest`` size its splits while the session is still starting.
+
+    >>> local_cores("local[2]"), local_cores("local"), local_cores("local[3,4]"), local_cores("spark://h:7077")
+    (2, 1, 3, None)
+    """
+    m = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master.strip())
+    if m is None:
+        return None
+    if m.group(1) == "*":
+        return os.cpu_count() or 1
+    return int(m.group(1) or 1)
+
+
+def session_of(spark: Any) -> Any:
+    """``spark`` itself, or the session a :class:`~concurrent.futures.Future` ``spark`` gives (waiting for it)."""
+    return spark.result() if isinstance(spark, Future) else spark

@@ -54,6 +54,10 @@ __all__ = ["EVENTS_DIR", "FLUSH_ROWS", "TaskPlan", "collect", "staging_dir", "wr
 
 
 FLUSH_ROWS = 65536  # rows of one table (or events) per row group
+# change rows a table writer keeps for the last change of each key before reducing them to one row per key: once
+# per split for splits of the default size (keys rarely repeat within a row group, so reducing each one did the
+# work twice), and a bound on the memory of larger ones
+LATEST_ROWS = 1 << 20
 
 
 # the change tables' columns with few distinct values (not _gtid: one per transaction, ~50 rows each in the
@@ -164,7 +168,8 @@ class _TableWriter:
         self.plans: dict[tuple[int, str, bytes, bytes | None], Plan | None] = {}
         self.absent: dict[tuple[int, bytes], list[str] | None] = {}
         self.sink = ParquetSink(uri, key, schema, _DICTIONARY)
-        self.latest: list[pa.Table] | None = [] if pk else None
+        self.latest: list[pa.Table] | None = [] if pk else None  # counted change rows, reduced every LATEST_ROWS
+        self.latest_rows = 0
 
     def add(self, chunk: Changes, layout: _Layout, rolled_back: bool | None) -> int:
         """Buffer the row changes of one rows event (``chunk.event``: from ``decode_split(rows=False)``); how many
@@ -282,10 +287,15 @@ class _TableWriter:
         self.chunks, self.rows = [], 0
         self.sink.write(table)
         if self.latest is not None and self.pk is not None:
+            if partial:
+                self.latest = None
+                return
             keep = [*(f.name for f in self.data), "_op", "_seq", "_ts"]  # what merge_current reads
-            self.latest = (
-                None if partial else [*self.latest, latest_changes(counted_changes(table).select(keep), self.pk)]
-            )
+            self.latest.append(counted_changes(table).select(keep))
+            self.latest_rows += self.latest[-1].num_rows
+            if self.latest_rows >= LATEST_ROWS:
+                self.latest = [latest_changes(pa.concat_tables(self.latest), self.pk)]
+                self.latest_rows = self.latest[0].num_rows
 
     def spoil(self) -> None:
         """A statement empties the table inside the split: the driver applies the split's changes itself."""

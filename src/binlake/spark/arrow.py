@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from binlake.coltypes import Column, ColumnType
+from binlake.events.base import EventType
 from binlake.events.rows import ABSENT
 from binlake.spark.extract import Changes, EventRecord, TableMapRecord, column_info, render_value
 from binlake.spark.plan import BinlogFile
@@ -155,17 +156,30 @@ def utc_seconds(seconds: Sequence[int]) -> pa.Array:
     return pa.array(np.asarray(seconds, dtype=np.int64) * 1_000_000, pa.int64()).view(UTC_TS)
 
 
+_TYPE_NAMES: pa.Array | None = None  # EventType.name_of(code) at index code, for every one-byte code
+
+
+def _type_names(codes: np.ndarray[Any, Any]) -> pa.Array:
+    """``EventType.name_of`` of each code, vectorised (a lookup array taken at the codes)."""
+    global _TYPE_NAMES
+    if _TYPE_NAMES is None:
+        _TYPE_NAMES = pa.array([EventType.name_of(c) for c in range(256)], pa.string())
+    return _TYPE_NAMES.take(pa.array(codes))
+
+
 def event_batch(file: BinlogFile, records: Sequence[EventRecord]) -> pa.RecordBatch:
     """The ``events`` view rows of ``records`` (events of ``file``)."""
+    n = len(records)
     hs = [r.event.header for r in records]
-    cols: list[list[Any]] = [
-        [file.name] * len(records),
-        [file.seq] * len(records),
+    codes = np.fromiter((h.type_code for h in hs), np.int32, n)
+    cols: list[Any] = [
+        pa.repeat(safe_array([file.name], pa.string())[0], n),
+        pa.repeat(pa.scalar(file.seq, pa.int64()), n),
         [r.pos for r in records],
         [r.payload_offset for r in records],
         [None if r.payload_offset is not None else h.end_pos for r, h in zip(records, hs, strict=True)],
-        [h.type for h in hs],
-        [h.type_code for h in hs],
+        _type_names(codes),
+        pa.array(codes),
         [h.server_id for h in hs],
         utc_seconds([h.timestamp for h in hs]),
         [h.flags for h in hs],

@@ -54,9 +54,9 @@ __all__ = ["EVENTS_DIR", "FLUSH_ROWS", "TaskPlan", "collect", "staging_dir", "wr
 
 
 FLUSH_ROWS = 65536  # rows of one table (or events) per row group
-# change rows a table writer keeps for the last change of each key before reducing them to one row per key: once
-# per split for splits of the default size (keys rarely repeat within a row group, so reducing each one did the
-# work twice), and a bound on the memory of larger ones
+# change rows a table writer gathers for the last change of each key before reducing them (with the rows of the
+# last reduction) to one row per key: once per split for splits of the default size (keys rarely repeat within a
+# row group, so reducing each one did the work twice), and a bound on the memory of larger ones
 LATEST_ROWS = 1 << 20
 
 
@@ -295,7 +295,7 @@ class _TableWriter:
             self.latest_rows += self.latest[-1].num_rows
             if self.latest_rows >= LATEST_ROWS:
                 self.latest = [latest_changes(pa.concat_tables(self.latest), self.pk)]
-                self.latest_rows = self.latest[0].num_rows
+                self.latest_rows = 0  # the reduced rows (one per key) are not counted: reducing stays linear
 
     def spoil(self) -> None:
         """A statement empties the table inside the split: the driver applies the split's changes itself."""

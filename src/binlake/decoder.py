@@ -49,6 +49,7 @@ from binlake.events.format import (
 )
 from binlake.events.mariadb import StartEncryptionEvent
 from binlake.events.query import QueryEvent
+from binlake.events.table_map import TableMapEvent
 from binlake.wire import crc32
 
 __all__ = ["FRAMING", "MAGIC", "Decoder", "Decryptor", "computed_checksum", "decode_event"]
@@ -75,11 +76,13 @@ _CONTEXT_EVENTS = frozenset(
 Decryptor = Callable[[bytes, int, StartEncryptionEvent], bytes]
 
 
-def _remember_table_map(ctx: DecodeContext, ev: Event) -> None:
-    from binlake.events.table_map import TableMapEvent
-
+def _learn(ctx: DecodeContext, ev: Event) -> None:
+    """What any event may teach the context: a table map is in scope for the rows events after it, DDL gives
+    later MariaDB 5.3 TIME/DATETIME/TIMESTAMP columns their fsp."""
     if isinstance(ev, TableMapEvent):
         ctx.table_maps[ev.table_id] = ev
+    elif ctx.schema is not None and isinstance(ev, QueryEvent):
+        ctx.schema.observe(ev)
 
 
 def decode_event(
@@ -295,7 +298,7 @@ class Decoder:
                             raise _malformed(e, code, pos) from e
                         off = self._off = off + size
                         self._pos = pos + size
-                        self._apply(ev)
+                        _learn(ctx, ev)  # no context event is framed in C (_CONTEXT_EVENTS)
                         yield ev
                     continue
             size = self.next_size()
@@ -352,16 +355,14 @@ class Decoder:
             ctx.header_len = ev.header_length if ev.header_length in (13, 19) else 19
         elif isinstance(ev, StartV3Event):
             ctx.fde = ev.as_format_description()
-        elif ev.header.type_code == EventType.TABLE_MAP_EVENT:
-            _remember_table_map(ctx, ev)
-        elif isinstance(ev, QueryEvent) and ctx.schema is not None:
-            ctx.schema.observe(ev)  # DDL gives later MariaDB 5.3 TIME/DATETIME/TIMESTAMP columns their fsp
         elif isinstance(ev, StartEncryptionEvent) and not ev.header.flags & _LOG_EVENT_IGNORABLE_F:
             # a dump thread sends the decrypted log with this event flagged ignorable (sql_repl.cc, fix_checksum)
             ctx.encrypted = True
             self._encryption = ev
         elif ev.header.type_code == EventType.TRANSACTION_PAYLOAD_EVENT:
             self._payload = ev
+        else:
+            _learn(ctx, ev)
 
     def _payload_events(self, ev: Event) -> Iterator[Event]:
         """The events inside a TRANSACTION_PAYLOAD (no checksums; positions are offsets in the payload)."""
@@ -386,7 +387,7 @@ class Decoder:
                 err = copy.copy(e)
                 err.pos, err.offset = ev.header.pos, at + (e.offset or 0)
                 raise err from None
-            _remember_table_map(self.ctx, inner)
+            _learn(self.ctx, inner)
             yield inner
             at += size
 

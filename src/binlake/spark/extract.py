@@ -39,6 +39,7 @@ from typing import Any
 from binlake.coltypes import Column
 from binlake.events.base import Event, EventType
 from binlake.events.control import XaPrepareEvent
+from binlake.events.rows import RowsEvent
 from binlake.events.table_map import TableMapEvent
 from binlake.recovery import Skipped
 from binlake.schema import SchemaTracker
@@ -61,10 +62,13 @@ _QUERY = frozenset({E.QUERY_EVENT, E.QUERY_COMPRESSED_EVENT})
 _TRX_END = frozenset({E.XID_EVENT, E.XA_PREPARE_LOG_EVENT})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class EventRecord:
     """One event with its place in the transaction stream (``trx_pos``: position of the transaction's first event;
-    ``trx_seq``: index of this event in it; both ``None`` for events outside transactions)."""
+    ``trx_seq``: index of this event in it; both ``None`` for events outside transactions).
+
+    Not frozen, unlike the events: one is made per event of a split, and a frozen dataclass' ``__init__`` (one
+    ``object.__setattr__`` per field) took 0.76 µs where this one takes 0.2."""
 
     event: Event
     pos: int
@@ -255,7 +259,7 @@ def decode_split(
                 if run is not None:
                     yield run
                 runs[ev.table_id] = TableMapRecord(ev, mid, pos, pos, 1)
-        elif changes and hasattr(ev, "kind") and hasattr(ev, "iter_rows"):
+        elif changes and isinstance(ev, RowsEvent):
             if remap and getattr(ev, "table_map", None) is not None:
                 ev = remapped(ev)
             chunk = _changes(ev, base + pos * SEQ_POS + off, pos, gtid, rows)

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
 
 __all__ = ["add_ingest_arguments", "ingest_main"]
 
@@ -32,6 +33,18 @@ def add_ingest_arguments(parser: argparse.ArgumentParser) -> None:
 
 def ingest_main(args: argparse.Namespace) -> int:
     """Run the ingest described by ``args``; print the summary; 0 on success, 2 on a binlog error."""
+    from binlake.spark.session import build_session, finish_class_sharing, local_cores
+
+    # the JVM starts first, in a thread: the imports below, the plan and the scan of the binlogs run meanwhile
+    with ThreadPoolExecutor(1) as starter:
+        spark = starter.submit(build_session, args.master, quick_start=True, data_source=False)
+        try:
+            return _ingest(args, spark, local_cores(args.master))
+        finally:
+            finish_class_sharing(spark.result())
+
+
+def _ingest(args: argparse.Namespace, spark: Future[Any], cores: int | None) -> int:
     from binlake.errors import BinlogError
     from binlake.render import EXIT_ERROR, decode_options, decryptor_of, error_line
     from binlake.spark.ingest import ingest, summary
@@ -43,20 +56,12 @@ def ingest_main(args: argparse.Namespace) -> int:
     except OSError as e:
         print(f"binlake ingest: cannot read --schema: {e.strerror or e}", file=sys.stderr)
         return EXIT_ERROR
-    from binlake.spark.session import build_session, finish_class_sharing, local_cores
-
-    # the JVM starts in a thread while the driver plans and scans the binlogs (the two overlap on a local master)
-    with ThreadPoolExecutor(1) as starter:
-        spark = starter.submit(build_session, args.master, quick_start=True, data_source=False)
-        progress = Progress(spark)
-        try:
-            result = ingest(spark, list(args.sources), args.lake, split_bytes=args.split_mb << 20,
-                            progress=progress, read=read, cores=local_cores(args.master))  # fmt: skip
-        except BinlogError as e:
-            print(error_line(e), file=sys.stderr)
-            return EXIT_ERROR
-        finally:
-            finish_class_sharing(spark.result())
+    try:
+        result = ingest(spark, list(args.sources), args.lake, split_bytes=args.split_mb << 20,
+                        progress=Progress(spark), read=read, cores=cores)  # fmt: skip
+    except BinlogError as e:
+        print(error_line(e), file=sys.stderr)
+        return EXIT_ERROR
     print(summary(result))
     return 0
 

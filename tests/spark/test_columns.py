@@ -16,12 +16,13 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 pytest.importorskip("deltalake")
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import given  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from binlake.events.rows import ABSENT  # noqa: E402
+from binlake.spark import current as current_module  # noqa: E402
 from binlake.spark.arrow import SEQ, _converter, to_lake  # noqa: E402
-from binlake.spark.current import merge_current  # noqa: E402
+from binlake.spark.current import last_of_keys, merge_current  # noqa: E402
 from binlake.spark.statements import SEQ_FILE, SEQ_POS  # noqa: E402
 from binlake.spark.tasks import _seq_array  # noqa: E402
 
@@ -110,6 +111,27 @@ def test_merge_of_ordered_changes_needs_no_sort() -> None:
     shuffled = merge_current(current, changes.take([4, 2, 0, 3, 1]), ["id"], schema)
     assert ordered.select(["id", "v"]).to_pylist() == [{"id": 3, "v": "a2"}, {"id": 2, "v": "c"}]
     assert ordered.sort_by("_seq").equals(shuffled)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(-(2**63), 2**63 - 1) | st.integers(0, 5), max_size=60),
+    st.sampled_from(["int64", "decimal"]),
+)
+def test_last_of_keys_by_bucket_and_by_one_group_by(keys: list[int], kind: str) -> None:
+    """The driver groups a large integer key in buckets, one thread each: the same rows as one group_by, the last
+    row of each key (BIGINT UNSIGNED keys, decimal(20,0) in the lake, grouped as 64-bit ints either way)."""
+    if kind == "decimal":
+        keys = [abs(k) for k in keys]  # up to 2**63: uint64 after the narrowing
+    table = pa.table({"k": pa.array(keys, pa.int64() if kind == "int64" else pa.decimal128(20, 0))})
+    expected = sorted({k: i for i, k in enumerate(keys)}.values())
+    assert sorted(last_of_keys(table, ["k"], use_threads=False).tolist()) == expected
+    old = current_module._BUCKET_ROWS
+    current_module._BUCKET_ROWS = 1  # every table is "large"
+    try:
+        assert sorted(last_of_keys(table, ["k"]).tolist()) == expected
+    finally:
+        current_module._BUCKET_ROWS = old
 
 
 # -- the columnar builder and the tuple path, mixed within one table -----------------------------------------------

@@ -209,11 +209,12 @@ def merge_current(
         changes = changes.sort_by([("_seq", "ascending"), ("_up", "ascending")])
     if "_absent" in changes.column_names and changes["_absent"].null_count < changes.num_rows:
         return _merge_partial(current, changes, pk, schema)
-    latest = np.sort(last_of_keys(changes, pk))  # one row per key, in binlog order
-    keep = latest[changes["_up"].to_numpy(zero_copy_only=False)[latest]]
+    latest = np.zeros(changes.num_rows, np.bool_)  # one row per key, in binlog order (a mask: no sort)
+    latest[last_of_keys(changes, pk)] = True
+    keep = latest & changes["_up"].to_numpy(zero_copy_only=False)
     wanted = [n for n in schema.names if n in changes.column_names]
-    new_rows = _conform(rows_at(changes.select(wanted), keep), schema)
-    return _replace_keys(current, rows_at(changes.select(pk), latest), pk, new_rows, ordered)
+    new_rows = _conform(changes.select(wanted).filter(pa.array(keep)), schema)
+    return _replace_keys(current, changes.select(pk).filter(pa.array(latest)), pk, new_rows, ordered)
 
 
 def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:

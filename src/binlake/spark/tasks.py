@@ -251,10 +251,9 @@ class _TableWriter:
         row = np.where(is_upd, local >> 1, local)
         op = np.fromiter((_OP_CODE[c.op] for c, _, _, _, _ in chunks), np.int8, n)[ci]
         op += (is_upd & (local & 1).astype(np.bool_)).astype(np.int8)
+        partial = any(a is not None or b is not None for _, _, a, b, _ in chunks)
         absent: list[list[str] | None] = []
-        partial = False
-        for c, k, a, b, _ in chunks:
-            partial = partial or a is not None or b is not None
+        for c, k, a, b, _ in chunks if partial else ():  # one entry per row: only when some image is partial
             absent.extend((a, b) * k if c.op == "update" else [a] * k)
         take = pa.array(ci)
         arrays = [

@@ -25,6 +25,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import shutil
@@ -505,6 +506,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit("mariadb-binlog not found: apt-get install -y mariadb-server mariadb-client")
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC), env.get("PYTHONPATH", "")) if p)
+    # every measured process loads binlake's bytecode as an installed package does (under PYTHONDONTWRITEBYTECODE,
+    # stale .pyc files would make each process, and each Spark worker, compile the changed modules again)
+    compileall.compile_dir(SRC / "binlake", quiet=1)
 
     with ExitStack() as stack:
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="binlake-bench-")))

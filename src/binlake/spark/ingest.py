@@ -48,6 +48,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from binlake.errors import BinlogError
 from binlake.reader import HeaderCache
 from binlake.schema import SchemaTracker
 from binlake.spark.arrow import EVENTS
@@ -233,7 +234,10 @@ def ingest(
     positions: dict[str, int] = dict(manifest["positions"]) if manifest is not None else {}
     files: dict[str, BinlogFile] = {}
     for src in sources:
-        for f in list_binlogs(src):
+        found = list_binlogs(src)
+        if not found and not os.path.isdir(src):  # a typo is an error, an empty folder is nothing new
+            raise BinlogError("no such file or folder, and no file matches it as a glob", file=src)
+        for f in found:
             files.setdefault(f.name, f)
     ordered = sorted(files.values(), key=lambda f: (f.seq, f.name))
     new_bytes = sum(max(0, f.size - positions.get(f.name, 4)) for f in ordered)

@@ -1,0 +1,86 @@
+"""``binlake ingest`` as a command (the JVM started in a thread while the driver plans: ``ingest`` given a Future
+of the session), and :func:`binlake.spark.ingest.ingest` given one that is not ready yet."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import threading
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyspark")
+pytest.importorskip("deltalake")
+
+from binlake.errors import BinlogError
+from binlake.spark.ingest import ingest
+from binlake.spark.lake import read_table
+from binlake.spark.progress import Progress
+from binlake.spark.session import local_cores, session_of
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "example-bin.000001"
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYTHONPATH=str(REPO / "src"))
+    return subprocess.run(
+        [sys.executable, "-m", "binlake", "ingest", *args], capture_output=True, text=True, env=env, timeout=600
+    )
+
+
+def test_the_command_lands_the_example(tmp_path: Path) -> None:
+    done = _run(str(EXAMPLE), "--lake", str(tmp_path / "lake"), "--master", "local[2]")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "866 row changes" in done.stdout
+    assert "shop.orders        302     309      10" in done.stdout
+    current = read_table(str(tmp_path / "lake" / "shop" / "orders" / "current"))
+    assert current is not None and current.num_rows == 292
+    again = _run(str(EXAMPLE), "--lake", str(tmp_path / "lake"), "--master", "local[2]")
+    assert again.returncode == 0 and "nothing new" in again.stderr
+
+
+def test_a_source_that_is_not_there_is_an_error(tmp_path: Path) -> None:
+    done = _run(str(tmp_path / "no-such-bin.000001"), "--lake", str(tmp_path / "lake"), "--master", "local[1]")
+    assert done.returncode == 2
+    assert "no-such-bin.000001: no such file or folder" in done.stderr
+    assert not (tmp_path / "lake").exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    quiet = _run(str(empty), "--lake", str(tmp_path / "lake2"), "--master", "local[1]")
+    assert quiet.returncode == 0 and "nothing new" in quiet.stderr
+
+
+def test_ingest_plans_while_the_session_starts(spark: Any, tmp_path: Path) -> None:
+    """Given a Future of the session, ingest plans and scans at once and waits for the session to run its tasks."""
+    starting: Future[Any] = Future()
+    timer = threading.Timer(1.0, starting.set_result, [spark])
+    timer.start()
+    seen: list[tuple[str, bool]] = []  # each log line, and whether the session was there when it was written
+
+    class Watched(Progress):
+        def log(self, text: str) -> None:
+            seen.append((text, starting.done()))
+            super().log(text)
+
+    progress = Watched(starting, io.StringIO())
+    result = ingest(starting, [str(EXAMPLE)], str(tmp_path / "lake"), progress=progress, cores=2)
+    timer.join()
+    assert sum(result.changes.values()) == 866
+    assert [t.split(":")[0] for t, _ in seen[:2]] == ["plan", "scan"]
+    assert not seen[0][1] and not seen[1][1]  # planned and scanned before the session was up
+    assert session_of(starting) is spark and session_of(spark) is spark
+    current = read_table(str(tmp_path / "lake" / "shop" / "customers" / "current"))
+    assert current is not None and current.num_rows == 119
+    with pytest.raises(BinlogError, match="no such file"):
+        ingest(starting, [str(tmp_path / "nothing*")], str(tmp_path / "lake2"), cores=1)
+
+
+def test_local_cores() -> None:
+    assert [local_cores(m) for m in ("local", "local[1]", "local[2]", "local[4,3]", "yarn")] == [1, 1, 2, 4, None]
+    assert local_cores("local[*]") == (os.cpu_count() or 1)

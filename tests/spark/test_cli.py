@@ -27,8 +27,8 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "example-bin.000001"
 
 
-def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYTHONPATH=str(REPO / "src"))
+def _run(*args: str, **env_vars: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYTHONPATH=str(REPO / "src"), **env_vars)
     return subprocess.run(
         [sys.executable, "-m", "binlake", "ingest", *args], capture_output=True, text=True, env=env, timeout=600
     )
@@ -54,6 +54,13 @@ def test_a_source_that_is_not_there_is_an_error(tmp_path: Path) -> None:
     empty.mkdir()
     quiet = _run(str(empty), "--lake", str(tmp_path / "lake2"), "--master", "local[1]")
     assert quiet.returncode == 0 and "nothing new" in quiet.stderr
+
+
+def test_spark_that_cannot_start_is_a_clear_error(tmp_path: Path) -> None:
+    done = _run(str(EXAMPLE), "--lake", str(tmp_path / "lake"), "--master", "local[1]", JAVA_HOME=str(tmp_path))
+    assert done.returncode == 2
+    assert "binlake ingest: cannot start Spark on local[1]: " in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_ingest_plans_while_the_session_starts(spark: Any, tmp_path: Path) -> None:

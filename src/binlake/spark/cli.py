@@ -40,8 +40,16 @@ def ingest_main(args: argparse.Namespace) -> int:
         spark = starter.submit(build_session, args.master, quick_start=True, data_source=False)
         try:
             return _ingest(args, spark, local_cores(args.master))
+        except Exception as e:
+            if spark.done() and spark.exception() is e:  # Java missing, a bad master URL, ...
+                from binlake.render import EXIT_ERROR
+
+                print(f"binlake ingest: cannot start Spark on {args.master}: {e}", file=sys.stderr)
+                return EXIT_ERROR
+            raise
         finally:
-            finish_class_sharing(spark.result())
+            if spark.exception() is None:  # (a JVM that failed to start has already raised, where it was needed)
+                finish_class_sharing(spark.result())
 
 
 def _ingest(args: argparse.Namespace, spark: Future[Any], cores: int | None) -> int:

@@ -13,12 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("pyspark")
 pytest.importorskip("deltalake")
 
 from binlake.errors import BinlogError
-from binlake.spark.ingest import ingest
+from binlake.spark.ingest import MIN_SPLIT_BYTES, _balanced, ingest
 from binlake.spark.lake import read_table
 from binlake.spark.progress import Progress
 from binlake.spark.session import local_cores, session_of
@@ -91,3 +93,23 @@ def test_ingest_plans_while_the_session_starts(spark: Any, tmp_path: Path) -> No
 def test_local_cores() -> None:
     assert [local_cores(m) for m in ("local", "local[1]", "local[2]", "local[4,3]", "yarn")] == [1, 1, 2, 4, None]
     assert local_cores("local[*]") == (os.cpu_count() or 1)
+
+
+@settings(max_examples=500)
+@given(st.integers(1, 1 << 40), st.integers(1 << 20, 1 << 31), st.integers(1, 64))
+def test_balanced_ranges(new_bytes: int, split_bytes: int, cores: int) -> None:
+    """At most split_bytes, at least a task's worth; a multiple of the cores wherever that keeps ranges worth a
+    task (the 1 GiB benchmark file: 16 ranges of 62 MiB, not 15 of 64 and one of 31)."""
+    size = _balanced(new_bytes, split_bytes, cores)
+    assert min(split_bytes, MIN_SPLIT_BYTES) <= size <= split_bytes
+    ranges = _ceil(new_bytes, size)
+    plain = min(split_bytes, max(MIN_SPLIT_BYTES, _ceil(new_bytes, cores)))
+    multiple = _ceil(_ceil(new_bytes, plain), cores) * cores
+    if _ceil(new_bytes, multiple) >= MIN_SPLIT_BYTES:
+        assert ranges == multiple
+    else:
+        assert size == plain
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)

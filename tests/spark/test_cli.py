@@ -23,7 +23,7 @@ from binlake.errors import BinlogError
 from binlake.spark.ingest import MIN_SPLIT_BYTES, _balanced, ingest
 from binlake.spark.lake import read_table
 from binlake.spark.progress import Progress
-from binlake.spark.session import local_cores, session_of
+from binlake.spark.session import context_of, local_cores
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "example-bin.000001"
@@ -83,7 +83,7 @@ def test_ingest_plans_while_the_session_starts(spark: Any, tmp_path: Path) -> No
     assert sum(result.changes.values()) == 866
     assert [t.split(":")[0] for t, _ in seen[:2]] == ["plan", "scan"]
     assert not seen[0][1] and not seen[1][1]  # planned and scanned before the session was up
-    assert session_of(starting) is spark and session_of(spark) is spark
+    assert context_of(starting) is spark.sparkContext is context_of(spark) is context_of(spark.sparkContext)
     current = read_table(str(tmp_path / "lake" / "shop" / "customers" / "current"))
     assert current is not None and current.num_rows == 119
     with pytest.raises(BinlogError, match="no such file"):

@@ -33,11 +33,11 @@ def add_ingest_arguments(parser: argparse.ArgumentParser) -> None:
 
 def ingest_main(args: argparse.Namespace) -> int:
     """Run the ingest described by ``args``; print the summary; 0 on success, 2 on a binlog error."""
-    from binlake.spark.session import build_session, finish_class_sharing, local_cores
+    from binlake.spark.session import build_context, finish_class_sharing, local_cores
 
     # the JVM starts first, in a thread: the imports below, the plan and the scan of the binlogs run meanwhile
     with ThreadPoolExecutor(1) as starter:
-        spark = starter.submit(build_session, args.master, quick_start=True, data_source=False)
+        spark = starter.submit(build_context, args.master)
         try:
             return _ingest(args, spark, local_cores(args.master))
         except Exception as e:

@@ -68,7 +68,7 @@ from binlake.spark.layouts import (
 from binlake.spark.names import table_dir
 from binlake.spark.plan import DEFAULT_SPLIT_BYTES, BinlogFile, Split, list_binlogs, plan_splits
 from binlake.spark.progress import Progress
-from binlake.spark.session import session_of
+from binlake.spark.session import context_of
 from binlake.spark.statements import (
     ReadSpec,
     Statement,
@@ -217,8 +217,9 @@ def ingest(
 ) -> IngestResult:
     """Ingest what is new in ``sources`` into ``lake`` (finishing an interrupted batch first); see the module doc.
 
-    ``spark``: a SparkSession, or a :class:`~concurrent.futures.Future` of one still starting (the plan and the
-    scan run on the driver meanwhile; ``binlake ingest`` starts the JVM so, which saves most of a second).
+    ``spark``: a SparkSession or SparkContext (only the context is used: the tasks are Python), or a
+    :class:`~concurrent.futures.Future` of one still starting (the plan and the scan run on the driver meanwhile;
+    ``binlake ingest`` starts its JVM so, which saves most of a second).
     ``read``: decoding options (``schema_sql`` seeds the schema of the first batch), decryptor, ``on_error``.
     ``cores``: the task slots to size splits for (default: the session's ``defaultParallelism``).
     """
@@ -242,7 +243,7 @@ def ingest(
     ordered = sorted(files.values(), key=lambda f: (f.seq, f.name))
     new_bytes = sum(max(0, f.size - positions.get(f.name, 4)) for f in ordered)
     if cores is None:
-        cores = int(getattr(session_of(spark).sparkContext, "defaultParallelism", 1) or 1)
+        cores = int(getattr(context_of(spark), "defaultParallelism", 1) or 1)
     split_bytes = _balanced(new_bytes, split_bytes, cores)
     headers = HeaderCache()  # the plan's header walks, kept for the scan of the same ranges
     splits = progress.timed(
@@ -339,7 +340,7 @@ def _run_batch(
     full = {k: pa.schema([*v, *(pa.field(n, t) for n, t in META)]) for k, v in schemas.items()}
 
     # 2. decode and write Parquet in the tasks
-    rdd = session_of(spark).sparkContext.parallelize(splits, max(1, len(splits)))
+    rdd = context_of(spark).parallelize(splits, max(1, len(splits)))
     task_pk = {k: v for k, v in pk.items() if k in full and v}
     reports: list[dict[str, Any]] = progress.run(
         "decode", lambda: collect(rdd, lambda it: write_task(it, lake, layouts, full, task_pk, plan))

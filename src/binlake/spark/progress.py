@@ -49,7 +49,7 @@ class Progress:
     count at most every ``interval`` seconds, its end with the time it took)."""
 
     def __init__(self, spark: Any, stream: Any = None, *, interval: float = 0.5) -> None:
-        self.spark = spark  # a session, or a Future of one still starting (binlake.spark.session.session_of)
+        self.spark = spark  # a session or context, or a Future of one still starting (session.context_of)
         self.stream = stream or sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.interval = interval
@@ -64,9 +64,9 @@ class Progress:
 
     def _tasks(self) -> tuple[int, int]:
         """(completed, total) tasks of the active stages."""
-        from binlake.spark.session import session_of
+        from binlake.spark.session import context_of
 
-        tracker = session_of(self.spark).sparkContext.statusTracker()
+        tracker = context_of(self.spark).statusTracker()
         done = total = 0
         for sid in tracker.getActiveStageIds():
             info = tracker.getStageInfo(sid)

@@ -96,24 +96,32 @@ def test_every_row_of_every_file_decodes(corpus_dir: Path) -> None:
 _VALUE = re.compile(r"^###   @(\d+)=(.*)$")
 
 
-def reference_images(path: Path) -> tuple[dict[int, list[dict[int, str]]], int]:
-    """Images printed under each ``# at POS`` (one dict ``{N: text}`` per SET/WHERE), and the last POS printed."""
+def reference_images(
+    path: Path, text: Callable[[str], str] | None = None
+) -> tuple[dict[int, list[dict[int, str]]], int]:
+    """Images printed under each ``# at POS`` (one dict ``{N: text}`` per SET/WHERE), and the last POS printed.
+
+    ``text`` makes each value's entry from its field, ``@N=value /* TYPE meta=... */``; by default the value
+    without the ``-vv`` type comment."""
     images: dict[int, list[dict[int, str]]] = defaultdict(list)
-    pos = last = 0
+    pos = 0
     current: dict[int, str] = {}
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8", errors="surrogateescape") as f:
         for line in f:
             line = line.rstrip("\n")
             if line.startswith("# at "):
-                pos = last = int(line[5:])
+                pos = int(line[5:])
             elif line in ("### SET", "### WHERE"):
                 current = {}
                 images[pos].append(current)
             elif m := _VALUE.match(line):
-                value = m[2]
-                current[int(m[1])] = value.rsplit(" /* ", 1)[0] if " /* " in value else value  # -vv type comment
-    return images, last
+                current[int(m[1])] = text(line[6:]) if text is not None else _without_comment(m[2])
+    return images, pos
+
+
+def _without_comment(value: str) -> str:
+    return value.rsplit(" /* ", 1)[0] if " /* " in value else value  # -vv type comment
 
 
 def render(col: Column, value: object) -> str:

@@ -10,7 +10,6 @@ mariadb-binlog does not read) is checked against the SQL that wrote it (mysql-IN
 
 from __future__ import annotations
 
-import gzip
 import itertools
 import json
 import re
@@ -19,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.corpus.test_corpus_rows import reference_images
 
 from binlake.cli import main
 from binlake.errors import TruncatedError
@@ -45,25 +45,10 @@ def reference_of(corpus: Path, name: str) -> Path:
     return tool / Path(name).parent.name / f"{Path(name).name}.vv.txt"
 
 
-def reference_images(path: Path) -> tuple[dict[int, list[dict[int, str]]], int]:
-    """Per ``# at POS``: the images printed there, each ``{N: "@N=value /* TYPE ... */"}``; and the last POS."""
-    images: dict[int, list[dict[int, str]]] = defaultdict(list)
-    pos = 0
-    current: dict[int, str] = {}
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8", errors="surrogateescape") as f:
-        for line in f:
-            line = line.rstrip("\n")
-            if line.startswith("# at "):
-                pos = int(line[5:])
-            elif line in ("### SET", "### WHERE"):
-                current = {}
-                images[pos].append(current)
-            elif m := re.match(r"^###   @(\d+)=", line):
-                text = line[6:]
-                # a NULL is shown by the null bitmap, not by a value field
-                current[int(m[1])] = "NULL" if re.fullmatch(r"@\d+=NULL /\* .* is_null=1 \*/", text) else text
-    return images, pos
+def vv_text(field: str) -> str:
+    """A value's ``-vv`` field as explain shows it: whole, but a NULL is shown by the null bitmap, not by a
+    value field."""
+    return "NULL" if re.fullmatch(r"@\d+=NULL /\* .* is_null=1 \*/", field) else field
 
 
 def explained_images(ex: Explanation) -> list[dict[int, str]]:
@@ -126,7 +111,7 @@ REFERENCE_FILES = [
 
 @pytest.mark.parametrize(("name", "per_kind"), REFERENCE_FILES)
 def test_explained_values_equal_the_reference(corpus_dir: Path, name: str, per_kind: int | None) -> None:
-    expected, last = reference_images(reference_of(corpus_dir, name))
+    expected, last = reference_images(reference_of(corpus_dir, name), vv_text)
     compared: dict[str, int] = defaultdict(int)
     nulls = values = 0
     kinds: set[tuple[str, int, bool]] = set()
@@ -254,7 +239,7 @@ def test_write_rows_v1_value_by_value(corpus_dir: Path) -> None:
 def test_null_columns_come_from_the_null_bitmap(corpus_dir: Path) -> None:
     """corpus-bin.000004's NULL updates: every NULL the reference prints is a set bit of the explained bitmap, and
     no value field is shown for it."""
-    expected, _ = reference_images(reference_of(corpus_dir, MARIADB.format(4)))
+    expected, _ = reference_images(reference_of(corpus_dir, MARIADB.format(4)), vv_text)
     seen = 0
     for events, pos in statements(corpus_dir, MARIADB.format(4)):
         want = expected.get(pos, [])

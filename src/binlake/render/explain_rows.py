@@ -11,7 +11,7 @@ in sql/log_event.cc).  A MariaDB compressed rows event (``binlog_buf_compress`` 
 compression header and zlib stream as the event's bytes, and its images in :attr:`RowImages.uncompressed`, offsets
 counted in the uncompressed rows as binlake's errors count them.
 
-Values are read by the value families' readers (:func:`binlake.values.reader_for`, not the generated row decoder),
+Values are read by the value families' readers (:func:`binlake.values.reader_for`, not the row decoder),
 shown as ``binlake dump -vv`` prints them (``@3='tiny' /* BLOB/TEXT meta=2 nullable=1 is_null=0 */``, the text of
 :mod:`binlake.render.dump.rowtext`) and as the typed Python value (:func:`binlake.values.typed`).  Every span is read
 through a :class:`~binlake.trace.TracingCursor`, so the fields still tile the event's bytes; rows past ``limit``
@@ -45,7 +45,7 @@ from binlake.events.context import DecodeContext
 from binlake.events.rows import ROWS_FLAGS, RowsEvent
 from binlake.render.dump.rowtext import _RENDER, _line_texts
 from binlake.render.explain import Row, _column_meta, _flags, _generic, _label, _n_bytes, _plain, _row
-from binlake.rowdecoder import PARTIAL_JSON_UPDATES, _partial_json_reader
+from binlake.rowdecoder import PARTIAL_JSON_UPDATES, partial_json_reader
 from binlake.trace import TraceField, TracingCursor
 from binlake.values import Reader, reader_for, typed
 from binlake.values.json_binary import apply_json_diffs
@@ -229,7 +229,7 @@ class _Walker:
         self._image(f"{what} after", ev.columns_after or ev.columns_before, partial, before)
 
     def _value_options(self, what: str) -> frozenset[int]:
-        """PARTIAL_UPDATE_ROWS: ``binlog_row_value_options`` and the partial-JSON bits (``_partial_updates`` in
+        """PARTIAL_UPDATE_ROWS: ``binlog_row_value_options`` and the partial-JSON bits (``partial_updates`` in
         binlake.rowdecoder reads the same); the JSON columns whose after value is a list of diffs."""
         c, cols = self.c, self.cols
         options = c.packed_int(f"{what} value options")
@@ -289,7 +289,7 @@ class _Walker:
         key = (col.index, partial)
         reader = self.readers.get(key)
         if reader is None:
-            reader = self.readers[key] = _partial_json_reader(col) if partial else reader_for(col)
+            reader = self.readers[key] = partial_json_reader(col) if partial else reader_for(col)
         return reader
 
     def _value(self, col: Column, stored: object, partial: bool, before: dict[int, object]) -> object:

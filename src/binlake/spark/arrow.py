@@ -31,9 +31,9 @@ import pyarrow as pa
 
 from binlake.coltypes import Column, ColumnType
 from binlake.events.base import EventType
-from binlake.events.rows import ABSENT
 from binlake.spark.extract import Changes, EventRecord, TableMapRecord, column_info, render_value
 from binlake.spark.plan import BinlogFile
+from binlake.values.row import ABSENT
 
 __all__ = [
     "CHANGES",

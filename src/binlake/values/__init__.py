@@ -7,22 +7,18 @@ Readers return the *stored* value: strings and blobs as ``bytes``, ENUM as its 1
 ``typed(col)`` then gives the converter (or ``None``) that turns a stored value into the documented Python type
 (charset decoding, ENUM/SET names); ``binlake dump`` prints stored values, the row API returns typed ones.
 
-The Python type of each MySQL type is documented in one table, in the README ("Value types").
+The Python type of each MySQL type is documented in one table, in the README ("Value types").  Row images
+(:data:`Row`, :data:`ABSENT`) and the reader and converter types live in :mod:`binlake.values.row`, below the
+family modules and the events alike.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from binlake.coltypes import Column, ColumnType
 from binlake.errors import UnsupportedError
+from binlake.values.row import ABSENT, Converter, ConverterFactory, Image, Reader, ReaderFactory, Row
 
-Reader = Callable[[bytes, int], tuple[object, int]]
-ReaderFactory = Callable[[Column], Reader]
-Converter = Callable[[object], object]
-ConverterFactory = Callable[[Column], "Converter | None"]
-
-__all__ = ["Converter", "Reader", "ReaderFactory", "reader_for", "typed"]
+__all__ = ["ABSENT", "Converter", "Image", "Reader", "ReaderFactory", "Row", "reader_for", "typed"]
 
 
 def _tables() -> tuple[dict[int, ReaderFactory], dict[int, ConverterFactory]]:

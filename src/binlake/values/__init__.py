@@ -8,20 +8,24 @@ Readers return the *stored* value: strings and blobs as ``bytes``, ENUM as its 1
 (charset decoding, ENUM/SET names); ``binlake dump`` prints stored values, the row API returns typed ones.
 
 The Python type of each MySQL type is documented in one table, in the README ("Value types").  Row images
-(:data:`Row`, :data:`ABSENT`) and the reader and converter types live in :mod:`binlake.values.row`, below the
-family modules and the events alike.
+(``Row``, ``ABSENT``) and the reader and converter types live in :mod:`binlake.values.row`, below the family
+modules and the events alike.
 """
 
 from __future__ import annotations
 
+import functools
+
 from binlake.coltypes import Column, ColumnType
 from binlake.errors import UnsupportedError
-from binlake.values.row import ABSENT, Converter, ConverterFactory, Image, Reader, ReaderFactory, Row
+from binlake.values.row import Converter, ConverterFactory, Reader, ReaderFactory
 
-__all__ = ["ABSENT", "Converter", "Image", "Reader", "ReaderFactory", "Row", "reader_for", "typed"]
+__all__ = ["Converter", "Reader", "ReaderFactory", "reader_for", "typed"]
 
 
+@functools.cache
 def _tables() -> tuple[dict[int, ReaderFactory], dict[int, ConverterFactory]]:
+    """The family modules' tables joined, on first use (``binlake events`` decodes no value: it never loads them)."""
     from binlake.values import decimal, enum_set, json_binary, numeric, spatial, strings, temporal, vector
 
     readers: dict[int, ReaderFactory] = {}
@@ -32,12 +36,9 @@ def _tables() -> tuple[dict[int, ReaderFactory], dict[int, ConverterFactory]]:
     return readers, converters
 
 
-_READERS, _CONVERTERS = _tables()
-
-
 def reader_for(col: Column) -> Reader:
     """The reader of one column's stored values; :class:`UnsupportedError` for a type no module decodes."""
-    factory = _READERS.get(col.real_type_code)
+    factory = _tables()[0].get(col.real_type_code)
     if factory is None:
         raise UnsupportedError(f"no decoder for column type {ColumnType.name_of(col.real_type_code)}")
     return factory(col)
@@ -45,5 +46,5 @@ def reader_for(col: Column) -> Reader:
 
 def typed(col: Column) -> Converter | None:
     """The converter from stored value to documented Python type, or ``None`` where they are the same."""
-    factory = _CONVERTERS.get(col.real_type_code)
+    factory = _tables()[1].get(col.real_type_code)
     return None if factory is None else factory(col)

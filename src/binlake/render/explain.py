@@ -40,16 +40,17 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from binlake.coltypes import ColumnType
-from binlake.decoder import Decoder, computed_checksum, decode_event
+from binlake.decoder import Decoder, Decryptor, computed_checksum, decode_event
 from binlake.errors import BinlogError, EncryptedError, MalformedError, TruncatedError
 from binlake.events.base import HEADER, HEADER_V1, LOG_EVENT_FLAGS, Event, EventHeader, EventType
 from binlake.events.context import DecodeContext, DecodeOptions
 from binlake.events.format import FormatDescriptionEvent, synthetic_fde
+from binlake.events.mariadb import StartEncryptionEvent
 from binlake.events.payload import TransactionPayloadEvent
 from binlake.events.rows import RowsEvent
 from binlake.events.table_map import OptionalField, OptionalMetadataType, TableMapEvent
 from binlake.reader import CHUNK
-from binlake.render import EXIT_ERROR, add_decode_arguments, decode_options, error_line
+from binlake.render import EXIT_ERROR, add_decode_arguments, decode_options, decryptor_of, error_line
 from binlake.render.events import event_json, event_line
 from binlake.render.explain_fields import Row, column_meta, field_row, flags_text, label, n_bytes, when
 from binlake.render.explain_rows import RowImages
@@ -118,6 +119,7 @@ class Explanation:
     in_payload: InPayload | None = None
     inner: tuple[Event, ...] | None = None  # None unless the event is a TRANSACTION_PAYLOAD_EVENT
     uncompressed: tuple[Row, ...] = ()  # a MariaDB compressed rows event's row images, offsets in the uncompressed rows
+    decrypted: bool = False  # the event is in the encrypted part of a MariaDB log: raw is its bytes once decrypted
 
     @property
     def address(self) -> str:
@@ -192,44 +194,55 @@ def _is_ascii_column(rest: str, nbytes: int, gap: int, expected: bool) -> bool:
 # --- finding the event and its context ---------------------------------------------------------------------------
 
 
-def event_at(path: str, pos: int, options: DecodeOptions) -> tuple[bytes, DecodeContext]:
+def event_at(
+    path: str, pos: int, options: DecodeOptions, decryptor: Decryptor | None = None
+) -> tuple[bytes, DecodeContext]:
     """The bytes of the event at ``pos`` in the binlog at ``path`` and the context in force there.
 
-    Decodes the file from its start (format descriptions and table maps before ``pos`` matter).  Raises
-    :class:`~binlake.errors.BinlogError` naming the file when no event starts at ``pos``.
+    Decodes the file from its start (format descriptions and table maps before ``pos`` matter).  An event in the
+    encrypted part of a MariaDB log (``encrypt_binlog``) is returned decrypted with ``decryptor`` (see
+    :func:`binlake.crypto.mariadb_decryptor`).  Raises :class:`~binlake.errors.BinlogError` naming the file when no
+    event starts at ``pos``, or when it is encrypted and there is no ``decryptor``.
     """
     try:
         if pos < 4:
             raise MalformedError(f"no event starts at {pos}: the first event is at 4, after the binlog magic")
         with open(path, "rb") as f:
-            dec = Decoder(options)
+            dec = Decoder(options, decryptor=decryptor)
             dec.feed(f.read(4))
             for _ in dec.events():  # checks and consumes the magic: dec.position is 4
                 pass
             before = 4
+            encryption: StartEncryptionEvent | None = None  # its nonce and key version decrypt the later events
             while dec.position < pos:
                 chunk = f.read(CHUNK)
                 if not chunk:
                     dec.finish()
                     raise MalformedError(f"no event at {pos}: the last event ends at {dec.position}")
                 dec.feed(chunk)
-                for _ in dec.events():
+                for ev in dec.events():
+                    if isinstance(ev, StartEncryptionEvent):
+                        encryption = ev
                     if dec.position >= pos:
                         break
                     before = dec.position
             if dec.position != pos:
                 raise MalformedError(f"no event starts at {pos}: the event at {before} ends at {dec.position}")
-            if dec.ctx.encrypted:
-                raise EncryptedError("the event is encrypted (MariaDB encrypt_binlog); explain cannot decrypt it")
             f.seek(pos)
             head = f.read(dec.ctx.header_len)
             if len(head) < 13:
                 raise TruncatedError(f"no event at {pos}: the file ends there")
-            size = int.from_bytes(head[9:13], "little")
+            size = int.from_bytes(head[9:13], "little")  # in clear in encrypted logs too
             f.seek(pos)
             raw = f.read(size)
             if len(raw) < size:
                 raise TruncatedError(f"the file ends inside the {size}-byte event", pos=pos)
+            if dec.ctx.encrypted:
+                if decryptor is None or encryption is None:
+                    raise EncryptedError(
+                        "the event is encrypted (MariaDB encrypt_binlog): give the server's key file (--key-file)"
+                    )
+                raw = decryptor(raw, pos, encryption)
             return raw, dec.ctx
     except BinlogError as e:
         raise e.at_file(path) from None
@@ -257,7 +270,9 @@ def parse_position(text: str) -> tuple[int, int | None]:
     return int(m[1]), None if m[2] is None else int(m[2])
 
 
-def inner_event_at(path: str, pos: int, offset: int, options: DecodeOptions) -> tuple[bytes, DecodeContext, InPayload]:
+def inner_event_at(
+    path: str, pos: int, offset: int, options: DecodeOptions, decryptor: Decryptor | None = None
+) -> tuple[bytes, DecodeContext, InPayload]:
     """The bytes of the event at ``offset`` in the uncompressed TRANSACTION_PAYLOAD_EVENT at ``pos`` of ``path``,
     the context in force there (the file's format description, and table maps including those earlier in the
     payload) and where it lies.
@@ -266,7 +281,7 @@ def inner_event_at(path: str, pos: int, offset: int, options: DecodeOptions) -> 
     decompress raises the decoder's error.  Raises :class:`~binlake.errors.MalformedError` when the event at ``pos``
     is not a payload or no inner event starts at ``offset`` (the message names the offsets that do).
     """
-    raw, ctx = event_at(path, pos, options)
+    raw, ctx = event_at(path, pos, options, decryptor)
     try:
         payload, inner = _payload_events(raw, pos, ctx)
         event = next((ev for ev in inner if ev.header.pos == offset), None)
@@ -286,7 +301,7 @@ def inner_event_at(path: str, pos: int, offset: int, options: DecodeOptions) -> 
 def _payload_events(raw: bytes, pos: int, ctx: DecodeContext) -> tuple[TransactionPayloadEvent, tuple[Event, ...]]:
     """The TRANSACTION_PAYLOAD_EVENT ``raw`` at ``pos`` and the events inside it, as the decoder yields them (from a
     copy of ``ctx``: ``ctx`` is not changed)."""
-    own = dataclasses.replace(ctx, table_maps=dict(ctx.table_maps), trace=None)
+    own = dataclasses.replace(ctx, table_maps=dict(ctx.table_maps), trace=None, encrypted=False)  # raw is decrypted
     dec = Decoder(context=own, start_pos=pos, magic=False)
     dec.feed(raw)
     events = list(dec.events())
@@ -397,6 +412,7 @@ def explain_event(
         in_payload,
         inner,
         uncompressed,
+        ctx.encrypted and in_payload is None,
     )
 
 
@@ -671,6 +687,7 @@ def render_json(ex: Explanation) -> dict[str, object]:
             "ok": ex.checksum[0] == ex.checksum[1],
         },
         "inner_events": None if ex.inner is None else [event_json(ev) for ev in ex.inner],
+        "decrypted": ex.decrypted,
         "error": None if ex.error is None else str(ex.error),
         "decode_error": None if ex.decode_error is None else str(ex.decode_error),
     }
@@ -697,6 +714,11 @@ def render_text(ex: Explanation, width: int = 120) -> str:
     sizes = {s: sum(r.size for r in ex.rows if r.section == s) for s in SECTIONS}
     parts = [f"{sizes[s]} {s}" for s in SECTIONS if sizes[s]]
     lines = [f"Position {ex.address}: {ex.type}, {ex.header.event_size} bytes = " + " + ".join(parts)]
+    if ex.decrypted:
+        lines.append(
+            "Decrypted with the key file (MariaDB encrypt_binlog): the bytes below are the event before encryption "
+            "(in the file only the size, bytes 9-12, is in clear)"
+        )
     if ex.in_payload is not None:
         p = ex.in_payload
         lines.append(
@@ -772,6 +794,9 @@ def _row_lines(r: Row, widths: Sequence[int]) -> list[str]:
 # --- the subcommand ----------------------------------------------------------------------------------------------
 
 
+_HEX_SERVER = "8.0.40"  # the server --hex input is decoded as, unless --server-version says otherwise
+
+
 def add_explain_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", nargs="?", metavar="FILE", help="the binlog holding the event")
     parser.add_argument(
@@ -788,8 +813,7 @@ def add_explain_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--server-version",
-        default="8.0.40",
-        help="with --hex: the server that wrote the event (default 8.0.40; a '-MariaDB' version for MariaDB)",
+        help=f"with --hex: the server that wrote the event (default {_HEX_SERVER}; a '-MariaDB' version for MariaDB)",
     )
     parser.add_argument("--no-checksum", action="store_true", help="with --hex: the event has no CRC32 at its end")
     parser.add_argument(
@@ -800,7 +824,7 @@ def add_explain_arguments(parser: argparse.ArgumentParser) -> None:
         help="a rows event: explain the first N row changes value by value (default 3; 'all': every one)",
     )
     parser.add_argument("--json", action="store_true", help="print the explanation as one JSON object")
-    add_decode_arguments(parser)
+    add_decode_arguments(parser, on_error=False)  # one event is explained, with its error: there is nothing to skip
 
 
 def _row_limit(text: str) -> int | None:
@@ -815,25 +839,24 @@ def _row_limit(text: str) -> int | None:
 def explain_main(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run ``binlake explain``; return 0, or 2 when the event has a problem (its explanation is still printed)."""
     out = sys.stdout if out is None else out
-    options = decode_options(args)
     source: str | None = args.file
     place: InPayload | None = None
+    usage = _usage_error(args)
+    if usage is not None:
+        print(f"binlake: explain: {usage}", file=sys.stderr)
+        return EXIT_ERROR
     try:
+        options = decode_options(args)
         if args.hex is not None:
-            if args.file is not None:
-                print("binlake: explain: give FILE --at POS or --hex, not both", file=sys.stderr)
-                return EXIT_ERROR
             raw, pos, ctx = _from_hex(args, options)
             source = None
-        elif args.file is None or args.at is None:
-            print("binlake: explain: give FILE --at POS, or --hex HEX", file=sys.stderr)
-            return EXIT_ERROR
         else:
             pos, offset = args.at
+            decryptor = decryptor_of(args)
             if offset is None:
-                raw, ctx = event_at(args.file, pos, options)
+                raw, ctx = event_at(args.file, pos, options, decryptor)
             else:
-                raw, ctx, place = inner_event_at(args.file, pos, offset, options)
+                raw, ctx, place = inner_event_at(args.file, pos, offset, options, decryptor)
                 pos = offset
         ex = explain_event(raw, pos, ctx, place, args.rows)
     except BinlogError as e:
@@ -850,12 +873,26 @@ def explain_main(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return 0
 
 
+def _usage_error(args: argparse.Namespace) -> str | None:
+    """What is wrong with the combination of arguments, or ``None``: some options apply to FILE, some to --hex."""
+    if args.hex is None:
+        if args.file is None or args.at is None:
+            return "give FILE --at POS, or --hex HEX"
+        hex_options = (("--server-version", args.server_version), ("--no-checksum", args.no_checksum))
+        given = [name for name, value in hex_options if value]
+        return f"{' and '.join(given)}: only with --hex (FILE's format description says it)" if given else None
+    if args.file is not None:
+        return "give FILE --at POS or --hex, not both"
+    given = [name for name, value in (("--key-file", args.key_file), ("--file-key-file", args.file_key_file)) if value]
+    return f"{' and '.join(given)}: only with FILE (an encrypted event needs its log's nonce)" if given else None
+
+
 def _from_hex(args: argparse.Namespace, options: DecodeOptions) -> tuple[bytes, int, DecodeContext]:
     text = sys.stdin.read() if args.hex == "-" else args.hex
     data = parse_hex_dump(text)
     if len(data) < 19:
         raise ValueError(f"--hex holds {len(data)} bytes, fewer than an event header")
-    ctx = DecodeContext(options, fde=synthetic_fde(args.server_version, checksum=not args.no_checksum))
+    ctx = DecodeContext(options, fde=synthetic_fde(args.server_version or _HEX_SERVER, checksum=not args.no_checksum))
     size, log_pos = int.from_bytes(data[9:13], "little"), int.from_bytes(data[13:17], "little")
     if len(data) > size >= 19:
         print(f"binlake: explain: {len(data) - size} bytes after the {size}-byte event ignored", file=sys.stderr)

@@ -185,3 +185,10 @@ def test_an_unreadable_schema_is_a_clear_error(tmp_path: Path, capsys: pytest.Ca
         status, _, err = run(capsys, *argv, "--schema", str(tmp_path / "absent.sql"))
         assert status != 0 and "cannot read --schema" in err and "Traceback" not in err, command
     assert os.path.exists(EXAMPLE)
+
+
+def test_events_idle_timeout_needs_follow(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "events", str(EXAMPLE), "--idle-timeout", "1")
+    assert (status, out) == (2, "") and "--idle-timeout: only with --follow" in err
+    status, out, _ = run(capsys, "events", str(EXAMPLE), "--idle-timeout", "0.1", "--follow")
+    assert status == 0 and "FORMAT_DESCRIPTION_EVENT" in out

@@ -64,3 +64,14 @@ def test_every_event_class_and_error_is_exported() -> None:
 def test_unknown_names_raise_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no_such_name"):
         binlake.no_such_name  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_the_readme_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    """The code of the README's "From Python", on the bundled example binlog."""
+    repo = Path(__file__).resolve().parents[1]
+    readme = (repo / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## From Python", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(code.replace('"binlog.000042"', repr(str(repo / "examples" / "example-bin.000001"))), {})
+    out = capsys.readouterr().out
+    assert "WRITE_ROWS_EVENT" in out and "insert shop orders" in out

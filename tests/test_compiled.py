@@ -34,7 +34,7 @@ def test_every_extension_is_built_where_ci_runs(name: str) -> None:
 
 @pytest.mark.parametrize(
     ("name", "prefixes", "count"),
-    [("_speedups", ("K_",), 14), ("_columnar", ("A_", "V_"), 18)],
+    [("_speedups", ("K_", "MODE_"), 17), ("_columnar", ("A_", "V_"), 18)],
 )
 def test_the_kinds_are_exported_once_and_distinct(name: str, prefixes: tuple[str, ...], count: int) -> None:
     if importlib.util.find_spec(f"binlake.{name}") is None:

@@ -13,7 +13,7 @@
  * are described in binlake.values.numeric, .decimal, .temporal, .strings and .enum_set.
  *
  * Example (Python):
- *     plan = Plan(0, 1, ABSENT, (((1, 0, 4, 1, reader, None),),))   # insert rows of one signed INT column
+ *     plan = Plan(MODE_INSERT, 1, ABSENT, (((K_INT, 0, 4, 1, reader, None),),))   # rows of one signed INT column
  *     plan.rows(b"\x00\x07\x00\x00\x00")                                # [(None, (7,))]
  */
 #define PY_SSIZE_T_CLEAN
@@ -43,6 +43,9 @@ enum {
     K_KINDS
 };
 
+/* The change kind of a Plan's rows event (exported as the module's MODE_* constants) */
+enum { MODE_INSERT, MODE_DELETE, MODE_UPDATE };
+
 #define MAX_DECIMAL_BYTES 128 /* DECIMAL(255, s) needs 116; larger ones go through the Python reader */
 #define MAX_DECIMAL_GROUPS 64
 
@@ -66,7 +69,7 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD
-    int mode; /* 0 insert, 1 delete, 2 update */
+    int mode; /* MODE_INSERT, MODE_DELETE, MODE_UPDATE */
     Py_ssize_t width;
     PyObject *absent;
     PyObject *spec;
@@ -424,8 +427,9 @@ static PyObject *Plan_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "inOO!", kwlist, &mode, &width, &absent, &PyTuple_Type, &images))
         return NULL;
     Py_ssize_t nimages = PyTuple_GET_SIZE(images);
-    if (mode < 0 || mode > 2 || width < 0 || nimages != (mode == 2 ? 2 : 1)) {
-        PyErr_SetString(PyExc_ValueError, "mode 0 (insert), 1 (delete) with one image, 2 (update) with two");
+    if ((mode != MODE_INSERT && mode != MODE_DELETE && mode != MODE_UPDATE) || width < 0 ||
+        nimages != (mode == MODE_UPDATE ? 2 : 1)) {
+        PyErr_SetString(PyExc_ValueError, "mode MODE_INSERT or MODE_DELETE with one image, MODE_UPDATE with two");
         return NULL;
     }
     Plan *self = (Plan *)type->tp_alloc(type, 0);
@@ -474,7 +478,7 @@ static PyObject *Plan_rows(Plan *self, PyObject *bufobj) {
     while (pos < len) {
         PyObject *a = read_image(self, &self->images[0], bufobj, buf, len, &pos), *b = NULL, *change;
         if (a == NULL) goto fail;
-        if (self->mode == 2) {
+        if (self->mode == MODE_UPDATE) {
             b = read_image(self, &self->images[1], bufobj, buf, len, &pos);
             if (b == NULL) {
                 Py_DECREF(a);
@@ -482,7 +486,7 @@ static PyObject *Plan_rows(Plan *self, PyObject *bufobj) {
             }
             change = PyTuple_Pack(2, a, b);
         } else {
-            change = self->mode == 0 ? PyTuple_Pack(2, Py_None, a) : PyTuple_Pack(2, a, Py_None);
+            change = self->mode == MODE_INSERT ? PyTuple_Pack(2, Py_None, a) : PyTuple_Pack(2, a, Py_None);
         }
         Py_DECREF(a);
         Py_XDECREF(b);
@@ -992,7 +996,8 @@ PyMODINIT_FUNC PyInit__speedups(void) {
         PyModule_AddIntMacro(m, K_DATETIME2) < 0 || PyModule_AddIntMacro(m, K_TIMESTAMP2) < 0 ||
         PyModule_AddIntMacro(m, K_TIME2) < 0 || PyModule_AddIntMacro(m, K_DECIMAL) < 0 ||
         PyModule_AddIntMacro(m, K_STRING) < 0 || PyModule_AddIntMacro(m, K_UINT) < 0 ||
-        PyModule_AddIntMacro(m, K_SET_BITS) < 0) {
+        PyModule_AddIntMacro(m, K_SET_BITS) < 0 || PyModule_AddIntMacro(m, MODE_INSERT) < 0 ||
+        PyModule_AddIntMacro(m, MODE_DELETE) < 0 || PyModule_AddIntMacro(m, MODE_UPDATE) < 0) {
         Py_DECREF(m);
         return NULL;
     }

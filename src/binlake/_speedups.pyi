@@ -21,6 +21,10 @@ class TextPlan:
     def __init__(self, images: tuple[tuple[bytes, tuple[_TextColumn, ...]], ...]) -> None: ...
     def text(self, buf: bytes, head: bytes) -> tuple[str, int] | None: ...
 
+# The change kind of a Plan (its mode)
+MODE_INSERT: int
+MODE_DELETE: int
+MODE_UPDATE: int
 # The kinds of Plan's and TextPlan's columns (the enum of _speedups.c)
 K_PY: int
 K_INT: int

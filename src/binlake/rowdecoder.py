@@ -66,6 +66,7 @@ __all__ = [
     "fixed_kinds",
     "partial_json_reader",
     "partial_updates",
+    "plan_mode",
     "row_decoder",
 ]
 
@@ -256,7 +257,7 @@ class RowDecoder:
             self._images.append(_Image(columns, after, typed, frozenset()))
         self._plan = None
         if _speedups is not None and kind != "image":
-            mode = ("insert", "delete", "update").index(kind)
+            mode = plan_mode(kind, _speedups)
             plans = tuple(img.plan(typed, _speedups) for img in self._images)
             self._plan = _speedups.Plan(mode, len(columns), ABSENT, plans)
 
@@ -301,6 +302,12 @@ class RowDecoder:
     def read_image(self, buf: bytes, pos: int) -> tuple[Row, int]:
         """One image at ``pos`` (``kind == "image"``) and the position after it."""
         return self._images[0].read(buf, pos)
+
+
+def plan_mode(kind: str, ext: ModuleType) -> int:
+    """The mode of the extension ``ext``'s ``Plan`` for rows of ``kind`` (its ``MODE_*`` constants)."""
+    modes: dict[str, int] = {"insert": ext.MODE_INSERT, "delete": ext.MODE_DELETE, "update": ext.MODE_UPDATE}
+    return modes[kind]
 
 
 def partial_json_reader(col: Column) -> Reader:

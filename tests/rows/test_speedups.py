@@ -29,7 +29,7 @@ from binlake import rowdecoder
 from binlake.coltypes import Column
 from binlake.coltypes import ColumnType as T
 from binlake.errors import BinlogError
-from binlake.rowdecoder import RowDecoder, row_decoder
+from binlake.rowdecoder import RowDecoder, plan_mode, row_decoder
 from binlake.values import reader_for, typed
 from binlake.values.row import ABSENT
 from binlake.values.temporal import InvalidDatetime
@@ -226,7 +226,7 @@ def cases(draw: st.DrawFn) -> tuple[RowDecoder, bytes, list[list[bool]], bool]:
 def plan_of(dec: RowDecoder) -> _speedups.Plan:
     """The compiled plan of ``dec``'s layout, built here whatever BINLAKE_PURE_PYTHON says."""
 
-    mode = ("insert", "delete", "update").index(dec.kind)
+    mode = plan_mode(dec.kind, _speedups)
     return _speedups.Plan(mode, len(dec.columns), ABSENT, tuple(img.plan(dec.typed, _speedups) for img in dec._images))
 
 

@@ -1,0 +1,55 @@
+"""The lake lands every code of every charset as SELECT returns it (the twin of tests/values/test_charsets.py).
+
+``binlake ingest`` decodes the binlog of ``tests/values/_charset_binlog.py`` (every code of every charset the
+server has, ENUM and SET names in each charset, surrogate code points) into Delta tables; each table's current
+state must hold, cell by cell, what PyMySQL got from the server.  Text that is no text (the surrogates) lands as
+the lake lands any such value: its bytes decoded as UTF-8 with ``\\xNN`` escapes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.spark.test_spark import _delta
+from tests.values._charset_binlog import SURROGATES, charset_binlog
+
+from binlake.testing.mariadb import MariaDBServer
+
+pytestmark = [pytest.mark.spark, pytest.mark.server]
+
+
+def test_lake_lands_every_code_of_every_charset(spark: Any, mariadb_server: MariaDBServer, tmp_path: Path) -> None:
+    from binlake.spark.ingest import ingest
+
+    data = charset_binlog(mariadb_server)
+    lake = tmp_path / "lake"
+    ingest(spark, [str(f) for f in data.files], str(lake))
+    tables = {
+        name: {r["id"]: r for r in _delta(lake / "charset_codes" / name / "current").to_pylist()}
+        for name in ("codes", "names", "surrogates")
+    }
+    wrong = []
+    assert set(tables["codes"]) == set(data.codes)
+    for row_id, want in data.codes.items():
+        for cs in data.charsets:
+            if tables["codes"][row_id][f"c_{cs}"] != want[f"c_{cs}"]:
+                wrong.append(f"c_{cs} row {row_id}")
+    assert set(tables["names"]) == set(data.names)
+    for row_id, want in data.names.items():
+        for cs in data.charsets:
+            got = tables["names"][row_id]
+            if got[f"e_{cs}"] != want[f"e_{cs}"]:
+                wrong.append(f"e_{cs} row {row_id}: lake {got[f'e_{cs}']!r}, server {want[f'e_{cs}']!r}")
+            members = want[f"s_{cs}"]
+            members = sorted(members.split(",") if members else []) if isinstance(members, str) else sorted(members)
+            if sorted(got[f"s_{cs}"]) != members:
+                wrong.append(f"s_{cs} row {row_id}: lake {got[f's_{cs}']!r}, server {members!r}")
+    assert set(tables["surrogates"]) == set(data.surrogates)
+    for row_id, stored in data.surrogates.items():
+        for cs in SURROGATES:
+            for col in (f"c_{cs}", f"e_{cs}"):
+                if tables["surrogates"][row_id][col] != stored[col].decode("utf-8", "backslashreplace"):
+                    wrong.append(f"{col} row {row_id}: lake {tables['surrogates'][row_id][col]!r}")
+    assert not wrong, "\n".join(wrong[:40])

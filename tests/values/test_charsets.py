@@ -117,4 +117,4 @@ def test_surrogate_code_points_stay_bytes_and_enum_names_stay_text(mariadb_serve
             member = SURROGATE_MEMBER.encode(encoding, "surrogatepass")
             assert stored[f"e_{cs}"] == member
             assert row[f"e_{cs}"] == member.decode("ascii", "backslashreplace")
-            assert row[f"e_{cs}"].encode("utf-8")  # no lone surrogate
+            row[f"e_{cs}"].encode("utf-8")  # raises on a lone surrogate

@@ -8,22 +8,31 @@ the lake lands any such value: its bytes decoded as UTF-8 with ``\\xNN`` escapes
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.spark.test_spark import _delta
-from tests.values._charset_binlog import SURROGATES, charset_binlog
+from tests.values._charset_binlog import SURROGATES, CharsetBinlog, charset_binlog_server
 
 from binlake.testing.mariadb import MariaDBServer
 
 pytestmark = [pytest.mark.spark, pytest.mark.server]
 
 
-def test_lake_lands_every_code_of_every_charset(spark: Any, mariadb_server: MariaDBServer, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def charset_server() -> Iterator[tuple[MariaDBServer, CharsetBinlog]]:
+    with charset_binlog_server() as pair:
+        yield pair
+
+
+def test_lake_lands_every_code_of_every_charset(
+    spark: Any, charset_server: tuple[MariaDBServer, CharsetBinlog], tmp_path: Path
+) -> None:
     from binlake.spark.ingest import ingest
 
-    data = charset_binlog(mariadb_server)
+    data = charset_server[1]
     lake = tmp_path / "lake"
     ingest(spark, [str(f) for f in data.files], str(lake))
     tables = {

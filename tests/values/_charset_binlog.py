@@ -1,6 +1,8 @@
-"""A binlog in which the private server wrote every character code of every charset it has, and what SELECT returns.
+"""A binlog in which a private server wrote every character code of every charset it has, and what SELECT returns.
 
-:func:`charset_binlog` (once per server) creates the database ``charset_codes`` with
+:func:`charset_binlog_server` starts a server of its own (the binlog is some 18 MB: other tests that ingest every
+file of the session's server stay as they are) and :func:`write_charset_binlog` creates the database
+``charset_codes`` with
 
 * ``codes``: ``id`` and one ``LONGTEXT`` column ``c_<charset>`` per charset of ``SHOW CHARACTER SET`` but
   ``binary``; row *i* holds the *i*-th batch of the charset's codes (:func:`every_code`) one after another, NULL
@@ -19,14 +21,18 @@ values are read back with PyMySQL over a utf8mb4 connection (text as a client ge
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from binlake.events.rows import RowsEvent
 from binlake.reader import read_events
-from binlake.testing.mariadb import MariaDBServer
+from binlake.testing.mariadb import INSTALL_HINT, MariaDBServer, missing_tools
 from binlake.values import charmap
 
 DB = "charset_codes"
@@ -98,8 +104,18 @@ def decoded_rows(files: list[Path], table: str) -> dict[int, dict[str, Any]]:
     return rows
 
 
-@cache
-def charset_binlog(server: MariaDBServer) -> CharsetBinlog:
+@contextmanager
+def charset_binlog_server() -> Iterator[tuple[MariaDBServer, CharsetBinlog]]:
+    """A private server (skips where MariaDB is not installed) and the binlog it wrote; for a module fixture."""
+    missing = missing_tools()
+    if missing:
+        pytest.skip(f"MariaDB server not installed ({', '.join(missing)} not found): {INSTALL_HINT}")
+    with MariaDBServer() as server:
+        yield server, write_charset_binlog(server)
+
+
+def write_charset_binlog(server: MariaDBServer) -> CharsetBinlog:
+    """Create and fill ``charset_codes`` on ``server`` (see the module doc), in binlog files of their own."""
     import pymysql
 
     charsets = {str(cs): int(str(n)) for cs, _, _, n in server.query("SHOW CHARACTER SET") if str(cs) not in EXCLUDED}

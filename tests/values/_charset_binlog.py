@@ -76,6 +76,35 @@ def _hex(raw: bytes) -> str:
     return f"x'{raw.hex()}'"
 
 
+def _members(column: str, value: Any) -> Any:
+    """A SET column's value as a set of member names (PyMySQL gives ``'a,b'`` or a set, the lake a list)."""
+    if not column.startswith("s_") or value is None:
+        return value
+    if isinstance(value, str):
+        return frozenset(value.split(",")) if value else frozenset()
+    return frozenset(value)
+
+
+def differences(want: dict[int, dict[str, Any]], got: dict[int, dict[str, Any]]) -> list[str]:
+    """Every cell where ``got`` (binlake's rows by id) is not ``want`` (the server's), the first differing
+    character of a text named."""
+    if set(got) != set(want):
+        return [f"ids: binlake {sorted(got)}, server {sorted(want)}"]
+    wrong = []
+    for row_id, row in want.items():
+        for column, expected in row.items():
+            value = _members(column, got[row_id][column])
+            if value == expected:
+                continue
+            where = ""
+            if isinstance(value, str) and isinstance(expected, str):
+                i = next((i for i, (g, w) in enumerate(zip(value, expected, strict=False)) if g != w), None)
+                where = f" at character {i}" if i is not None else f" ({len(value)} against {len(expected)} characters)"
+            shown = f"{type(value).__name__} of {len(value)}" if len(repr(value)) > 200 else repr(value)
+            wrong.append(f"{column} row {row_id}{where}: binlake {shown}, server {expected!r:.200}")
+    return wrong
+
+
 @dataclass(frozen=True)
 class CharsetBinlog:
     """The binlog files and, per table, ``{id: {column: value}}`` as SELECT returned it."""
@@ -175,7 +204,7 @@ def write_charset_binlog(server: MariaDBServer) -> CharsetBinlog:
             cur.execute("SELECT * FROM codes")
             codes_rows = {r["id"]: r for r in cur.fetchall()}
             cur.execute("SELECT * FROM names")
-            names_rows = {r["id"]: r for r in cur.fetchall()}
+            names_rows = {r["id"]: {k: _members(k, v) for k, v in r.items()} for r in cur.fetchall()}
             cur.execute(
                 "SELECT id, "
                 + ", ".join(f"HEX(c_{cs}) AS c_{cs}, HEX(e_{cs}) AS e_{cs}" for cs in SURROGATES)

@@ -319,9 +319,9 @@ _RULES: dict[str, str | None] = {
     "utf16le": "utf-16-le",
     "utf32": "utf-32-be",
     # MySQL latin1 is Windows-1252 with the five bytes it leaves undefined (0x81 0x8D 0x8F 0x90 0x9D) read as
-    # U+0081.. like ISO-8859-1 (ctype-latin1.c): total, see decode()
+    # U+0081.. like ISO-8859-1 (ctype-latin1.c): total (_latin1)
     "latin1": "cp1252",
-    # UCS-2: UTF-16BE without surrogate pairs (every 2 bytes are one code), see decode()
+    # UCS-2: UTF-16BE without surrogate pairs (every 2 bytes are one code: _ucs2)
     "ucs2": "ucs2",
     # MySQL's alone (ids 248..250): Python's GB18030 codec, not checked code by code (no MariaDB has the charset,
     # so the test suite's server cannot state its mapping)

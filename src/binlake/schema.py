@@ -54,126 +54,58 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from binlake.coltypes import Column, ColumnType
+from binlake.sql.cursor import (
+    Cursor,
+    Unread,
+    alter_head,
+    create_head,
+    drop_database,
+    drop_tables,
+    rename_clause,
+    rename_pairs,
+)
+from binlake.sql.lexer import (
+    MODE_NO_BACKSLASH_ESCAPES,
+    Token,
+    is_name,
+    keyword,
+    matching,
+    split_commas,
+    split_statements,
+    tokens,
+    top_level_words,
+    unquote,
+)
+from binlake.sql.statements import is_ddl
 
 if TYPE_CHECKING:
     from binlake.events.query import QueryEvent
 
-__all__ = ["OLD_TEMPORAL", "SchemaTracker", "TableSchema", "TrackedColumn", "is_ddl", "split_statements"]
+__all__ = [
+    "MODE_NO_BACKSLASH_ESCAPES",
+    "OLD_TEMPORAL",
+    "SchemaTracker",
+    "TableSchema",
+    "TrackedColumn",
+    "is_ddl",
+    "split_statements",
+]
 
 T = ColumnType
 
 OLD_TEMPORAL = frozenset({T.TIMESTAMP, T.TIME, T.DATETIME})
 """Table-map types whose fsp only the DDL knows (MariaDB 5.3 hires layouts, see :mod:`binlake.values.temporal`)."""
 
-# sql_mode bits (include/my_sqlcommand.h / sql/sql_class.h): ANSI_QUOTES, NO_BACKSLASH_ESCAPES
-MODE_ANSI_QUOTES = 0x4
-MODE_NO_BACKSLASH_ESCAPES = 0x100000
 # Q_GTID_FLAGS3 bits of MariaDB's binlog_alter_two_phase (Gtid_log_event::FL_*_ALTER_E1 in sql/log_event.h): the
 # ALTER's text is logged at its start and again at its commit or rollback
 _FL_START_ALTER = 0x02
 _FL_ROLLBACK_ALTER = 0x08
-
-# Statements worth parsing: CREATE/ALTER/RENAME/DROP after blanks and comments (possessive, so no backtracking on
-# long comment runs).  Checked on the raw query bytes of every QUERY event: BEGIN, COMMIT, DML fail at byte one.
-_DDL_START = re.compile(
-    rb"(?:\s|/\*(?!M?!).*?\*/|#[^\n]*+|--\s[^\n]*+)*+(?:/\*M?!\d*+)?\s*(?:create|alter|rename|drop)\b",
-    re.IGNORECASE | re.DOTALL,
-)
-
-
-def is_ddl(query: bytes) -> bool:
-    """Might ``query`` change a table's columns?  A cheap test on the statement's first keyword.
-
-    >>> is_ddl(b"/* x */ create table t (a int)"), is_ddl(b"BEGIN"), is_ddl(b"INSERT INTO t VALUES (1)")
-    (True, False, False)
-    """
-    return _DDL_START.match(query) is not None
-
-
-# ---- lexer ---------------------------------------------------------------------------------------------------
-
-_LEX_PARTS = (
-    r"(?P<ws>\s+)"
-    r"|(?P<exec>/\*M?!\d*)"  # an executable comment's opener: what follows is code
-    r"|(?P<comment>/\*.*?\*/|\#[^\n]*|--(?:\s[^\n]*)?(?=\n|$))"
-    r"|(?P<close>\*/)"  # the end of an executable comment
-    r"|(?P<bq>`(?:[^`]|``)*`)"
-    r"|(?P<dq>\"(?:[^\"{bs}]|{esc}\"\")*\")"
-    r"|(?P<sq>'(?:[^'{bs}]|{esc}'')*')"
-    r"|(?P<word>[0-9A-Za-z_$\u0080-\U0010ffff]+)"
-    r"|(?P<p>.)"
-)
-_LEX = re.compile(_LEX_PARTS.format(bs="\\\\", esc="\\\\.|"), re.DOTALL)  # backslash escapes in strings
-_LEX_NO_BACKSLASH = re.compile(_LEX_PARTS.format(bs="", esc=""), re.DOTALL)  # sql_mode NO_BACKSLASH_ESCAPES
-_SKIP = frozenset({"ws", "exec", "comment", "close"})
-
-
-class _Tok(NamedTuple):
-    kind: str  # word, bq (`name`), dq ("name"), sq ('string'), p (one punctuation character), eof
-    text: str
-    start: int
-    end: int
-
-
-def _tokens(sql: str, sql_mode: int = 0) -> list[_Tok]:
-    lex = _LEX_NO_BACKSLASH if sql_mode & MODE_NO_BACKSLASH_ESCAPES else _LEX
-    out = []
-    for m in lex.finditer(sql):
-        kind = m.lastgroup or "p"
-        if kind not in _SKIP:
-            out.append(_Tok(kind, m.group(), m.start(), m.end()))
-    return out
-
-
-def _unquote(tok: _Tok) -> str:
-    """A name or string token's value: quotes removed, doubled quotes (and backslash escapes in strings) undone."""
-    if tok.kind == "bq":
-        return tok.text[1:-1].replace("``", "`")
-    if tok.kind in ("dq", "sq"):
-        q = tok.text[0]
-        body = tok.text[1:-1].replace(q + q, q)
-        return re.sub(r"\\(.)", r"\1", body) if "\\" in body else body
-    return tok.text
-
-
-def split_statements(script: str) -> Iterator[str]:
-    """The statements of an SQL script (``mysqldump --no-data`` output, a schema file), without their delimiters.
-
-    Splits at ``;`` outside quotes and comments and follows the client's ``DELIMITER`` command.
-
-    >>> list(split_statements("USE a; CREATE TABLE `x;y` (c INT -- t;\\n); # c\\nDELIMITER //\\nDROP TABLE z//"))
-    ['USE a', 'CREATE TABLE `x;y` (c INT -- t;\\n)', 'DROP TABLE z']
-    """
-    delimiter, pos, start, n = ";", 0, 0, len(script)
-    blank = True  # only blanks and comments since the statement's start: a DELIMITER line may come
-    directive = re.compile(r"[ \t]*delimiter[ \t]+(\S+)[^\n]*", re.IGNORECASE)
-    while pos < n:
-        if blank and (pos == 0 or script[pos - 1] == "\n"):
-            d = directive.match(script, pos)
-            if d is not None:
-                delimiter, pos = d[1], d.end()
-                start = pos
-                continue
-        if script.startswith(delimiter, pos):
-            if script[start:pos].strip():
-                yield script[start:pos].strip()
-            pos += len(delimiter)
-            start, blank = pos, True
-            continue
-        m = _LEX.match(script, pos)
-        if m is None:  # pragma: no cover - the last alternative matches any character
-            break
-        if m.lastgroup not in ("ws", "comment"):
-            blank = False
-        pos = m.end() if m.lastgroup != "p" else pos + 1
-    if script[start:].strip():
-        yield script[start:].strip()
 
 
 # ---- the tracked schema ----------------------------------------------------------------------------------------
@@ -298,15 +230,24 @@ _NOT_ALTERED_COLUMN = _NOT_COLUMN | {"PARTITION", "PERIOD", "DEFAULT"}
 # (vers_create_fields in sql/handler.cc: TIMESTAMP(6), INVISIBLE_SYSTEM)
 _ROW_START = TrackedColumn("row_start", "timestamp", ("6",), False, "TIMESTAMP(6) GENERATED ALWAYS AS ROW START")
 _ROW_END = TrackedColumn("row_end", "timestamp", ("6",), False, "TIMESTAMP(6) GENERATED ALWAYS AS ROW END")
-_EOF = _Tok("eof", "", -1, -1)
-_NAME_KINDS = frozenset({"word", "bq", "dq"})
+# The columns of every MariaDB sequence (sql/sql_sequence.cc ``sequence_structure``, as SHOW CREATE TABLE prints
+# them); a sequence table has no key (check_sequence_fields: "Sequence tables cannot have any keys") and one row.
+SEQUENCE_COLUMNS = tuple(
+    TrackedColumn(name, type_name, ("1" if type_name == "tinyint" else "21",), unsigned, definition)
+    for name, type_name, unsigned, definition in (
+        ("next_not_cached_value", "bigint", False, "bigint(21) NOT NULL"),
+        ("minimum_value", "bigint", False, "bigint(21) NOT NULL"),
+        ("maximum_value", "bigint", False, "bigint(21) NOT NULL"),
+        ("start_value", "bigint", False, "bigint(21) NOT NULL"),
+        ("increment", "bigint", False, "bigint(21) NOT NULL"),
+        ("cache_size", "bigint", True, "bigint(21) unsigned NOT NULL"),
+        ("cycle_option", "tinyint", True, "tinyint(1) unsigned NOT NULL"),
+        ("cycle_count", "bigint", False, "bigint(21) NOT NULL"),
+    )
+)
 
 _Key = tuple[str | None, str]
 _Position = tuple[str, str]  # ("first", "") or ("after", column name)
-
-
-class _Skip(Exception):
-    """A statement (or clause) the tracker does not follow: it changes nothing."""
 
 
 class _Forget(Exception):
@@ -318,122 +259,28 @@ def _key(schema: str | None, name: str) -> _Key:
     return (schema.casefold() if schema is not None else None, name.casefold())
 
 
-def _is_p(tok: _Tok, char: str) -> bool:
+def _is_p(tok: Token, char: str) -> bool:
     return tok.kind == "p" and tok.text == char
 
 
-def _kw(tok: _Tok) -> str:
-    """The keyword a token may be: its upper-cased text if it is a plain word, else ``""``."""
-    return tok.text.upper() if tok.kind == "word" else ""
-
-
-def _matching(toks: Sequence[_Tok], i: int) -> int:
+def _matching(toks: Sequence[Token], i: int) -> int:
     """Index of the ``)`` closing the ``(`` at ``i``."""
-    depth = 0
-    for j in range(i, len(toks)):
-        if toks[j].kind == "p":
-            if toks[j].text == "(":
-                depth += 1
-            elif toks[j].text == ")":
-                depth -= 1
-                if depth == 0:
-                    return j
-    raise _Skip("unbalanced parentheses")
+    k = matching(toks, i)
+    if k is None:
+        raise Unread("unbalanced parentheses")
+    return k
 
 
-def _split(toks: Sequence[_Tok]) -> list[list[_Tok]]:
-    """``toks`` split at commas outside parentheses (empty parts dropped)."""
-    parts: list[list[_Tok]] = [[]]
-    depth = 0
-    for tok in toks:
-        if tok.kind == "p":
-            if tok.text == "(":
-                depth += 1
-            elif tok.text == ")":
-                depth -= 1
-            elif tok.text == "," and depth == 0:
-                parts.append([])
-                continue
-        parts[-1].append(tok)
-    return [p for p in parts if p]
+def _toks(sql: str, sql_mode: int = 0) -> list[Token]:
+    return list(tokens(sql, sql_mode))
 
 
-def _top_level_words(toks: Sequence[_Tok]) -> list[str]:
-    out, depth = [], 0
-    for tok in toks:
-        if _is_p(tok, "("):
-            depth += 1
-        elif _is_p(tok, ")"):
-            depth -= 1
-        elif depth == 0 and tok.kind == "word":
-            out.append(tok.text.upper())
-    return out
-
-
-class _Stream:
-    """A cursor over tokens that never runs off the end (past it, every token is ``_EOF``)."""
-
-    __slots__ = ("i", "toks")
-
-    def __init__(self, toks: Sequence[_Tok], i: int = 0) -> None:
-        self.toks = toks
-        self.i = i
-
-    def peek(self, k: int = 0) -> _Tok:
-        j = self.i + k
-        return self.toks[j] if j < len(self.toks) else _EOF
-
-    def kw(self, k: int = 0) -> str:
-        return _kw(self.peek(k))
-
-    def accept(self, *words: str) -> bool:
-        """Step over the keywords ``words`` if they come next."""
-        if all(self.kw(k) == w for k, w in enumerate(words)):
-            self.i += len(words)
-            return True
-        return False
-
-    def expect(self, *words: str) -> None:
-        if not self.accept(*words):
-            raise _Skip(f"expected {' '.join(words)}")
-
-    def accept_p(self, char: str) -> bool:
-        if _is_p(self.peek(), char):
-            self.i += 1
-            return True
-        return False
-
-    def name(self) -> str:
-        tok = self.peek()
-        if tok.kind not in _NAME_KINDS:
-            raise _Skip("expected a name")
-        self.i += 1
-        return _unquote(tok)
-
-    def qualified(self) -> tuple[str | None, str]:
-        """``db.name`` or ``name`` (``None`` for the database)."""
-        first = self.name()
-        if self.accept_p("."):
-            return first, self.name()
-        return None, first
-
-    def skip_wait(self) -> None:
-        """MariaDB's ``WAIT n`` / ``NOWAIT`` lock-timeout clause."""
-        if self.accept("WAIT"):
-            self.i += 1
-        else:
-            self.accept("NOWAIT")
-
-    def rest(self) -> list[_Tok]:
-        return list(self.toks[self.i :])
-
-
-def _column(name: str, toks: Sequence[_Tok], sql: str) -> TrackedColumn:
+def _column(name: str, toks: Sequence[Token], sql: str) -> TrackedColumn:
     """A column from its name and the tokens of its definition (type, then attributes)."""
     j = 2 if len(toks) > 2 and _is_p(toks[1], ".") else 0  # a qualified type: mariadb_schema.date
     if len(toks) <= j or toks[j].kind not in ("word", "bq"):
-        raise _Skip("column without a type")
-    type_name = _unquote(toks[j]).lower()
+        raise Unread("column without a type")
+    type_name = unquote(toks[j]).lower()
     j += 1
     second = toks[j].text.lower() if j < len(toks) and toks[j].kind == "word" else ""
     if second in _TWO_WORDS.get(type_name, ()):
@@ -443,32 +290,33 @@ def _column(name: str, toks: Sequence[_Tok], sql: str) -> TrackedColumn:
     if j < len(toks) and _is_p(toks[j], "("):
         k = _matching(toks, j)
         params = tuple(
-            _unquote(part[0]) if len(part) == 1 else " ".join(t.text for t in part) for part in _split(toks[j + 1 : k])
+            unquote(part[0]) if len(part) == 1 else " ".join(t.text for t in part)
+            for part in split_commas(toks[j + 1 : k])
         )
         j = k + 1
-    words = _top_level_words(toks[j:])
+    words = top_level_words(toks[j:])
     unsigned = "UNSIGNED" in words or "ZEROFILL" in words
     return TrackedColumn(name, type_name, params, unsigned, sql[toks[0].start : toks[-1].end])
 
 
-def _element(part: Sequence[_Tok], sql: str) -> TrackedColumn | None:
+def _element(part: Sequence[Token], sql: str) -> TrackedColumn | None:
     """One element of a CREATE TABLE list (or of ``ALTER ... ADD (...)``): a column, or ``None`` for a key etc."""
     first = part[0]
-    word = _kw(first)
-    second = _kw(part[1]) if len(part) > 1 else ""
+    word = keyword(first)
+    second = keyword(part[1]) if len(part) > 1 else ""
     if word in _NOT_COLUMN or (word, second) in (("PERIOD", "FOR"), ("VECTOR", "INDEX"), ("VECTOR", "KEY")):
         return None
-    if first.kind not in _NAME_KINDS:
-        raise _Skip("element without a name")
-    return _column(_unquote(first), part[1:], sql)
+    if not is_name(first):
+        raise Unread("element without a name")
+    return _column(unquote(first), part[1:], sql)
 
 
-def _position(toks: list[_Tok]) -> tuple[list[_Tok], _Position | None]:
+def _position(toks: list[Token]) -> tuple[list[Token], _Position | None]:
     """A column definition of ALTER without its trailing ``FIRST`` / ``AFTER col``, and that position."""
-    if toks and _kw(toks[-1]) == "FIRST":
+    if toks and keyword(toks[-1]) == "FIRST":
         return toks[:-1], ("first", "")
-    if len(toks) >= 2 and _kw(toks[-2]) == "AFTER" and toks[-1].kind in _NAME_KINDS:
-        return toks[:-2], ("after", _unquote(toks[-1]))
+    if len(toks) >= 2 and keyword(toks[-2]) == "AFTER" and is_name(toks[-1]):
+        return toks[:-2], ("after", unquote(toks[-1]))
     return toks, None
 
 
@@ -499,20 +347,20 @@ def _add_versioning(cols: list[TrackedColumn]) -> None:
 _ROW_END_COLUMN = re.compile(r"\bAS\s+ROW\s+END\b", re.IGNORECASE)
 
 
-def _inline_primary(toks: Sequence[_Tok]) -> bool:
+def _inline_primary(toks: Sequence[Token]) -> bool:
     """Does a column definition (the tokens after the column's name) make that column the primary key?
 
     The column attribute ``opt_primary KEY_SYM`` of sql/sql_yacc.yy (both servers): ``PRIMARY KEY`` or a bare
     ``KEY`` is the primary key; ``UNIQUE [KEY]`` is a unique key (``UNIQUE KEY KEY`` is both).
 
-    >>> [_inline_primary(_tokens(d)) for d in ("INT KEY", "INT UNIQUE KEY COMMENT 'primary key'", "INT PRIMARY KEY")]
+    >>> [_inline_primary(_toks(d)) for d in ("INT KEY", "INT UNIQUE KEY COMMENT 'primary key'", "INT PRIMARY KEY")]
     [True, False, True]
     """
-    words = _top_level_words(toks)
+    words = top_level_words(toks)
     return any(w == "KEY" and words[i - 1] != "UNIQUE" for i, w in enumerate(words) if i)
 
 
-def _primary_element(part: Sequence[_Tok]) -> tuple[list[str], bool] | None:
+def _primary_element(part: Sequence[Token]) -> tuple[list[str], bool] | None:
     """The key parts of a ``[CONSTRAINT [c]] PRIMARY KEY [IF NOT EXISTS] [name] [USING type] (parts) [options]``
     element (``key_def`` in sql/sql_yacc.yy; the names are ignored, the key is always ``PRIMARY``) and whether it
     says ``IF NOT EXISTS``; ``None`` when ``part`` is another element.
@@ -520,10 +368,10 @@ def _primary_element(part: Sequence[_Tok]) -> tuple[list[str], bool] | None:
     A key part is ``col [(prefix length)] [ASC | DESC]``; a part of any other form (MySQL's functional
     ``((expr))``, which the server refuses for a primary key) gives no names: a key the caller cannot know.
 
-    >>> _primary_element(_tokens("CONSTRAINT pk PRIMARY KEY USING BTREE (`b`(10) DESC, a)"))
+    >>> _primary_element(_toks("CONSTRAINT pk PRIMARY KEY USING BTREE (`b`(10) DESC, a)"))
     (['b', 'a'], False)
     """
-    s = _Stream(part)
+    s = Cursor(part)
     if s.accept("CONSTRAINT") and s.kw() != "PRIMARY":
         s.i += 1  # the constraint's name
     if not s.accept("PRIMARY", "KEY"):
@@ -534,15 +382,15 @@ def _primary_element(part: Sequence[_Tok]) -> tuple[list[str], bool] | None:
     if s.peek().kind == "eof":
         return [], if_not_exists
     names = []
-    for key_part in _split(part[s.i + 1 : _matching(part, s.i)]):
+    for key_part in split_commas(part[s.i + 1 : _matching(part, s.i)]):
         rest = key_part[1:]
         if rest and _is_p(rest[0], "("):
             rest = rest[_matching(rest, 0) + 1 :]  # a prefix length
-        if rest and _kw(rest[0]) in ("ASC", "DESC"):
+        if rest and keyword(rest[0]) in ("ASC", "DESC"):
             rest = rest[1:]
-        if key_part[0].kind not in _NAME_KINDS or rest:
+        if not is_name(key_part[0]) or rest:
             return [], if_not_exists
-        names.append(_unquote(key_part[0]))
+        names.append(unquote(key_part[0]))
     return names, if_not_exists
 
 
@@ -632,11 +480,9 @@ def _check_rename(cols: Sequence[TrackedColumn], i: int, new: str) -> None:
         raise _Forget(f"a second column named {new!r}")
 
 
-def _alter_clause(
-    spec: list[_Tok], cols: list[TrackedColumn], sql: str, keys: _KeyEdit
-) -> tuple[str | None, str] | None:
-    """Apply one ALTER TABLE clause to ``cols``; a ``RENAME [TO]`` returns the new name."""
-    s = _Stream(spec)
+def _alter_clause(spec: list[Token], cols: list[TrackedColumn], sql: str, keys: _KeyEdit) -> None:
+    """Apply one ALTER TABLE clause to ``cols`` (the table's own ``RENAME [TO]`` is read by the caller)."""
+    s = Cursor(spec)
     if s.accept("ADD"):
         column = s.accept("COLUMN")
         if_not_exists = s.accept("IF", "NOT", "EXISTS")
@@ -649,7 +495,7 @@ def _alter_clause(
                 keys.added.append((primary[0], primary[1] or if_not_exists))
             return None
         if _is_p(s.peek(), "("):
-            parts = _split(spec[s.i + 1 : _matching(spec, s.i)])
+            parts = split_commas(spec[s.i + 1 : _matching(spec, s.i)])
             for part, added in list(zip(parts, [_element(part, sql) for part in parts], strict=True)):
                 primary = _primary_element(part) if added is None else None
                 if primary is not None:
@@ -660,9 +506,9 @@ def _alter_clause(
                         keys.added.append(([added.name], False))
             return None
         body, where = _position(s.rest())
-        col = _column(_unquote(body[0]), body[1:], sql) if body and body[0].kind in _NAME_KINDS else None
+        col = _column(unquote(body[0]), body[1:], sql) if body and is_name(body[0]) else None
         if col is None:
-            raise _Skip("ADD without a column")
+            raise Unread("ADD without a column")
         if not (if_not_exists and _find(cols, col.name) is not None):
             _place(cols, col, where)
         if _inline_primary(body[1:]):  # even on a column IF NOT EXISTS skips: the server adds the key (10.11)
@@ -675,9 +521,9 @@ def _alter_clause(
         old = s.name()
         body, where = _position(s.rest())
         if change:
-            if not body or body[0].kind not in _NAME_KINDS:
+            if not body or not is_name(body[0]):
                 raise _Forget("CHANGE without a new name")
-            new, body = _unquote(body[0]), body[1:]
+            new, body = unquote(body[0]), body[1:]
         else:
             new = old
         i = _find(cols, old)
@@ -723,22 +569,16 @@ def _alter_clause(
             raise _Forget(f"DROP of an unknown column {name!r}")
         keys.rename(name, None)
         del cols[i]
-    elif s.accept("RENAME"):
-        if s.accept("COLUMN"):
-            old = s.name()
-            s.expect("TO")
-            i = _find(cols, old)
-            if i is None:
-                raise _Forget(f"RENAME of an unknown column {old!r}")
-            new = s.name()
-            _check_rename(cols, i, new)
-            keys.rename(old, new)
-            cols[i] = replace(cols[i], name=new)
-        elif s.kw() not in ("INDEX", "KEY"):
-            if not (s.accept("TO") or s.accept("AS")):
-                s.accept_p("=")
-            return s.qualified()
-    return None
+    elif s.accept("RENAME", "COLUMN"):
+        old = s.name()
+        s.expect("TO")
+        i = _find(cols, old)
+        if i is None:
+            raise _Forget(f"RENAME of an unknown column {old!r}")
+        new = s.name()
+        _check_rename(cols, i, new)
+        keys.rename(old, new)
+        cols[i] = replace(cols[i], name=new)
 
 
 class SchemaTracker:
@@ -827,7 +667,7 @@ class SchemaTracker:
 
     def observe(self, ev: QueryEvent) -> bool:
         """Follow a QUERY event's statement if it is DDL (cheap for any other); True when the schema changed."""
-        if not _DDL_START.match(ev.query_raw):
+        if not is_ddl(ev.query_raw):
             return False
         flags3 = ev.status("GTID_FLAGS3")
         if isinstance(flags3, tuple) and flags3[0] & (_FL_START_ALTER | _FL_ROLLBACK_ALTER):
@@ -840,7 +680,7 @@ class SchemaTracker:
 
         Statements it does not understand change nothing (see the module docstring).
         """
-        s = _Stream(_tokens(sql, sql_mode))
+        s = Cursor(_toks(sql, sql_mode))
         try:
             if s.accept("CREATE"):
                 return self._create(s, db, sql)
@@ -850,7 +690,7 @@ class SchemaTracker:
                 return self._rename(s, db)
             if s.accept("DROP"):
                 return self._drop(s, db)
-        except _Skip:
+        except Unread:
             pass
         return False
 
@@ -859,9 +699,9 @@ class SchemaTracker:
         changed the schema."""
         changed = 0
         for stmt in split_statements(script):
-            s = _Stream(_tokens(stmt))
+            s = Cursor(_toks(stmt))
             if s.accept("USE"):
-                with contextlib.suppress(_Skip):
+                with contextlib.suppress(Unread):
                     db = s.name()
             elif is_ddl(stmt.encode("utf-8", "surrogateescape")):
                 changed += self.execute(stmt, db)
@@ -876,16 +716,17 @@ class SchemaTracker:
     def _forget(self, schema: str | None, name: str) -> bool:
         return self._tables.pop(_key(schema, name), None) is not None
 
-    def _create(self, s: _Stream, db: str | None, sql: str) -> bool:
-        s.accept("OR", "REPLACE")
-        if s.accept("TEMPORARY"):
-            return False
-        s.expect("TABLE")
-        if_not_exists = s.accept("IF", "NOT", "EXISTS")
-        schema, name = s.qualified()
-        schema = schema or db
-        if if_not_exists and self._tables.get(_key(schema, name)) is not None:
+    def _create(self, s: Cursor, db: str | None, sql: str) -> bool:
+        head = create_head(s)
+        if head.temporary:
+            return False  # a temporary table shadows the base table of its name, whose rows are the ones logged
+        schema, name = head.name[0] or db, head.name[1]
+        if head.if_not_exists and self._tables.get(_key(schema, name)) is not None:
             return False  # the statement left the existing table alone
+        if head.sequence:
+            if s.kw() == "AS":
+                return self._forget(schema, name)  # MariaDB 11.5+ value types: not the columns below
+            return self._put(TableSchema(schema, name, SEQUENCE_COLUMNS, ()))
         like = s.accept("LIKE") or (_is_p(s.peek(), "(") and s.kw(1) == "LIKE" and s.accept_p("(") and s.accept("LIKE"))
         if like:
             src_schema, src = s.qualified()
@@ -895,9 +736,10 @@ class SchemaTracker:
             return self._put(TableSchema(schema, name, source.columns, source.primary_key))
         if not _is_p(s.peek(), "("):
             return self._forget(schema, name)  # CREATE TABLE ... SELECT: the columns are the query's
-        k = _matching(s.toks, s.i)
+        toks = s.rest()
+        k = _matching(toks, 0)
         cols, keys, versioned = [], [], False
-        for part in _split(s.toks[s.i + 1 : k]):
+        for part in split_commas(toks[1:k]):
             col = _element(part, sql)
             if col is None:
                 primary = _primary_element(part)
@@ -907,58 +749,45 @@ class SchemaTracker:
             if _inline_primary(part[1:]):
                 keys.append([col.name])
             # a column WITH SYSTEM VERSIONING makes the table versioned (MariaDB: Vers_parse_info in sql/handler.cc)
-            versioned = versioned or _has_words(_top_level_words(part[1:]), _WITH_VERSIONING)
-        tail = _top_level_words(s.toks[k + 1 :])
+            versioned = versioned or _has_words(top_level_words(part[1:]), _WITH_VERSIONING)
+        tail = top_level_words(toks[k + 1 :])
         if "SELECT" in tail:
             return self._forget(schema, name)  # more columns come from the query
         if versioned or _has_words(tail, _WITH_VERSIONING):
             _add_versioning(cols)
         return self._put(TableSchema(schema, name, tuple(cols), _resolve_key(keys, cols)))
 
-    def _alter(self, s: _Stream, db: str | None, sql: str) -> bool:
-        s.accept("ONLINE")
-        s.accept("IGNORE")
-        s.expect("TABLE")
-        s.accept("IF", "EXISTS")
-        schema, name = s.qualified()
+    def _alter(self, s: Cursor, db: str | None, sql: str) -> bool:
+        schema, name = alter_head(s)
         ts = self.table(schema or db, name)
         if ts is None:
             return False
-        s.skip_wait()
         cols = list(ts.columns)
         keys = _KeyEdit(cols)
         target: tuple[str | None, str] = (ts.schema, ts.name)
         try:
-            for spec in _split(s.rest()):
-                try:
-                    renamed = _alter_clause(spec, cols, sql, keys)
-                except _Skip:
-                    continue  # a clause it does not know (options, partitions): no column changes
+            for spec in split_commas(s.rest()):
+                renamed = rename_clause(spec)
                 if renamed is not None:
                     target = (renamed[0] or db, renamed[1])
+                    continue
+                with contextlib.suppress(Unread):  # a clause it does not know (options, partitions): no change
+                    _alter_clause(spec, cols, sql, keys)
         except _Forget:
             return self._forget(ts.schema, ts.name)
         self._forget(ts.schema, ts.name)
         return self._put(TableSchema(target[0], target[1], tuple(cols), keys.key(ts.primary_key, cols)))
 
-    def _rename(self, s: _Stream, db: str | None) -> bool:
-        if not (s.accept("TABLE") or s.accept("TABLES")):
-            return False
-        s.accept("IF", "EXISTS")
+    def _rename(self, s: Cursor, db: str | None) -> bool:
         changed = False
-        while True:
-            schema, name = s.qualified()
-            s.skip_wait()
-            s.expect("TO")
-            new_schema, new = s.qualified()
+        for (schema, name), (new_schema, new) in rename_pairs(s):
             ts = self.table(schema or db, name)
             if ts is not None:
                 self._forget(ts.schema, ts.name)
                 changed = self._put(replace(ts, schema=new_schema or db, name=new))
-            if not s.accept_p(","):
-                return changed
+        return changed
 
-    def _drop_index(self, s: _Stream, db: str | None) -> bool:
+    def _drop_index(self, s: Cursor, db: str | None) -> bool:
         """``DROP INDEX [IF EXISTS] name ON t``: the primary key goes when ``name`` is (the quoted) ``PRIMARY``."""
         s.accept("IF", "EXISTS")
         index = s.name()
@@ -969,29 +798,24 @@ class SchemaTracker:
             return False
         return self._put(replace(ts, primary_key=()))
 
-    def _drop(self, s: _Stream, db: str | None) -> bool:
-        if s.accept("DATABASE") or s.accept("SCHEMA"):
-            s.accept("IF", "EXISTS")
-            gone = s.name().casefold()
+    def _drop(self, s: Cursor, db: str | None) -> bool:
+        if s.kw() in ("DATABASE", "SCHEMA"):
+            gone = drop_database(s).casefold()
             keys = [k for k in self._tables if k[0] == gone]
             for k in keys:
                 del self._tables[k]
             return bool(keys)
-        if s.accept("TEMPORARY"):
-            return False
         if s.accept("INDEX"):
             return self._drop_index(s, db)
-        if not (s.accept("TABLE") or s.accept("TABLES")):
+        temporary, names = drop_tables(s)
+        if temporary:
             return False
-        s.accept("IF", "EXISTS")
         changed = False
-        while True:
-            schema, name = s.qualified()
+        for schema, name in names:
             ts = self.table(schema or db, name)
             if ts is not None:
                 changed = self._forget(ts.schema, ts.name) or changed
-            if not s.accept_p(","):
-                return changed
+        return changed
 
 
 def _has_words(words: list[str], seq: tuple[str, ...]) -> bool:

@@ -7,11 +7,12 @@ Like ``mysqlbinlog --force-read``, but explicit about the cost.  Three modes (``
 ``"skip-event"``
     step over the bad event by its size and go on with the next one.
 ``"skip-transaction"``
-    step over the bad event and drop every event after it up to the next transaction start (a GTID,
-    ANONYMOUS_GTID, GTID_TAGGED or MariaDB GTID event, or a ``BEGIN`` query) or up to and including the end of
-    the broken transaction (XID, or a ``COMMIT``/``ROLLBACK`` query); events between transactions (ROTATE, STOP,
-    FORMAT_DESCRIPTION, GTID lists, ...) also end the skip.  A consumer never sees half a transaction *after* the
-    damage; the events of it yielded *before* the damage are named by :attr:`Skipped.transaction_start`.
+    step over the bad event and drop every event after it up to the next transaction start (a GTID event, or in
+    a log without GTIDs a ``BEGIN`` query) or up to and including the end of the broken transaction (XID,
+    XA_PREPARE, a ``COMMIT``/``ROLLBACK`` query); events between transactions (ROTATE, STOP, FORMAT_DESCRIPTION,
+    GTID lists, ...) also end the skip.  Transactions are the ones :mod:`binlake.transactions` defines.  A
+    consumer never sees half a transaction *after* the damage; the events of it yielded *before* the damage are
+    named by :attr:`Skipped.transaction_start`.
 
 When the event's size field is itself garbage (the size is below the header length, runs past the end of the file,
 or does not lead to a plausible next header), the reader resynchronises: it scans forward for the next position
@@ -45,6 +46,7 @@ from binlake.events.base import Event, EventType
 from binlake.events.context import DecodeContext, DecodeOptions
 from binlake.reader import header_table, resume_decoder
 from binlake.schema import SchemaTracker
+from binlake.transactions import GTID_EVENTS, Transactions
 
 __all__ = ["OnError", "RecoveringReader", "RecoverySummary", "Skipped", "read_events_recovering"]
 
@@ -55,24 +57,6 @@ log = logging.getLogger("binlake.recovery")
 
 _KNOWN_CODES = frozenset(int(t) for t in EventType)
 _FIRST = frozenset({EventType.FORMAT_DESCRIPTION_EVENT, EventType.START_EVENT_V3})  # what a binlog starts with
-_T = EventType
-_TRX_START = frozenset({_T.GTID_LOG_EVENT, _T.ANONYMOUS_GTID_LOG_EVENT, _T.GTID_TAGGED_LOG_EVENT, _T.GTID_EVENT})
-# events written between transactions, never inside one
-_BETWEEN = frozenset(
-    {
-        _T.FORMAT_DESCRIPTION_EVENT,
-        _T.START_EVENT_V3,
-        _T.ROTATE_EVENT,
-        _T.STOP_EVENT,
-        _T.PREVIOUS_GTIDS_LOG_EVENT,
-        _T.GTID_LIST_EVENT,
-        _T.BINLOG_CHECKPOINT_EVENT,
-        _T.START_ENCRYPTION_EVENT,
-        _T.HEARTBEAT_LOG_EVENT,
-        _T.HEARTBEAT_LOG_EVENT_V2,
-        _T.INCIDENT_EVENT,
-    }
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,11 +152,10 @@ class RecoveringReader:
         self._schema = schema
         self._start = start
         self._it = self._run()
-        self._trx_start: int | None = None  # first event of the transaction being read, if any was yielded
+        self._trx = Transactions()  # the transactions of the events read, and where a skip ends
         self._skipping: _Skipping | None = None
         self._logpos_events = 0  # file-level events seen, and how many had log_pos == pos + size
         self._logpos_match = 0
-        self._gtids = False  # a GTID-type event was seen: BEGIN queries no longer start transactions
 
     def __iter__(self) -> Iterator[Event]:
         return self
@@ -203,7 +186,7 @@ class RecoveringReader:
                 # does the log have GTID events (a BEGIN then belongs to the GTID's transaction)? the header walk's
                 # type codes before the start say it, as reading from the start would have
                 codes = header_table(self.path, 4, self._start).codes
-                self._gtids = any(bytes((code,)) in codes for code in _TRX_START)
+                self._trx = Transactions(gtids=any(bytes((code,)) in codes for code in GTID_EVENTS))
             except BinlogError:  # damaged header events: read it all, reporting what is wrong where it is
                 f.seek(0)
                 dec, first = self._decoder(), self._start
@@ -249,34 +232,22 @@ class RecoveringReader:
     def _keep(self, ev: Event) -> bool:
         """Track transactions and log_pos; in a skip-transaction skip, drop events until the next transaction."""
         h = ev.header
-        code = h.type_code
         pos = h.pos if h.in_payload is None else h.in_payload  # file position of the event or of its payload
         if h.in_payload is None:
             self._logpos_events += 1
             self._logpos_match += h.log_pos == h.end_pos
-        if code in _TRX_START:
-            self._gtids = True
-        query = _query(ev) if code == _T.QUERY_EVENT else None
-        # with GTIDs the GTID event starts the transaction and a BEGIN after it belongs to it
-        starts = code in _TRX_START or (query == b"BEGIN" and not self._gtids)
-        ends = code == _T.XID_EVENT or query in (b"COMMIT", b"ROLLBACK")
+        step = self._trx.event(ev)
         skip = self._skipping
         if skip is not None:
-            if starts or code in _BETWEEN:
+            if step.begins or not step.inside:
                 self._close_skip(pos)
             else:
                 skip.lost += 1
                 if h.in_payload is None:
                     skip.end = max(skip.end, h.end_pos)
-                if ends:
+                if step.ends:
                     self._close_skip(skip.end)
                 return False
-        if starts:
-            self._trx_start = pos
-        elif ends or code in _BETWEEN:
-            self._trx_start = None
-        elif query == b"BEGIN" and self._trx_start is None:
-            self._trx_start = pos
         return True
 
     # -- recovery ---------------------------------------------------------------------------------------------------
@@ -346,8 +317,9 @@ class RecoveringReader:
                 s = self._skipping
                 s.end, s.lost, s.resynced = max(s.end, end), s.lost + lost, s.resynced or resynced
                 return
-            self._skipping = _Skipping(start, end, e.message, e, lost, resynced, self._trx_start)
-            self._trx_start = None
+            trx_start = self._trx.start if self._trx.open else None
+            self._skipping = _Skipping(start, end, e.message, e, lost, resynced, trx_start)
+            self._trx.lost()
             return
         self._emit(Skipped(self.path, start, end, e.message, lost, resynced, None, e))
 
@@ -383,11 +355,6 @@ class _Empty:
 
 def _u32(mm: mmap.mmap | _Empty, pos: int) -> int:
     return int.from_bytes(mm[pos : pos + 4], "little")
-
-
-def _query(ev: Event) -> bytes | None:
-    q = getattr(ev, "query_raw", None)
-    return q.strip().upper() if isinstance(q, bytes) and len(q) <= 16 else None
 
 
 def read_events_recovering(

@@ -7,10 +7,10 @@ any bytes).  The report gives events per type (count and bytes), transactions an
 their sizes (count, min/median/max bytes), the time span of the events, and row changes per table and operation
 with the bytes of the rows events that carry them.
 
-A transaction starts at a GTID event (MariaDB GTID, MySQL GTID/ANONYMOUS_GTID/GTID_TAGGED) or at a ``BEGIN``
-outside one, and ends at an XID event, an ``XA PREPARE``, a ``COMMIT``/``ROLLBACK`` statement, or, for a GTID not
-followed by ``BEGIN`` (DDL, standalone statements), at its statement.  Its size runs from its first event's
-position to the end of its last event (a MySQL TRANSACTION_PAYLOAD counts with its compressed size).
+Transactions are counted as :mod:`binlake.transactions` defines them (a GTID event or ``BEGIN`` opens one; XID,
+XA_PREPARE, ``COMMIT``/``ROLLBACK`` end it; DDL and other statements logged alone are transactions of their own).
+A transaction's size runs from its first event's position to the end of its last event (a MySQL
+TRANSACTION_PAYLOAD counts with its compressed size); one a file leaves open counts up to the file's end.
 
 Example::
 
@@ -34,10 +34,10 @@ from binlake.decoder import Decryptor
 from binlake.errors import BinlogError
 from binlake.events.base import Event, EventType
 from binlake.events.context import DecodeOptions
-from binlake.events.query import QueryEvent
 from binlake.events.rows import RowsEvent
 from binlake.render import add_decode_arguments, decode_options, decryptor_of, open_log
 from binlake.schema import SchemaTracker
+from binlake.transactions import Transactions
 from binlake.values import typed
 
 __all__ = ["BinlogStats", "add_stats_arguments", "collect", "stats_main"]
@@ -47,9 +47,6 @@ T = ColumnType
 # Column types whose typed conversion only decodes the charset (values.strings' _text/_string_converter): no check
 _CHARSET_ONLY = frozenset({T.STRING, T.VARCHAR, T.VAR_STRING, T.TINY_BLOB, T.BLOB, T.MEDIUM_BLOB, T.LONG_BLOB})
 _LAYOUTS_KEPT = 512
-_GTIDS = frozenset({E.GTID_EVENT, E.GTID_LOG_EVENT, E.ANONYMOUS_GTID_LOG_EVENT, E.GTID_TAGGED_LOG_EVENT})
-_QUERIES = frozenset({E.QUERY_EVENT, E.QUERY_COMPRESSED_EVENT})
-_ENDS = frozenset({E.XID_EVENT, E.XA_PREPARE_LOG_EVENT})
 
 
 @dataclass(slots=True)
@@ -72,9 +69,8 @@ class BinlogStats:
     first_time: int | None = None
     last_time: int | None = None
     tables: dict[str, dict[str, _Counter]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(_Counter)))
-    _trx_start: int | None = None
-    _trx_end: int = 0
-    _trx_begun: bool = False  # a BEGIN was seen inside the open transaction
+    _trx: Transactions = field(default_factory=Transactions)
+    _trx_end: int = 0  # the end of the open transaction's last event in the file
     _typed: dict[int, tuple[tuple[Column, ...], bool]] = field(default_factory=dict)
 
     @property
@@ -120,46 +116,22 @@ class BinlogStats:
         return cached[1]
 
     def _transaction(self, ev: Event, outer: bool) -> None:
-        h = ev.header
-        code = h.type_code
-        if code in _GTIDS:
-            self._close()
-            self._trx_start, self._trx_begun = h.pos, False
-        if isinstance(ev, QueryEvent):
-            self._statement(ev, outer)
-        elif self._trx_start is not None:  # rows, table maps, XID, ...: the common case, no statement to look at
-            if outer:
-                self._trx_end = h.pos + h.event_size
-            if code in _ENDS or (code in _QUERIES and not self._trx_begun):
-                self._close()
-
-    def _statement(self, ev: QueryEvent, outer: bool) -> None:
-        h = ev.header
-        query = ev.query_raw.strip().upper()
-        if query == b"BEGIN":
-            if self._trx_start is None and outer:
-                self._trx_start = h.pos
-            self._trx_begun = True
-        if self._trx_start is None:
-            return
-        if outer:
+        step = self._trx.event(ev)
+        if step.cut is not None:
+            self._close(step.cut)
+        if step.inside and outer:
+            h = ev.header
             self._trx_end = h.pos + h.event_size
-        if (
-            query in (b"COMMIT", b"ROLLBACK")
-            or query.startswith(b"XA COMMIT")
-            or query.startswith(b"XA ROLLBACK")
-            or (h.type_code in _QUERIES and query != b"BEGIN" and not self._trx_begun)
-        ):
-            self._close()
+        if step.ends:
+            self._close(self._trx.start)
 
-    def _close(self) -> None:
-        if self._trx_start is not None:
-            self.transactions.append(self._trx_end - self._trx_start)
-        self._trx_start, self._trx_begun = None, False
+    def _close(self, start: int | None) -> None:
+        if start is not None:
+            self.transactions.append(self._trx_end - start)
 
     def end_file(self) -> None:
         """A file ended: a transaction still open is cut there (its size counts what the file holds)."""
-        self._close()
+        self._close(self._trx.finish())
 
     def as_dict(self) -> dict[str, object]:
         """The report as JSON-ready data."""

@@ -3,7 +3,8 @@
 Runs on the driver and reads only event headers (:func:`binlake.reader.header_table`, memory-mapped, walked in C
 where the extension is built), so planning a large file costs a fraction of decoding it.  A split starts where a
 transaction starts (a GTID event, or just after an XID), never inside one, so a task decodes it with nothing but the
-file's format description (``read_events(path, start=..., stop=...)`` decodes the FDE at position 4 first).
+file's format description (``read_events(path, start=..., stop=...)`` decodes the FDE at position 4 first).  The
+boundaries are those a header walk sees (:data:`binlake.transactions.CUT`).
 
 Example::
 
@@ -27,23 +28,11 @@ from binlake.decoder import MAGIC
 from binlake.errors import BinlogError, TruncatedError
 from binlake.events.base import EventType
 from binlake.reader import HeaderCache, HeaderTable, header_table, walk_headers
+from binlake.transactions import FILE_END_EVENTS, last_boundary, next_boundary
 
 __all__ = ["DEFAULT_SPLIT_BYTES", "BinlogFile", "Split", "list_binlogs", "plan_splits"]
 
 DEFAULT_SPLIT_BYTES = 64 << 20
-# Events that open a transaction: MySQL GTID_LOG_EVENT/ANONYMOUS_GTID/GTID_TAGGED, MariaDB GTID_EVENT.
-_TRX_START = frozenset(
-    {
-        EventType.GTID_LOG_EVENT,
-        EventType.ANONYMOUS_GTID_LOG_EVENT,
-        EventType.GTID_TAGGED_LOG_EVENT,
-        EventType.GTID_EVENT,
-    }
-)
-# Events that close a file for good: nothing follows a ROTATE or a STOP in the same file.
-_FILE_END = frozenset({EventType.ROTATE_EVENT, EventType.STOP_EVENT})
-# A transaction boundary in a walk's type codes (one byte per event): just after an XID, or at a transaction start.
-_CUT = re.compile(b"(?<=%s)|[%s]" % (re.escape(bytes([EventType.XID_EVENT])), re.escape(bytes(sorted(_TRX_START)))))
 _EXT = re.compile(r"\.(\d+)$")
 _IN_USE = 0x1  # LOG_EVENT_BINLOG_IN_USE_F
 
@@ -110,20 +99,18 @@ def _head(path: str) -> tuple[bool, bool]:
 
 
 def _first_cut(table: HeaderTable, at: int) -> int | None:
-    """The first transaction boundary of ``table``'s range at or after ``at`` (``None``: none): where an event of
-    ``_TRX_START`` starts or an XID_EVENT ends."""
-    m = _CUT.search(table.codes, bisect_left(table.positions, at))
-    if m is None:
+    """The first transaction boundary of ``table``'s range at or after ``at`` (``None``: none)."""
+    k = next_boundary(table.codes, bisect_left(table.positions, at))
+    if k is None:
         return None
-    cut = table.positions[m.start()] if m.start() < len(table) else table.end
+    cut = table.positions[k] if k < len(table) else table.end
     return cut if cut >= at else None
 
 
 def _last_cut(table: HeaderTable) -> int | None:
-    """The last transaction boundary of ``table``'s range (as :func:`_first_cut`), or ``None``."""
-    xid = table.codes.rfind(EventType.XID_EVENT)
-    k = max(xid + 1 if xid >= 0 else -1, *(table.codes.rfind(c) for c in _TRX_START))
-    return None if k < 0 else table.positions[k] if k < len(table) else table.end
+    """The last transaction boundary of ``table``'s range, or ``None``."""
+    k = last_boundary(table.codes)
+    return None if k is None else table.positions[k] if k < len(table) else table.end
 
 
 def plan_file(
@@ -151,7 +138,7 @@ def plan_file(
     if table.why and not isinstance(table.error(), TruncatedError):  # (a partial event at the end is a file still
         return [Split(file, start, None)]  # being written: planned up to its last whole event) damaged: as above
     # an encrypted file's type codes are ciphertext: no visible boundaries, and closed only by its header
-    closed = closed or (not encrypted and any(table.codes.find(c) >= 0 for c in _FILE_END))
+    closed = closed or (not encrypted and any(table.codes.find(c) >= 0 for c in FILE_END_EVENTS))
     last = None if encrypted else _last_cut(table)
     stop = table.end if (closed or whole_tail) else (start if last is None else last)
     points = [start]

@@ -37,7 +37,7 @@ from decimal import Decimal
 from typing import Any
 
 from binlake.coltypes import Column
-from binlake.events.base import Event, EventType
+from binlake.events.base import Event
 from binlake.events.control import XaPrepareEvent
 from binlake.events.rows import RowsEvent
 from binlake.events.table_map import TableMapEvent
@@ -45,6 +45,8 @@ from binlake.recovery import Skipped
 from binlake.schema import SchemaTracker
 from binlake.spark.plan import Split
 from binlake.spark.statements import SEQ_FILE, SEQ_POS, ReadSpec, open_split
+from binlake.sql.statements import emptied, may_empty
+from binlake.transactions import QUERY_EVENTS, Transactions
 
 __all__ = [
     "Changes",
@@ -55,11 +57,6 @@ __all__ = [
     "map_id",
     "render_value",
 ]
-
-E = EventType
-_GTID = frozenset({E.GTID_LOG_EVENT, E.ANONYMOUS_GTID_LOG_EVENT, E.GTID_TAGGED_LOG_EVENT, E.GTID_EVENT})
-_QUERY = frozenset({E.QUERY_EVENT, E.QUERY_COMPRESSED_EVENT})
-_TRX_END = frozenset({E.XID_EVENT, E.XA_PREPARE_LOG_EVENT})
 
 
 @dataclass(slots=True)
@@ -163,11 +160,6 @@ def _digest(tm: TableMapEvent) -> str:
     return h.hexdigest()[:16]
 
 
-def _gtid_text(ev: Event) -> str | None:
-    g = getattr(ev, "gtid", None)
-    return None if g is None else str(g)
-
-
 def decode_split(
     split: Split,
     *,
@@ -195,10 +187,8 @@ def decode_split(
     """
     f = split.file
     base = f.seq * SEQ_FILE
-    gtid: str | None = None
-    trx_pos: int | None = None
+    trx = Transactions()
     trx_seq = 0
-    begun = False  # BEGIN seen: the transaction runs to XID/COMMIT
     pending: list[Changes | Truncate] = []
     savepoints: dict[str, int] = {}  # SAVEPOINT name -> len(pending) when it was set
     runs: dict[int, TableMapRecord] = {}  # table id -> current run
@@ -209,47 +199,36 @@ def decode_split(
     for ev in open_split(split, read or ReadSpec(), schema, got):
         if len(got) > seen_skips:
             if any(s.transaction_start is not None for s in got[seen_skips:]):
-                pending, gtid, trx_pos, trx_seq, begun = [], None, None, 0, False  # the broken transaction
+                pending = []  # the broken transaction's
+                trx.finish()
             seen_skips = len(got)
         h = ev.header
-        code = h.type_code
         inner = h.in_payload is not None
         pos = h.in_payload if h.in_payload is not None else h.pos
         off = h.pos if inner else 0
-        closes = rollback = False
-        if code in _GTID:
-            # MariaDB's GTID_EVENT stands for BEGIN unless FL_STANDALONE (DDL); MySQL logs BEGIN after its GTID
-            gtid, trx_pos, trx_seq, begun = _gtid_text(ev), pos, 0, getattr(ev, "standalone", None) is False
-        elif code in _QUERY:
-            q = str(getattr(ev, "query", "")).lstrip().upper()
-            if q.startswith(("BEGIN", "XA START", "START TRANSACTION")):
-                if trx_pos is None:
-                    gtid, trx_pos, trx_seq = None, pos, 0
-                begun = True
-            elif (end := q.startswith("COMMIT") or _is_rollback(q)) or trx_pos is None or not begun:
-                rollback = end and _is_rollback(q)
-                if trx_pos is None:
-                    gtid, trx_pos, trx_seq = None, pos, 0
-                closes = True
-            if q.startswith("SAVEPOINT"):
-                savepoints[q.split(None, 1)[-1].strip("` ")] = len(pending)
-            elif q.startswith("ROLLBACK TO"):  # the changes since the savepoint were undone
-                at = savepoints.get(q.split()[-1].strip("` "))
-                for c in pending[at or 0 :] if at is not None else ():
-                    if isinstance(c, Changes):
-                        c.rolled_back = True
-            if changes:
-                t = _truncates(ev, base + pos * SEQ_POS, pos, gtid)
-                pending.extend(t)
-        elif code in _TRX_END:
-            closes = True
-            if isinstance(ev, XaPrepareEvent) and not ev.one_phase:
-                for c in pending:
-                    if isinstance(c, Changes):
-                        c.xid = ev.xid_text
-        yield EventRecord(ev, pos, off if inner else None, gtid, trx_pos, trx_seq if trx_pos is not None else None)
-        if trx_pos is not None:
-            trx_seq += 1
+        step = trx.event(ev)
+        if step.cut is not None and pending:  # a transaction that never ended (a damaged log): keep what is there
+            yield from _closed(pending, last_ts, False)
+            pending = []
+            savepoints.clear()
+        trx_seq = 0 if step.begins else trx_seq + 1
+        ctl = step.control
+        if ctl is not None and ctl.kind == "savepoint":
+            savepoints[ctl.name] = len(pending)
+        elif ctl is not None and ctl.kind == "rollback_to":  # the changes since the savepoint were undone
+            at = savepoints.get(ctl.name)
+            for c in pending[at:] if at is not None else ():
+                if isinstance(c, Changes):
+                    c.rolled_back = True
+        if changes and h.type_code in QUERY_EVENTS:
+            pending.extend(_truncates(ev, base + pos * SEQ_POS, pos, trx.gtid))
+        if step.outcome == "prepare":
+            xid = ev.xid_text if isinstance(ev, XaPrepareEvent) else ctl.xid if ctl is not None else None
+            for c in pending:
+                if isinstance(c, Changes):
+                    c.xid = xid
+        inside = step.inside
+        yield EventRecord(ev, pos, off if inner else None, trx.gtid, trx.start, trx_seq if inside else None)
         if tablemaps and isinstance(ev, TableMapEvent):
             run = runs.get(ev.table_id)
             mid = map_id(ev)
@@ -262,24 +241,26 @@ def decode_split(
         elif changes and isinstance(ev, RowsEvent):
             if remap and getattr(ev, "table_map", None) is not None:
                 ev = remapped(ev)
-            chunk = _changes(ev, base + pos * SEQ_POS + off, pos, gtid, rows)
+            chunk = _changes(ev, base + pos * SEQ_POS + off, pos, trx.gtid, rows)
             if chunk is not None:
                 pending.append(chunk)
-        if closes:
-            for c in pending:
-                c.ts = h.timestamp
-                if rollback and isinstance(c, Changes):
-                    c.rolled_back = True
-            yield from pending
+        if step.ends:
+            yield from _closed(pending, h.timestamp, step.outcome == "rollback")
             pending = []
             savepoints.clear()
-            gtid, trx_pos, trx_seq, begun = None, None, 0, False
         last_ts = h.timestamp
     if pending:  # the split ends inside a transaction (a damaged or still-written file): keep what is there
-        for c in pending:
-            c.ts = last_ts
-        yield from pending
+        yield from _closed(pending, last_ts, False)
     yield from runs.values()
+
+
+def _closed(pending: list[Changes | Truncate], ts: int, rolled_back: bool) -> list[Changes | Truncate]:
+    """The records of a transaction that closed at time ``ts`` (its changes undone when ``rolled_back``)."""
+    for c in pending:
+        c.ts = ts
+        if rolled_back and isinstance(c, Changes):
+            c.rolled_back = True
+    return pending
 
 
 class _Remapper:
@@ -300,11 +281,6 @@ class _Remapper:
         return ev if hit[1] is None else replace(ev, table_map=hit[1])
 
 
-def _is_rollback(q: str) -> bool:
-    """``ROLLBACK`` ends the transaction; ``ROLLBACK TO [SAVEPOINT] x`` does not."""
-    return q.startswith("ROLLBACK") and not q.startswith("ROLLBACK TO")
-
-
 def _changes(ev: Any, seq0: int, pos: int, gtid: str | None, decode: bool) -> Changes | None:
     tm = ev.table_map
     if not decode and tm is not None and tm.column_count == ev.column_count:
@@ -315,79 +291,18 @@ def _changes(ev: Any, seq0: int, pos: int, gtid: str | None, decode: bool) -> Ch
     return Changes(ev.table_map, ev.kind, rows, pos, seq0, gtid)
 
 
-def _ident(text: str) -> tuple[str | None, str, str]:
-    """``db.table`` / `` `db`.`table` `` at the start of ``text`` -> (db or None, table, rest)."""
-    parts: list[str] = []
-    s = text.lstrip()
-    while True:
-        if s.startswith("`"):
-            end = 1
-            buf = []
-            while end < len(s):
-                if s[end] == "`":
-                    if s[end + 1 : end + 2] == "`":
-                        buf.append("`")
-                        end += 2
-                        continue
-                    break
-                buf.append(s[end])
-                end += 1
-            parts.append("".join(buf))
-            s = s[end + 1 :]
-        else:
-            n = 0
-            while n < len(s) and (s[n].isalnum() or s[n] in "_$"):
-                n += 1
-            parts.append(s[:n])
-            s = s[n:]
-        if s.startswith(".") and len(parts) == 1:
-            s = s[1:]
-            continue
-        break
-    if len(parts) == 2:
-        return parts[0], parts[1], s
-    return None, parts[0], s
-
-
 def _truncates(ev: Any, seq: int, pos: int, gtid: str | None) -> list[Truncate]:
-    """Tables a statement empties without row events: TRUNCATE [TABLE] t, DROP TABLE [IF EXISTS] a, b,
-    CREATE OR REPLACE TABLE t (its current state starts again from nothing), and DROP DATABASE|SCHEMA [IF EXISTS]
-    d (every table of ``d``: a :class:`Truncate` whose ``table`` is empty)."""
-    query = str(getattr(ev, "query", ""))
-    db = str(getattr(ev, "db", "") or "")
-    words = query.split(None, 4)
-    upper = [w.upper() for w in words]
-    if upper[:1] == ["TRUNCATE"]:
-        rest = query.split(None, 2 if upper[1:2] == ["TABLE"] else 1)[-1]
-        names = [rest]
-    elif upper[:2] == ["DROP", "TABLE"] or upper[:3] == ["DROP", "TEMPORARY", "TABLE"]:
-        rest = query.split(None, upper.index("TABLE") + 1)[-1]
-        if rest.upper().startswith("IF EXISTS"):
-            rest = rest[len("IF EXISTS") :]
-        names = []
-        while rest.strip():
-            d, t, rest = _ident(rest)
-            names.append(f"`{d}`.`{t}`" if d is not None else f"`{t}`")
-            rest = rest.lstrip()
-            if not rest.startswith(","):
-                break
-            rest = rest[1:]
-    elif upper[:4] == ["CREATE", "OR", "REPLACE", "TABLE"]:
-        names = [query.split(None, 4)[-1]]
-    elif upper[:2] in (["DROP", "DATABASE"], ["DROP", "SCHEMA"]):
-        rest = query.split(None, 2)[-1] if len(words) > 2 else ""
-        if rest.upper().startswith("IF EXISTS"):
-            rest = rest[len("IF EXISTS") :]
-        _, name, _ = _ident(rest)
-        return [Truncate(name, "", seq, pos, gtid, query[:200])] if name else []
-    else:
+    """A :class:`Truncate` per table the statement of ``ev`` empties without row events
+    (:func:`binlake.sql.statements.emptied`: TRUNCATE, DROP TABLE, CREATE OR REPLACE TABLE, a sequence's
+    CREATE/ALTER/DROP; DROP DATABASE gives one whose ``table`` is empty)."""
+    raw = getattr(ev, "query_raw", None)
+    if isinstance(raw, bytes) and not may_empty(raw):
         return []
-    out = []
-    for n in names:
-        d, t, _ = _ident(n)
-        if t:
-            out.append(Truncate(d if d is not None else db, t, seq, pos, gtid, query[:200]))
-    return out
+    query = str(getattr(ev, "query", ""))
+    status = getattr(ev, "status", None)
+    mode = status("SQL_MODE") if status is not None else 0
+    tables = emptied(query, str(getattr(ev, "db", "") or ""), mode if isinstance(mode, int) else 0)
+    return [Truncate(d, t, seq, pos, gtid, query[:200]) for d, t in tables]
 
 
 # -- rendering values as text (the `changes` view's before/after maps) ----------------------------------------

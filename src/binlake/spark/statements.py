@@ -41,6 +41,9 @@ from binlake.reader import HeaderCache, header_table, read_events, walk_headers
 from binlake.recovery import OnError, Skipped, read_events_recovering
 from binlake.schema import SchemaTracker, TableSchema, TrackedColumn
 from binlake.spark.plan import Split
+from binlake.sql.lexer import leading_keyword
+from binlake.sql.statements import RENAMING_KEYWORDS, SCHEMA_KEYWORDS, renames, xa_outcome
+from binlake.transactions import QUERY_EVENTS
 
 __all__ = [
     "SEQ_FILE",
@@ -49,8 +52,6 @@ __all__ = [
     "Statement",
     "TableMapSink",
     "open_split",
-    "parse_renames",
-    "parse_xa_outcome",
     "scan_statements",
     "tracker_at",
     "tracker_from_json",
@@ -60,17 +61,14 @@ __all__ = [
 E = EventType
 SEQ_FILE = 10**20
 SEQ_POS = 10**10
-_QUERY = frozenset({E.QUERY_EVENT, E.QUERY_COMPRESSED_EVENT})
 _MAPS = frozenset({E.TABLE_MAP_EVENT, E.TRANSACTION_PAYLOAD_EVENT})  # table maps, and payloads that may hold some
 # The events to look at in a header walk's type codes (one byte per event), without and with the table maps.
-_PICK = re.compile(b"[%s]" % re.escape(bytes(sorted(_QUERY))))
-_PICK_MAPS = re.compile(b"[%s]" % re.escape(bytes(sorted(_QUERY | _MAPS))))
+_PICK = re.compile(b"[%s]" % re.escape(bytes(sorted(QUERY_EVENTS))))
+_PICK_MAPS = re.compile(b"[%s]" % re.escape(bytes(sorted(QUERY_EVENTS | _MAPS))))
 # A QUERY event's statement follows the NUL that ends its default database (Query_log_event::write in MariaDB's
-# sql/log_event_server.cc): a NUL, blanks and comments, then a keyword worth decoding the event for
-_CANDIDATE = re.compile(
-    rb"\x00(?:\s|/\*(?!M?!).*?\*/|#[^\n]*\n|--\s[^\n]*\n)*(?:/\*M?!\d*\s*)?(?:create|alter|rename|drop|xa)\b",
-    re.IGNORECASE | re.DOTALL,
-)
+# sql/log_event_server.cc): a NUL, then a statement whose first keyword makes it worth decoding the event for (the
+# DDL the schema tracker follows, renames, XA outcomes)
+_CANDIDATE = leading_keyword(SCHEMA_KEYWORDS | RENAMING_KEYWORDS | {"XA"}, after=b"\x00")
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,122 +165,6 @@ def open_split(
             yield ev
 
 
-# -- what a statement says ----------------------------------------------------------------------------------------
-
-_XA_END = re.compile(r"\s*XA\s+(COMMIT|ROLLBACK)\s+", re.IGNORECASE)
-_XID_PART = re.compile(
-    r"\s*(?:[xX]'(?P<hex>[0-9a-fA-F]*)'|0x(?P<hex0>[0-9a-fA-F]+)|'(?P<sq>(?:[^'\\]|\\.|'')*)'"
-    r"|\"(?P<dq>(?:[^\"\\]|\\.|\"\")*)\"|(?P<num>\d+))\s*"
-)
-
-
-def _literal(m: re.Match[str]) -> bytes | int:
-    if m["hex"] is not None or m["hex0"] is not None:
-        return bytes.fromhex(m["hex"] if m["hex"] is not None else m["hex0"])
-    if m["num"] is not None:
-        return int(m["num"])
-    q = "'" if m["sq"] is not None else '"'
-    body = (m["sq"] if m["sq"] is not None else m["dq"]).replace(q + q, q)
-    return re.sub(r"\\(.)", r"\1", body).encode("utf-8", "surrogateescape")
-
-
-def parse_xa_outcome(query: str) -> tuple[str, bool] | None:
-    """``XA COMMIT xid`` / ``XA ROLLBACK xid`` -> (the XID as :class:`~binlake.events.control.XaPrepareEvent`
-    prints it, rolled back?); anything else (``XA COMMIT ... ONE PHASE`` included: it resolves no earlier prepare)
-    -> ``None``.  The XID is ``gtrid [, bqual [, formatID]]`` (sql/xa.cc ``XID``; formatID 1 by default).
-
-    >>> parse_xa_outcome("XA ROLLBACK X'0102ff',X'627175616c2d78',42")
-    ("X'0102ff',X'627175616c2d78',42", True)
-    >>> parse_xa_outcome("xa commit 'xa-1'")
-    ("X'78612d31',X'',1", False)
-    """
-    m = _XA_END.match(query)
-    if m is None:
-        return None
-    rest, parts = query[m.end() :], list[bytes | int]()
-    while len(parts) < 3:
-        p = _XID_PART.match(rest)
-        if p is None:
-            return None
-        parts.append(_literal(p))
-        rest = rest[p.end() :]
-        if not rest.startswith(","):
-            break
-        rest = rest[1:]
-    if rest.strip().rstrip(";").strip():
-        return None  # ONE PHASE, or something this parser does not know
-    gtrid, bqual, fmt = parts[0], parts[1] if len(parts) > 1 else b"", parts[2] if len(parts) > 2 else 1
-    if not isinstance(gtrid, bytes) or not isinstance(bqual, bytes) or not isinstance(fmt, int):
-        return None
-    return f"X'{gtrid.hex()}',X'{bqual.hex()}',{fmt}", m[1].upper() == "ROLLBACK"
-
-
-_NAME = r"(?:`(?:[^`]|``)+`|[0-9A-Za-z_$\u0080-\U0010ffff]+)"
-_QUALIFIED = re.compile(rf"\s*({_NAME})(?:\s*\.\s*({_NAME}))?\s*")
-_RENAME_TABLE = re.compile(r"\s*RENAME\s+TABLES?\s+(?:IF\s+EXISTS\s+)?", re.IGNORECASE)
-_ALTER_TABLE = re.compile(r"\s*ALTER\s+(?:ONLINE\s+)?(?:IGNORE\s+)?TABLE\s+(?:IF\s+EXISTS\s+)?", re.IGNORECASE)
-_WAIT = re.compile(r"(?:WAIT\s+\d+|NOWAIT)\s*", re.IGNORECASE)
-_TO = re.compile(r"TO\b", re.IGNORECASE)
-_ALTER_RENAME = re.compile(r"(?:^|,)\s*RENAME\s+(?!COLUMN\b|INDEX\b|KEY\b)(?:(?:TO|AS)\b|=)?", re.IGNORECASE)
-
-
-def _unquote(name: str) -> str:
-    return name[1:-1].replace("``", "`") if name.startswith("`") else name
-
-
-def _qualified(text: str, db: str) -> tuple[tuple[str, str], str] | None:
-    m = _QUALIFIED.match(text)
-    if m is None:
-        return None
-    if m[2] is None:
-        return (db, _unquote(m[1])), text[m.end() :]
-    return (_unquote(m[1]), _unquote(m[2])), text[m.end() :]
-
-
-def parse_renames(query: str, db: str) -> list[tuple[tuple[str, str], tuple[str, str]]]:
-    """The ``(db, table)`` pairs a ``RENAME TABLE`` or an ``ALTER TABLE ... RENAME [TO|AS]`` moves, in order; names
-    without a database are in ``db`` (the statement's default).  Other statements -> ``[]``.
-
-    >>> parse_renames("RENAME TABLE t TO t_old, `s`.`new` TO t", "shop")
-    [(('shop', 't'), ('shop', 't_old')), (('s', 'new'), ('shop', 't'))]
-    >>> parse_renames("ALTER TABLE t ADD COLUMN x INT, RENAME TO other.t2", "shop")
-    [(('shop', 't'), ('other', 't2'))]
-    """
-    pairs: list[tuple[tuple[str, str], tuple[str, str]]] = []
-    m = _RENAME_TABLE.match(query)
-    if m is not None:
-        rest = query[m.end() :]
-        while True:
-            src = _qualified(rest, db)
-            if src is None:
-                return []
-            rest = src[1]
-            w = _WAIT.match(rest)
-            rest = rest[w.end() :] if w else rest
-            if _TO.match(rest) is None:
-                return []
-            dst = _qualified(rest[2:], db)
-            if dst is None:
-                return []
-            pairs.append((src[0], dst[0]))
-            rest = dst[1].lstrip()
-            if not rest.startswith(","):
-                return pairs
-            rest = rest[1:]
-    m = _ALTER_TABLE.match(query)
-    if m is None:
-        return []
-    src = _qualified(query[m.end() :], db)
-    if src is None:
-        return []
-    rest = src[1]
-    r = _ALTER_RENAME.search(rest)
-    if r is None:
-        return []
-    dst = _qualified(rest[r.end() :], db)
-    return [(src[0], dst[0])] if dst is not None and dst[0] != src[0] else []
-
-
 # -- the driver's scan ------------------------------------------------------------------------------------------
 
 
@@ -336,7 +218,7 @@ def _surveyed(
                     yield pos, hit
                     continue
             try:
-                schema = tracker if code not in _QUERY else None  # the caller follows the DDL itself
+                schema = tracker if code not in QUERY_EVENTS else None  # the caller follows the DDL itself
                 events = list(
                     read_events(
                         f.path, options=read.options, start=pos, stop=pos + 1, decryptor=read.decryptor, schema=schema
@@ -382,17 +264,17 @@ def scan_statements(
             assert isinstance(ev, QueryEvent)
             seq = f.seq * SEQ_FILE + pos * SEQ_POS
             query = ev.query
-            xa = parse_xa_outcome(query) if query.lstrip()[:2].upper() == "XA" else None
+            mode = ev.status("SQL_MODE")
+            sql_mode = mode if isinstance(mode, int) else 0
+            xa = xa_outcome(query, sql_mode)
             if xa is not None:
                 out.append(Statement("xa", seq, f.name, pos, xid=xa[0], rolled_back=xa[1]))
                 continue
-            mode = ev.status("SQL_MODE")
-            sql_mode = mode if isinstance(mode, int) else 0
+            pairs = renames(query, ev.db or "", sql_mode)
             if tracker.observe(ev):
                 out.append(Statement("ddl", seq, f.name, pos, ev.db or None, sql_mode, query))
-            pairs = parse_renames(query, ev.db or "")
             if pairs:
-                out.append(Statement("rename", seq, f.name, pos, ev.db or None, sql_mode, query, tuple(pairs)))
+                out.append(Statement("rename", seq, f.name, pos, ev.db or None, sql_mode, query, pairs))
     return out
 
 

@@ -79,6 +79,7 @@ class Token(NamedTuple):
 EOF = Token("eof", "", -1, -1)
 STRING_KINDS = frozenset({"sq", "rs"})
 NAME_KINDS = frozenset({"word", "bq", "dq"})
+_QUOTED = STRING_KINDS | {"dq"}
 
 # double quotes: a string (with or without backslash escapes) or, under ANSI_QUOTES, a name (never escapes)
 _DQ_STRING = r"\"(?:[^\"{bs}]|{esc}\"\")*\""
@@ -146,17 +147,17 @@ def first_keyword(sql: str, sql_mode: int = 0) -> str:
 
 
 def unquote(tok: Token) -> str:
-    """A name or string token's value: quotes removed, doubled quotes (and a string's backslash escapes) undone.  A
-    plain word is itself.
+    """A name or string token's value: quotes removed, doubled quotes (and a string's backslash escapes) undone.  Any
+    other token is its text.
 
     >>> [unquote(t) for t in tokens("`a``b` 'it''s' 'x\\\\y' \\"q\\"")]
     ['a`b', "it's", 'xy', 'q']
     """
     kind, text = tok.kind, tok.text
-    if kind == "word":
-        return text
     if kind == "bq":
         return text[1:-1].replace("``", "`")
+    if kind not in _QUOTED:
+        return text
     q = text[0]
     body = text[1:-1].replace(q + q, q)
     return _BACKSLASH.sub(r"\1", body) if kind == "sq" and "\\" in body else body

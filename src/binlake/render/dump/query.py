@@ -68,7 +68,10 @@ _LOAD_DUP_REPLACE = 2
 
 
 def _is_trans_keyword(query: bytes, is_xa: bool) -> bool:
-    """``Query_log_event::is_trans_keyword``: statements that never change the current database."""
+    """``Query_log_event::is_trans_keyword`` (MariaDB ``sql/log_event.h``): statements after which the printer
+    forgets the current database.  This is the printer's own byte comparison, reproduced so the text matches
+    ``mariadb-binlog`` byte for byte (``BEGIN``/``COMMIT`` and their prefixes, case-sensitive); which statements
+    *are* transaction control is :func:`binlake.sql.statements.control`'s question, not this one."""
     if is_xa:
         return query[:3].upper() == b"XA "
     return (
@@ -183,7 +186,7 @@ def _query(printer: TextPrinter, ev: Event) -> None:
         )
         printer._emit("".join(out))  # Execute_load_query_log_event::print writes straight out, even under flashback
         return
-    if printer.options.flashback:
+    if printer.options.flashback:  # Query_log_event::print compares the text with "BEGIN" / "COMMIT" exactly
         if ev.query_raw == b"BEGIN":
             out.append(f"COMMIT\n{DELIM}\n")
         elif ev.query_raw == b"COMMIT":

@@ -625,6 +625,36 @@ def test_primary_key_survives_the_lakes_json_and_old_json_loads() -> None:
     assert back.tables == s.tables and back.primary_key("d", "t") == ("b", "a") and back.primary_key("d", "n") == ()
     old = tracker_from_json([row[:3] for row in state])  # written before keys were tracked
     assert old.column_names("d", "t") == ("a", "b") and old.primary_key("d", "t") == ()
+    s.execute("CREATE SEQUENCE q", "d")
+    back = tracker_from_json(tracker_to_json(s))
+    assert back.tables == s.tables and back.tables[("d", "q")].sequence
+    assert not tracker_from_json([row[:4] for row in tracker_to_json(s)]).tables[("d", "q")].sequence
+
+
+def test_sequences() -> None:
+    """CREATE SEQUENCE gives the server's fixed columns (SHOW CREATE TABLE of a MariaDB 10.11 sequence), no key,
+    and the row key of its one row; CREATE TABLE ... SEQUENCE=1 and LIKE a sequence make sequences too."""
+    s = tracker_with("/*M!100300 CREATE SEQUENCE IF NOT EXISTS */ `s q` START WITH 5 INCREMENT BY 2 CACHE 3")
+    ts = s.table("d", "s q")
+    assert ts is not None and ts.sequence and ts.primary_key == ()
+    assert [(c.name, c.type_name, c.unsigned) for c in ts.columns] == [
+        ("next_not_cached_value", "bigint", False),
+        ("minimum_value", "bigint", False),
+        ("maximum_value", "bigint", False),
+        ("start_value", "bigint", False),
+        ("increment", "bigint", False),
+        ("cache_size", "bigint", True),
+        ("cycle_option", "tinyint", True),
+        ("cycle_count", "bigint", False),
+    ]
+    assert ts.row_key == ("minimum_value", "maximum_value", "start_value", "increment", "cache_size", "cycle_option")
+    s.execute("CREATE TABLE c LIKE `s q`", "d")
+    s.execute("CREATE TABLE t (next_not_cached_value bigint(21) NOT NULL, minimum_value bigint(21) NOT NULL)", "d")
+    assert s.tables[("d", "c")].sequence and not s.tables[("d", "t")].sequence and s.tables[("d", "t")].row_key == ()
+    s.execute("CREATE SEQUENCE n AS INT UNSIGNED", "d")  # MariaDB 11.5 value types: not these columns
+    assert s.table("d", "n") is None
+    s.execute("DROP SEQUENCE IF EXISTS `s q`", "d")
+    assert s.table("d", "s q") is None
 
 
 @st.composite

@@ -8,9 +8,9 @@ MariaDB's ``sql/field.cc``; ``mariadb-binlog`` cannot decode them and stops).  A
 gives, for tables created in an earlier file) so the row decoder can size those columns
 (:meth:`SchemaTracker.complete`) and callers can name columns (:meth:`SchemaTracker.column_names`).
 
-What it understands (MySQL/MariaDB syntax, keywords in any case, names plain, in backticks or in double quotes,
-``db.table`` or relative to the QUERY event's default database, ``/* */``, ``#`` and ``-- `` comments skipped and
-the content of ``/*! */`` / ``/*M! */`` executable comments read as code):
+What it understands (MySQL/MariaDB syntax read by :mod:`binlake.sql`, binlake's one statement reader: keywords in
+any case, names plain, in backticks or in double quotes, ``db.table`` or relative to the QUERY event's default
+database, comments skipped and executable comments read as code, the QUERY event's sql_mode for quoting):
 
 * ``CREATE [OR REPLACE] TABLE [IF NOT EXISTS] t (columns, keys...) [options]``, ``CREATE TABLE t [(] LIKE s [)]``,
   ``WITH SYSTEM VERSIONING`` (MariaDB adds the invisible ``row_start``/``row_end`` TIMESTAMP(6) columns at the
@@ -21,7 +21,9 @@ the content of ``/*! */`` / ``/*M! */`` executable comments read as code):
   TO b``, ``RENAME [TO|AS] t2``, ``ADD``/``DROP SYSTEM VERSIONING``; other clauses (keys, partitions, options) are
   skipped;
 * ``RENAME TABLE a TO b[, ...]``, ``DROP TABLE [IF EXISTS] a[, b]``, ``DROP DATABASE``; ``TEMPORARY`` tables are
-  left alone (their rows are never logged as row events).
+  left alone (their rows are never logged as row events);
+* ``CREATE SEQUENCE s`` (MariaDB): the fixed columns of every sequence (:data:`SEQUENCE_COLUMNS`), no key, one row
+  (:attr:`TableSchema.row_key` keys that row for a current state).
 
 It also follows each table's PRIMARY KEY (:meth:`SchemaTracker.primary_key`, for a lake that keys tables whose
 table maps do not log their key): inline ``PRIMARY KEY`` / ``KEY``, the ``[CONSTRAINT [c]] PRIMARY KEY [USING
@@ -35,9 +37,11 @@ Anything else is ignored, never an error: a statement the tracker does not under
 ``ALTER`` it cannot follow (a column it does not know) forgets the table rather than keep a wrong layout.  What
 it knows is used only where it agrees with the table map (same column count, names where the map logs them, each
 column's type family): a wrong guess never resizes a column.  Known gaps, refused by that check or simply
-unknown: MySQL's functional key parts (``INDEX ((a + 1))``) add hidden columns the statement does not list, and
-``CREATE SEQUENCE`` tables have the server's columns.  A two-phase ALTER (MariaDB ``binlog_alter_two_phase``) counts
-at its COMMIT ALTER.
+unknown: MySQL's functional key parts (``INDEX ((a + 1))``) add hidden columns the statement does not list; a
+MariaDB 11.5+ ``CREATE SEQUENCE s AS <type>`` (other value types) is forgotten; a statement on a temporary table
+that does not say ``TEMPORARY`` (``ALTER TABLE t``, ``RENAME TABLE t ...`` in a session that created a temporary
+``t``, logged in STATEMENT or MIXED format) is read as one on the base table.  A two-phase ALTER (MariaDB
+``binlog_alter_two_phase``) counts at its COMMIT ALTER.
 
 Example::
 
@@ -146,17 +150,29 @@ class TableSchema:
     """A table's columns in table (and table-map) order; ``schema`` is ``None`` for a table given without one.
 
     ``primary_key`` names the columns of its PRIMARY KEY in key order, spelt as the columns are; empty when the
-    table has none or the tracker could not follow it (see :meth:`SchemaTracker.primary_key`).
+    table has none or the tracker could not follow it (see :meth:`SchemaTracker.primary_key`).  ``sequence``: a
+    MariaDB SEQUENCE (``CREATE SEQUENCE``, ``CREATE TABLE ... SEQUENCE=1`` or ``LIKE`` one).
     """
 
     schema: str | None
     name: str
     columns: tuple[TrackedColumn, ...]
     primary_key: tuple[str, ...] = ()
+    sequence: bool = False
 
     @property
     def column_names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns)
+
+    @property
+    def row_key(self) -> tuple[str, ...]:
+        """The columns that tell the table's rows apart for its current state: the primary key, or for a sequence
+        (no key, one row) the columns its row keeps from one CREATE/ALTER SEQUENCE to the next: NEXTVAL and SETVAL
+        write only ``next_not_cached_value`` and ``cycle_count`` (sql/sql_sequence.cc ``SEQUENCE::next_value``,
+        ``set_value``), so every write of its row has the same key."""
+        if self.sequence and not self.primary_key and self.column_names == SEQUENCE_COLUMN_NAMES:
+            return _SEQUENCE_ROW_KEY
+        return self.primary_key
 
     def agrees_with(self, columns: Sequence[Column]) -> bool:
         """Do these columns describe a table map's ``columns``: as many, the names the map logs (if it does), each
@@ -245,6 +261,8 @@ SEQUENCE_COLUMNS = tuple(
         ("cycle_count", "bigint", False, "bigint(21) NOT NULL"),
     )
 )
+SEQUENCE_COLUMN_NAMES = tuple(c.name for c in SEQUENCE_COLUMNS)
+_SEQUENCE_ROW_KEY = ("minimum_value", "maximum_value", "start_value", "increment", "cache_size", "cycle_option")
 
 _Key = tuple[str | None, str]
 _Position = tuple[str, str]  # ("first", "") or ("after", column name)
@@ -726,14 +744,14 @@ class SchemaTracker:
         if head.sequence:
             if s.kw() == "AS":
                 return self._forget(schema, name)  # MariaDB 11.5+ value types: not the columns below
-            return self._put(TableSchema(schema, name, SEQUENCE_COLUMNS, ()))
+            return self._put(TableSchema(schema, name, SEQUENCE_COLUMNS, (), sequence=True))
         like = s.accept("LIKE") or (_is_p(s.peek(), "(") and s.kw(1) == "LIKE" and s.accept_p("(") and s.accept("LIKE"))
         if like:
             src_schema, src = s.qualified()
             source = self.table(src_schema or db, src)
             if source is None:
                 return self._forget(schema, name)
-            return self._put(TableSchema(schema, name, source.columns, source.primary_key))
+            return self._put(TableSchema(schema, name, source.columns, source.primary_key, source.sequence))
         if not _is_p(s.peek(), "("):
             return self._forget(schema, name)  # CREATE TABLE ... SELECT: the columns are the query's
         toks = s.rest()
@@ -755,7 +773,8 @@ class SchemaTracker:
             return self._forget(schema, name)  # more columns come from the query
         if versioned or _has_words(tail, _WITH_VERSIONING):
             _add_versioning(cols)
-        return self._put(TableSchema(schema, name, tuple(cols), _resolve_key(keys, cols)))
+        sequence = _has_words(tail, ("SEQUENCE", "1"))  # the table option SEQUENCE=1 (its "=" is not a word)
+        return self._put(TableSchema(schema, name, tuple(cols), _resolve_key(keys, cols), sequence))
 
     def _alter(self, s: Cursor, db: str | None, sql: str) -> bool:
         schema, name = alter_head(s)
@@ -776,7 +795,8 @@ class SchemaTracker:
         except _Forget:
             return self._forget(ts.schema, ts.name)
         self._forget(ts.schema, ts.name)
-        return self._put(TableSchema(target[0], target[1], tuple(cols), keys.key(ts.primary_key, cols)))
+        key = keys.key(ts.primary_key, cols)
+        return self._put(TableSchema(target[0], target[1], tuple(cols), key, ts.sequence))
 
     def _rename(self, s: Cursor, db: str | None) -> bool:
         changed = False

@@ -105,3 +105,24 @@ def test_names_from_the_ddl_and_the_ddl_wins_over_stale_facts(
     assert cols is not None and cols[1].name == "ti_renamed" and cols[0].name == "id"
     # MINIMAL maps log signedness: it is the map's, not the DDL's
     assert [c.unsigned for c in cols] == [c.unsigned for c in t_int.columns]
+
+
+def test_a_sequence_gets_the_row_key_of_its_one_row(corpus_dir: Path) -> None:
+    """corpus-bin.000004's sequence seq1 (FULL metadata, no key logged: a sequence has none) gets the row key of
+    its one row from its CREATE SEQUENCE; a table map of any other keyless table stays as logged."""
+    tracker = SchemaTracker()
+    maps = _maps(corpus_dir / "mariadb" / "binlogs" / "corpus-bin.000004", tracker)
+    namer = Namer(tracker)
+    seq = [tm for tm in maps if tm.table == "seq1"][-1]
+    assert seq.primary_key == ()
+    keyed = namer.keyed(seq)
+    assert [keyed.column_names[i] for i in keyed.primary_key] == [
+        "minimum_value",
+        "maximum_value",
+        "start_value",
+        "increment",
+        "cache_size",
+        "cycle_option",
+    ]
+    keyless = [tm for tm in maps if not tm.primary_key and tm.table != "seq1"]
+    assert keyless and all(namer.keyed(tm) is tm for tm in keyless)

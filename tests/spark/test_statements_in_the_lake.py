@@ -73,3 +73,37 @@ def test_temporary_tables_leave_the_base_table_alone(spark: Any, mixed_server: M
     want = [{"id": int(i), "v": v} for i, v in server.query("SELECT id, v FROM tt.t")]
     assert _current(lake, "tt", "t") == sorted(want, key=repr)
     assert len(want) == 4
+
+
+def test_a_sequence_logged_with_minimal_metadata(spark: Any, mixed_server: MariaDBServer, tmp_path: Path) -> None:
+    """A MariaDB SEQUENCE's table maps logged with binlog_row_metadata=MINIMAL carry no names: the lake names its
+    columns from CREATE SEQUENCE (the server's fixed columns) and keeps its one row as its current state, equal to
+    SELECT * on the server after NEXTVAL, SETVAL and an ALTER SEQUENCE followed by NEXTVAL."""
+    from binlake.spark.ingest import ingest
+
+    server = mixed_server
+    server.execute("SET GLOBAL binlog_row_metadata = MINIMAL")
+    try:
+        server.flush_logs()
+        first = len(server.binlog_files()) - 1
+        server.execute(
+            "SET SESSION binlog_format = ROW; CREATE DATABASE sq; USE sq;"
+            "CREATE SEQUENCE s START WITH 10 INCREMENT BY 5 CACHE 2;"
+            "SELECT NEXTVAL(s); SELECT NEXTVAL(s); SELECT NEXTVAL(s); SELECT SETVAL(s, 100); SELECT NEXTVAL(s);"
+            "CREATE SEQUENCE `odd seq` MAXVALUE 50 CYCLE; SELECT NEXTVAL(`odd seq`);"
+            "ALTER SEQUENCE `odd seq` RESTART WITH 7 INCREMENT BY 3; SELECT NEXTVAL(`odd seq`);"
+        )
+        server.flush_logs()
+    finally:
+        server.execute("SET GLOBAL binlog_row_metadata = FULL")
+    files = [str(p) for p in server.binlog_files()[first:]]
+    lake = tmp_path / "lake"
+    ingest(spark, files, str(lake))
+    names = ["next_not_cached_value", "minimum_value", "maximum_value", "start_value", "increment", "cache_size"]
+    names += ["cycle_option", "cycle_count"]
+    for table in ("s", "odd seq"):
+        changes = _delta(lake / table_dir("sq", table) / "changes")
+        assert [n for n in changes.column_names if not n.startswith("_")] == names
+        want = [dict(zip(names, map(int, row), strict=True)) for row in server.query(f"SELECT * FROM sq.`{table}`")]
+        assert len(want) == 1
+        assert _current(lake, "sq", table) == want

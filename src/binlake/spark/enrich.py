@@ -14,7 +14,8 @@ Rules, in order (:class:`Namer`):
    precision, scale, fsp and bits) and the DDL tracker, where it knows the table, gives the same names: every fact
    the map lacks is borrowed from it (names, signedness, charsets, ENUM/SET members, geometry type, key, visibility).
 2. Else the tracker knows the table and agrees with the map (``TableSchema.agrees_with``): names, signedness and
-   the primary key come from the DDL.
+   the primary key come from the DDL (for a sequence, which has no key and one row, its row key:
+   ``TableSchema.row_key``; :meth:`Namer.keyed` gives a named map of a sequence that key too).
 3. Else the map stays as logged (``col_N`` names, no key).
 
 Example::
@@ -27,6 +28,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from binlake.coltypes import Column
@@ -110,6 +112,24 @@ class Namer:
             for c, (name, unsigned, pk) in zip(tm.columns, ddl, strict=True)
         )
 
+    def keyed(self, tm: TableMapEvent) -> TableMapEvent:
+        """``tm``, or for a named map without a key of a table the DDL says is a sequence (and agrees with), the
+        map with the sequence's row key (:attr:`binlake.schema.TableSchema.row_key`): its one row gets a current
+        state like a keyed table's."""
+        if self.tracker is None or tm.primary_key:
+            return tm
+        ts = self.tracker.table(tm.schema, tm.table)
+        if ts is None or not ts.sequence or not ts.agrees_with(tm.columns):
+            return tm
+        key = [k.casefold() for k in ts.row_key]
+        return replace(
+            tm,
+            columns=tuple(
+                c.with_(pk_position=key.index(n.casefold())) if n.casefold() in key else c
+                for c, n in zip(tm.columns, ts.column_names, strict=True)
+            ),
+        )
+
     def _ddl(self, tm: TableMapEvent) -> list[tuple[str, bool, int | None]] | None:
         """Per column (name, unsigned, position in the primary key) from the DDL, when the tracker knows the
         table and agrees with the map."""
@@ -118,7 +138,7 @@ class Namer:
         ts = self.tracker.table(tm.schema, tm.table)
         if ts is None or not ts.agrees_with(tm.columns):
             return None
-        key = [k.casefold() for k in ts.primary_key]
+        key = [k.casefold() for k in ts.row_key]
         return [
             (c.name, c.unsigned, key.index(c.name.casefold()) if c.name.casefold() in key else None) for c in ts.columns
         ]

@@ -155,6 +155,7 @@ class MapLog:
             return
         self._last[key] = mid
         if named(tm):
+            tm = self._namer.keyed(tm)
             self._namer.learn(key, tm)
         else:
             tm = self._name(key, mid, tm)

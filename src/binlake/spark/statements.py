@@ -282,26 +282,28 @@ def scan_statements(
 
 
 def tracker_to_json(tracker: SchemaTracker) -> list[Any]:
-    """Every table the tracker knows, as JSON-able lists ``[db, table, columns, primary key]`` (exact: no SQL is
-    re-parsed)."""
+    """Every table the tracker knows, as JSON-able lists ``[db, table, columns, primary key, sequence]`` (exact: no
+    SQL is re-parsed)."""
     return [
         [
             ts.schema,
             ts.name,
             [[c.name, c.type_name, list(c.params), c.unsigned, c.definition] for c in ts.columns],
             list(ts.primary_key),
+            ts.sequence,
         ]
         for ts in tracker.tables.values()
     ]
 
 
 def tracker_from_json(state: Sequence[Any]) -> SchemaTracker:
-    """Invert :func:`tracker_to_json`.  A state written before primary keys were tracked (``[db, table, columns]``)
-    loads with no keys."""
+    """Invert :func:`tracker_to_json`.  A state written before primary keys (``[db, table, columns]``) or sequences
+    (``[db, table, columns, key]``) were tracked loads with none."""
     tables = {}
-    for schema, name, cols, *key in state:
+    for schema, name, cols, *more in state:
         columns = tuple(TrackedColumn(c[0], c[1], tuple(c[2]), c[3], c[4]) for c in cols)
-        tables[(schema, name)] = TableSchema(schema, name, columns, tuple(key[0]) if key else ())
+        key = tuple(more[0]) if more else ()
+        tables[(schema, name)] = TableSchema(schema, name, columns, key, bool(more[1]) if len(more) > 1 else False)
     return SchemaTracker(tables)
 
 

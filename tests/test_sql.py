@@ -191,8 +191,9 @@ _SEEDED = ("id", "v w", "note")
 
 
 def _seeded(case: Case) -> SchemaTracker:
-    """A tracker that knows every table the case names (so drops, renames and ALTERs have something to act on)."""
-    tables = {t for pair in case.renames for t in pair} | set(case.drops) | set(case.creates)
+    """A tracker that knows the tables the case drops, creates and renames from (so they have something to act
+    on)."""
+    tables = {src for src, _ in case.renames} | set(case.drops) | set(case.creates)
     columns = tuple(TrackedColumn(n, "int") for n in _SEEDED)
     return SchemaTracker({t: TableSchema(t[0], t[1], columns) for t in tables if t[1]})
 
@@ -223,7 +224,7 @@ def test_generated_statements_read_as_built(c: Case) -> None:
     for db, t in c.drops:
         assert tracker.table(db, t) is None, c.text
     # renames one after the other, as the server applies them (a pair whose table is gone by then moves nothing)
-    present = {(d.casefold(), t.casefold()) for pair in c.renames for d, t in pair[:1]}
+    present = {(d.casefold(), t.casefold()) for (d, t), _ in c.renames}
     touched = set(present)
     for (sd, st_), (dd, dt) in c.renames:
         src, dst = (sd.casefold(), st_.casefold()), (dd.casefold(), dt.casefold())

@@ -230,32 +230,32 @@ def matching(toks: Sequence[Token], i: int) -> int | None:
     return None
 
 
+def _nested(toks: Iterable[Token]) -> Iterator[tuple[Token, int]]:
+    """Each token with the depth of parentheses around it (a parenthesis counts as inside the pair it opens or
+    closes)."""
+    depth = 0
+    for tok in toks:
+        if tok.kind == "p" and tok.text == "(":
+            depth += 1
+            yield tok, depth
+        elif tok.kind == "p" and tok.text == ")":
+            yield tok, depth
+            depth -= 1
+        else:
+            yield tok, depth
+
+
 def split_commas(toks: Sequence[Token]) -> list[list[Token]]:
     """``toks`` split at commas outside parentheses (empty parts dropped)."""
     parts: list[list[Token]] = [[]]
-    depth = 0
-    for tok in toks:
-        if tok.kind == "p":
-            if tok.text == "(":
-                depth += 1
-            elif tok.text == ")":
-                depth -= 1
-            elif tok.text == "," and depth == 0:
-                parts.append([])
-                continue
-        parts[-1].append(tok)
+    for tok, depth in _nested(toks):
+        if depth == 0 and tok.kind == "p" and tok.text == ",":
+            parts.append([])
+        else:
+            parts[-1].append(tok)
     return [p for p in parts if p]
 
 
 def top_level_words(toks: Iterable[Token]) -> list[str]:
     """The keywords of ``toks`` outside parentheses, in order."""
-    out, depth = [], 0
-    for tok in toks:
-        if tok.kind == "p":
-            if tok.text == "(":
-                depth += 1
-            elif tok.text == ")":
-                depth -= 1
-        elif depth == 0 and tok.kind == "word":
-            out.append(tok.text.upper())
-    return out
+    return [tok.text.upper() for tok, depth in _nested(toks) if depth == 0 and tok.kind == "word"]

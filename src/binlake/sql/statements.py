@@ -142,11 +142,17 @@ def _control(query: str, sql_mode: int) -> Control | None:
     return _read_control(query, sql_mode)
 
 
-def _read_control(query: str, sql_mode: int) -> Control | None:
+def _opened(query: str, sql_mode: int) -> tuple[str, Cursor]:
+    """The statement's first keyword, and a cursor after it."""
     c = Cursor(tokens(query, sql_mode))
+    first = c.kw()
+    c.i += 1
+    return first, c
+
+
+def _read_control(query: str, sql_mode: int) -> Control | None:
+    first, c = _opened(query, sql_mode)
     try:
-        first = c.kw()
-        c.i += 1
         if first == "BEGIN":
             c.accept("WORK")
             return Control("begin") if c.at_end() else None  # BEGIN NOT ATOMIC ... END is a compound statement
@@ -246,10 +252,8 @@ def emptied(query: str, db: str, sql_mode: int = 0) -> tuple[TableRef, ...]:
     {DATABASE | SCHEMA} d`` (``(d, "")``: every table of ``d``).  A ``TEMPORARY`` table is not the base table
     of the same name, which it only shadows: it empties nothing.
     """
-    c = Cursor(tokens(query, sql_mode))
+    first, c = _opened(query, sql_mode)
     try:
-        first = c.kw()
-        c.i += 1
         if first == "TRUNCATE":
             c.accept("TABLE")
             return (_in(db, c.qualified()),)
@@ -278,10 +282,8 @@ def renames(query: str, db: str, sql_mode: int = 0) -> tuple[tuple[TableRef, Tab
     >>> renames("RENAME TABLE t TO t_old, `s`.`new` TO t", "shop")
     ((('shop', 't'), ('shop', 't_old')), (('s', 'new'), ('shop', 't')))
     """
-    c = Cursor(tokens(query, sql_mode))
+    first, c = _opened(query, sql_mode)
     try:
-        first = c.kw()
-        c.i += 1
         if first == "RENAME":
             return tuple((_in(db, a), _in(db, b)) for a, b in rename_pairs(c))
         if first == "ALTER":

@@ -113,6 +113,8 @@ BETWEEN_EVENTS = frozenset(
 FILE_END_EVENTS = frozenset({E.ROTATE_EVENT, E.STOP_EVENT})
 """Events after which nothing follows in the same file."""
 _IGNORED = frozenset({E.HEARTBEAT_LOG_EVENT, E.HEARTBEAT_LOG_EVENT_V2})  # the connection's, not the log's
+# events that never move a boundary of an open transaction (rows end only a statement logged without BEGIN)
+_PLAIN = frozenset(int(c) for c in EventType) - GTID_EVENTS - END_EVENTS - STATEMENT_EVENTS - BETWEEN_EVENTS - _IGNORED
 _STMT_END_F = 0x1  # Rows_event::STMT_END_F (rows_event.h): the last rows event of its statement
 
 CUT = re.compile(
@@ -285,16 +287,19 @@ class Transactions:
         h = ev.header
         code = h.type_code
         inner = h.in_payload is not None
-        pos = h.in_payload if h.in_payload is not None else h.pos
         end = None if inner else h.pos + h.event_size
+        if code in _PLAIN and self.start is not None and not self._ended and not self._implicit:
+            if end is not None:  # the common case: a table map, rows, ... inside an open transaction
+                self._outer_end = end
+            return _INSIDE
+        pos = h.in_payload if h.in_payload is not None else h.pos
         if code in GTID_EVENTS:
             g = getattr(ev, "gtid", None)
             standalone = bool(getattr(ev, "standalone", False))
             return self.feed(code, pos, end, gtid=None if g is None else str(g), standalone=standalone)
         if code in QUERY_EVENTS:
-            raw: bytes = getattr(ev, "query_raw", b"")
-            if not may_control(raw):
-                return self.feed(code, pos, end, query=raw)
+            if not may_control(getattr(ev, "query_raw", b"")):
+                return self.feed(code, pos, end)  # a statement that is not transaction control
             mode = ev.status("SQL_MODE")  # type: ignore[attr-defined]
             text: str = ev.query  # type: ignore[attr-defined]
             return self.feed(code, pos, end, text=text, sql_mode=mode if isinstance(mode, int) else 0)

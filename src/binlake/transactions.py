@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from binlake.events.base import Event, EventType
+from binlake.events.rows import STMT_END_F, RowsEvent
 from binlake.sql.statements import Control, control, may_control
 
 __all__ = [
@@ -73,26 +74,7 @@ QUERY_EVENTS = frozenset({E.QUERY_EVENT, E.QUERY_COMPRESSED_EVENT})
 """Events whose statement text binlake reads (DDL, transaction control, TRUNCATE, RENAME, ...)."""
 STATEMENT_EVENTS = QUERY_EVENTS | {E.EXECUTE_LOAD_QUERY_EVENT, E.LOAD_EVENT, E.NEW_LOAD_EVENT, E.EXEC_LOAD_EVENT}
 """Events that run a statement: the statement ends a transaction opened without ``BEGIN``."""
-ROWS_EVENTS = frozenset(
-    {
-        E.PRE_GA_WRITE_ROWS_EVENT,
-        E.PRE_GA_UPDATE_ROWS_EVENT,
-        E.PRE_GA_DELETE_ROWS_EVENT,
-        E.WRITE_ROWS_EVENT_V1,
-        E.UPDATE_ROWS_EVENT_V1,
-        E.DELETE_ROWS_EVENT_V1,
-        E.WRITE_ROWS_EVENT,
-        E.UPDATE_ROWS_EVENT,
-        E.DELETE_ROWS_EVENT,
-        E.PARTIAL_UPDATE_ROWS_EVENT,
-        E.WRITE_ROWS_COMPRESSED_EVENT_V1,
-        E.UPDATE_ROWS_COMPRESSED_EVENT_V1,
-        E.DELETE_ROWS_COMPRESSED_EVENT_V1,
-        E.WRITE_ROWS_COMPRESSED_EVENT,
-        E.UPDATE_ROWS_COMPRESSED_EVENT,
-        E.DELETE_ROWS_COMPRESSED_EVENT,
-    }
-)
+ROWS_EVENTS = frozenset(RowsEvent.type_codes)
 """Events that carry row images."""
 END_EVENTS = frozenset({E.XID_EVENT, E.XA_PREPARE_LOG_EVENT})
 """Events that end the transaction they are in."""
@@ -115,7 +97,6 @@ FILE_END_EVENTS = frozenset({E.ROTATE_EVENT, E.STOP_EVENT})
 _IGNORED = frozenset({E.HEARTBEAT_LOG_EVENT, E.HEARTBEAT_LOG_EVENT_V2})  # the connection's, not the log's
 # events that never move a boundary of an open transaction (rows end only a statement logged without BEGIN)
 _PLAIN = frozenset(int(c) for c in EventType) - GTID_EVENTS - END_EVENTS - STATEMENT_EVENTS - BETWEEN_EVENTS - _IGNORED
-_STMT_END_F = 0x1  # Rows_event::STMT_END_F (rows_event.h): the last rows event of its statement
 
 CUT = re.compile(
     b"(?<=[%s])|[%s]" % (re.escape(bytes(sorted(END_EVENTS))), re.escape(bytes(sorted(GTID_EVENTS)))),
@@ -306,7 +287,7 @@ class Transactions:
         if code == E.XA_PREPARE_LOG_EVENT:
             return self.feed(code, pos, end, one_phase=bool(getattr(ev, "one_phase", False)))
         if code in ROWS_EVENTS:
-            return self.feed(code, pos, end, statement_end=bool(getattr(ev, "flags", 0) & _STMT_END_F))
+            return self.feed(code, pos, end, statement_end=bool(getattr(ev, "flags", 0) & STMT_END_F))
         return self.feed(code, pos, end)
 
     def lost(self) -> None:

@@ -94,7 +94,9 @@ def dump_events(path: Path, start: int = 4, *, name: str | None = None, connect_
             yield fde if pos == 4 else raw
 
 
-def stream_bytes(events: Iterable[bytes], *, semi_sync: bool = False, end: bytes | None = b"\xfe\x00\x00\x02\x00") -> bytes:
+def stream_bytes(
+    events: Iterable[bytes], *, semi_sync: bool = False, end: bytes | None = b"\xfe\x00\x00\x02\x00"
+) -> bytes:
     """Packets of ``events`` (sequence ids from 1, as after a command), then ``end`` (an EOF packet by default)."""
     out, seq = [], 1
     for raw in events:

@@ -112,7 +112,7 @@ def fresh_server(tls_files: TlsFiles) -> Iterator[ReplServer]:
         add_users(server)
         server.execute(
             "CREATE DATABASE r; CREATE TABLE r.t (id INT PRIMARY KEY, batch INT, v LONGTEXT);"
-            " CREATE TABLE r.m (id INT PRIMARY KEY, v TEXT) ENGINE=MyISAM"
+            " CREATE TABLE r.m (id INT PRIMARY KEY, v TEXT) ENGINE=MyISAM; CREATE DATABASE seq"
         )
         yield ReplServer(server, tls_files)
 

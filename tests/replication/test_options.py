@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import pickle
 import random
@@ -54,10 +55,8 @@ def test_resume_point_refuses_anything_else(text: str) -> None:
 
 @given(st.text(max_size=80) | st.binary(max_size=80))
 def test_resume_point_parsing_raises_only_binlake_errors(text: str | bytes) -> None:
-    try:
+    with contextlib.suppress(BinlogError):
         ResumePoint.from_json(text)
-    except BinlogError:
-        pass
 
 
 def test_start_points() -> None:
@@ -124,7 +123,9 @@ def test_password_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
 
 
 @pytest.mark.parametrize("flag", ["--password", "--passwd", "--pass", "--password=s3cret-pw"])
-def test_a_password_on_the_command_line_is_refused_and_not_echoed(flag: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_password_on_the_command_line_is_refused_and_not_echoed(
+    flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit):
         _parse([*BASE, flag, "s3cret-pw"])
     assert "s3cret-pw" not in capsys.readouterr().err

@@ -6,6 +6,7 @@ report_reply_packet``)."""
 
 from __future__ import annotations
 
+import itertools
 import struct
 
 import pytest
@@ -134,7 +135,7 @@ def test_packet_reader_yields_every_payload_whatever_the_chunking(payloads: list
     reader = p.PacketReader()
     got: list[bytes] = []
     points = sorted({c % (len(stream) + 1) for c in cuts} | {0, len(stream)})
-    for a, b in zip(points, points[1:], strict=False):
+    for a, b in itertools.pairwise(points):
         reader.feed(stream[a:b])
         got.extend(bytes(x) for x in reader.payloads())
     assert got == payloads

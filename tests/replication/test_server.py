@@ -10,13 +10,13 @@ import threading
 import time
 
 import pytest
+from tests.replication.conftest import PASSWORD, ReplServer, file_events, idle, keys, streamed, until
 
 from binlake.errors import BinlogError, ReplicationError
 from binlake.events.control import HeartbeatEvent
 from binlake.events.format import FormatDescriptionEvent
 from binlake.reader import read_events
 from binlake.replication import ReplicationClient, RetryPolicy, StartAt, StreamEvent, TlsOptions
-from tests.replication.conftest import PASSWORD, ReplServer, file_events, idle, keys, streamed, until
 
 pytestmark = pytest.mark.server
 
@@ -67,7 +67,9 @@ def test_privileges(repl_server: ReplServer) -> None:
     """REPLICATION SLAVE suffices to stream; the server's current end needs BINLOG MONITOR (REPLICATION CLIENT);
     without REPLICATION SLAVE the error says so; none of these is retried."""
     sleeps: list[float] = []
-    only = ReplicationClient(repl_server.options("repl_slave_only"), StartAt.oldest(), follow=False, sleep=sleeps.append)
+    only = ReplicationClient(
+        repl_server.options("repl_slave_only"), StartAt.oldest(), follow=False, sleep=sleeps.append
+    )
     assert len(streamed(only)) > 1000
     with pytest.raises(ReplicationError, match="BINLOG MONITOR"):
         list(ReplicationClient(repl_server.options("repl_slave_only"), StartAt.current(), sleep=sleeps.append))

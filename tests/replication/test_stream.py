@@ -5,12 +5,14 @@ description) comes out marked ``in_file=False``."""
 
 from __future__ import annotations
 
+import itertools
 import random
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.replication import _dump as d
 
 from binlake.errors import BinlogPurgedError, ChecksumError, MalformedError
 from binlake.events.base import Event, EventType
@@ -18,7 +20,6 @@ from binlake.events.control import HeartbeatEvent, RotateEvent
 from binlake.events.format import FormatDescriptionEvent
 from binlake.reader import read_events
 from binlake.replication.stream import ReplicationStream, StreamEvent
-from tests.replication import _dump as d
 
 MARIADB = "mariadb/binlogs"
 FILES = [
@@ -52,7 +53,7 @@ def reference(path: Path, start: int = 4) -> list[tuple[int, int, Event]]:
 def run(stream: ReplicationStream, data: bytes, cuts: list[int] | None = None) -> list[StreamEvent]:
     got: list[StreamEvent] = []
     points = sorted({c % (len(data) + 1) for c in (cuts or [])} | {0, len(data)})
-    for a, b in zip(points, points[1:], strict=False):
+    for a, b in itertools.pairwise(points):
         stream.feed(data[a:b])
         got.extend(stream.events())
     return got

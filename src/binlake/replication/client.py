@@ -90,6 +90,8 @@ class ReplicationClient:
         self._file: str | None = None  # the next event to yield: its file and position
         self._position = 0
         self._skip: tuple[str, int] | None = None  # GTID start: drop in-file events ending at or before this
+        self._skipped = 0
+        self._closed = False
         self._gtid: GtidTracker | None = None
 
     # -- what a caller keeps -----------------------------------------------------------------------------------
@@ -126,6 +128,8 @@ class ReplicationClient:
                     return  # the end of a non-blocking dump
                 except ConnectionLostError as e:
                     self._drop()
+                    if self._closed:
+                        return
                     attempt += 1
                     limit = self.options.retry.retries
                     if limit is not None and attempt > limit:
@@ -145,7 +149,8 @@ class ReplicationClient:
             self._drop()
 
     def close(self) -> None:
-        """Drop the connection (an iteration in progress ends with the next read)."""
+        """Drop the connection; an iteration in progress ends (without reconnecting) at its next read."""
+        self._closed = True
         self._drop()
 
     def _drop(self) -> None:
@@ -192,7 +197,10 @@ class ReplicationClient:
                 self._gtid.set_baseline(baseline)
         conn.prepare(semi_sync=self.options.semi_sync)
         self.stream.semi_sync = self.options.semi_sync
-        self.stream.reset()
+        if start.kind == "gtid":
+            self.stream.reset(gtid=start.gtid)
+        else:
+            self.stream.reset(file=start.file)
         if start.kind == "gtid":
             assert start.gtid is not None
             if self._gtid is not None and self._gtid.state is None:
@@ -227,10 +235,18 @@ class ReplicationClient:
                         self._observe_gtid(ev)
                     if self._skip is not None:
                         if self._already_yielded(se):
+                            self._skipped += 1
                             if se.ack:
                                 conn.acknowledge(se.file, se.end)
                             continue
-                        self._skip = None
+                        if self._skipped:
+                            log.info(
+                                "%s: dropped %d events up to %s:%d, already delivered before the reconnection",
+                                self.options.address,
+                                self._skipped,
+                                *self._skip,
+                            )
+                        self._skip, self._skipped = None, 0
                     if isinstance(ev, RotateEvent):
                         self._file, self._position = ev.name, ev.position
                     elif ev.header.in_payload is None:
@@ -241,6 +257,10 @@ class ReplicationClient:
                 if se.ack:
                     conn.acknowledge(se.file, se.end)
             if stream.ended:
+                if self.follow:  # a following dump never ends on its own: the server is shutting down
+                    raise ConnectionLostError(
+                        f"{self.options.address} ended the dump (shutting down?)", file=self._file, pos=self._position
+                    )
                 return
 
     def _observe_gtid(self, ev: Event) -> None:

@@ -239,7 +239,9 @@ class ReplicationConnection:
         except ReplicationError as e:
             if isinstance(e, ConnectionLostError) or not any(c in str(e) for c in ("1045", "1227")):
                 raise
-            raise ReplicationError(f"{o.address} may not read binlogs: the user lacks REPLICATION SLAVE ({e})") from None
+            raise ReplicationError(
+                f"{o.address} may not read binlogs: the user lacks REPLICATION SLAVE ({e})"
+            ) from None
         if not packet.is_ok_packet():
             raise ReplicationError(f"{o.address} answered COM_REGISTER_SLAVE with {packet.get_all_data()[:32]!r}")
 
@@ -273,7 +275,7 @@ class ReplicationConnection:
     def read(self, *, file: str | None = None, pos: int | None = None) -> bytes:
         """The next bytes of the stream (at least one); ``file``/``pos`` name where the stream is, for errors."""
         with translate_errors(self.options, file=file, pos=pos):
-            rfile = cast(Any, self._connection())._rfile
+            rfile = cast(Any, self._conn)._rfile if self._conn is not None else None
             if rfile is None:
                 raise ConnectionLostError(f"the connection to {self.options.address} is closed", file=file, pos=pos)
             data: bytes = rfile.read1(CHUNK)
@@ -292,4 +294,3 @@ class ReplicationConnection:
         if conn is not None:
             with contextlib.suppress(Exception):
                 conn.close()
-

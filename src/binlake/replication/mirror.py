@@ -210,7 +210,9 @@ class Mirror:
             raise ReplicationError(f"the server named a binlog {name!r}: not a file name")
         path = self.directory / name
         if not existing and path.exists():
-            raise ReplicationError(f"{path} exists already but the mirror did not expect it: remove it or the later ones")
+            raise ReplicationError(
+                f"{path} exists already but the mirror did not expect it: remove it or the later ones"
+            )
         self._out = path.open("ab")
         self._name = name
         self._size = path.stat().st_size

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import math
 import os
 import random
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, NoReturn
+from typing import Literal, NoReturn, cast
 
 from binlake.errors import ReplicationError
 
@@ -119,8 +120,9 @@ class RetryPolicy:
 
     def delay(self, attempt: int, rng: random.Random | None = None) -> float:
         """The wait before attempt ``attempt`` (1 for the first reconnection)."""
-        cap = min(self.maximum, self.initial * 2 ** min(attempt - 1, 62))
-        return cap / 2 + (rng or random).uniform(0, cap / 2)
+        cap = min(self.maximum, math.ldexp(self.initial, min(attempt - 1, 62)))
+        draw = rng.uniform(0, cap / 2) if rng is not None else random.uniform(0, cap / 2)
+        return cap / 2 + draw
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,7 +236,7 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
 def connection_from_args(args: argparse.Namespace, *, follow: bool = True) -> ConnectionOptions:
     """The :class:`ConnectionOptions` of flags added by :func:`add_connection_arguments` (``follow``: the command
     keeps running, which makes the default number of retries unlimited)."""
-    mode = args.ssl_mode.lower() if args.ssl_mode else ("verify_ca" if args.ssl_ca else "preferred")
+    mode = cast(SslMode, args.ssl_mode.lower() if args.ssl_mode else ("verify_ca" if args.ssl_ca else "preferred"))
     retries = args.retries if args.retries is not None else (None if follow else 5)
     return ConnectionOptions(
         host=args.host,

@@ -310,9 +310,7 @@ def server_error(
     lower = message.lower()
     if code == ER_MASTER_FATAL_ERROR_READING_BINLOG and any(m in lower for m in _PURGED_MESSAGES):
         what = f"GTID position {gtid}" if gtid is not None and file is None else f"binlog {file}"
-        return BinlogPurgedError(
-            f"the server no longer has {what} (purged?): {text}", file=file, pos=pos, gtid=gtid
-        )
+        return BinlogPurgedError(f"the server no longer has {what} (purged?): {text}", file=file, pos=pos, gtid=gtid)
     if code in RETRYABLE_CODES:
         return ConnectionLostError(text, file=file, pos=pos)
     if "same server_uuid/server_id" in lower:  # MariaDB ER_SLAVE_SAME_ID 4052; MySQL says it in error 1236

@@ -56,7 +56,7 @@ from binlake.replication.protocol import (
     server_error,
 )
 
-__all__ = ["StreamEvent", "ReplicationStream"]
+__all__ = ["ReplicationStream", "StreamEvent"]
 
 _ARTIFICIAL = 0x20  # LOG_EVENT_ARTIFICIAL_F
 _HEARTBEATS = frozenset({EventType.HEARTBEAT_LOG_EVENT, EventType.HEARTBEAT_LOG_EVENT_V2})
@@ -119,19 +119,22 @@ class ReplicationStream:
         self._fed_end = 0  # where the bytes fed to the decoder end (its position once they are decoded)
         self._pending: deque[tuple[bytes | None, bool]] = deque()  # (raw, ack) of each event fed, not yet yielded
         self._payload_end = 0  # end of the last top-level event yielded (a TRANSACTION_PAYLOAD's inner events)
+        self._asked: tuple[str | None, str | None] = (None, None)  # the binlog file or GTID state the dump asked for
 
     def feed(self, data: bytes) -> None:
         """Bytes read from the connection (any amount; a packet may span several calls)."""
         self._packets.feed(data)
 
-    def reset(self) -> None:
+    def reset(self, *, file: str | None = None, gtid: str | None = None) -> None:
         """Forget the bytes of a lost connection (a partial packet, events not yet yielded) before a new one; the
-        decoder's context stays.  The new connection's first ROTATE says where the stream is."""
+        decoder's context stays.  The new connection's first ROTATE says where the stream is; ``file`` or ``gtid``
+        name what the new dump asked for, for the errors the server may answer with before that ROTATE."""
+        self._asked = (file, gtid)
         self._packets = PacketReader()
         self._pending.clear()
         self.ended = False
         self.decoder.restart(max(self.position, 4))
-        self._fed_end = 0
+        self.file, self.position, self._fed_end = None, 0, 0
 
     @property
     def buffered(self) -> int:
@@ -153,7 +156,8 @@ class ReplicationStream:
                     continue
                 if kind == _ERR:
                     err = parse_error_packet(payload)
-                    raise server_error(err.code, err.message, file=self.file, pos=self.position)
+                    file, gtid = (self.file, None) if self.file is not None else self._asked
+                    raise server_error(err.code, err.message, file=file, pos=self.position or None, gtid=gtid)
                 raise MalformedError(f"replication packet starts with 0x{kind:02x}, not an event, EOF or error")
             ack = False
             if semi_sync:

@@ -239,7 +239,8 @@ class MariaDBServer:
     def start(self) -> None:
         """Initialise the datadir (unless it already holds one: a restart keeps it), start mariadbd (on the port of
         the last start, if any, so clients reconnect where they were) and wait (at most ``start_timeout`` s) until
-        it answers."""
+        it answers.  Linux ends the server when the *thread* that started it ends (PR_SET_PDEATHSIG): start it from
+        a thread that outlives it."""
         if self._proc is not None:
             raise MariaDBError("server already started")
         mariadbd = _require_tool("mariadbd")
@@ -388,7 +389,9 @@ class MariaDBServer:
         """Create ``user``@``host`` authenticated by ``plugin`` (``mysql_native_password`` or ``ed25519``, whose
         plugin is installed on first use) with ``password``, granted ``grants`` on ``*.*``; ``require`` is a
         ``REQUIRE`` clause (``"SSL"``, ``"X509"``).  Not written to the binlog."""
-        if plugin == "ed25519" and not self.query("SELECT 1 FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'ed25519'"):
+        if plugin == "ed25519" and not self.query(
+            "SELECT 1 FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'ed25519'"
+        ):
             self.execute("INSTALL SONAME 'auth_ed25519'")
         quoted = _sql_string(password)
         privileges = ", ".join(grants) if grants else "USAGE"

@@ -117,6 +117,22 @@ def fresh_server(tls_files: TlsFiles) -> Iterator[ReplServer]:
         yield ReplServer(server, tls_files)
 
 
+def batch(server: MariaDBServer, k: int, *, big: bool = False) -> None:
+    """One batch of changes: a multi-row transaction, an update, a delete, a MyISAM row (a standalone event
+    group), and with ``big`` a 3 MiB transaction (hundreds of rows events, many socket reads)."""
+    rows = ", ".join(f"({k * 1000 + i}, {k}, REPEAT('x', {i * 7}))" for i in range(40))
+    sql = (
+        f"INSERT INTO r.t VALUES {rows}; UPDATE r.t SET v = CONCAT(v, 'u') WHERE batch = {k} AND id % 3 = 0;"
+        f" DELETE FROM r.t WHERE batch = {k} AND id % 5 = 0; INSERT INTO r.m VALUES ({k}, 'myisam {k}');"
+    )
+    if big:
+        sql += (
+            f" BEGIN; INSERT INTO r.t SELECT {k} * 1000 + 500 + seq, {k}, REPEAT('b', 8000) FROM seq.seq_1_to_400;"
+            " COMMIT;"
+        )
+    server.execute(sql)
+
+
 # -- what the server's files hold ------------------------------------------------------------------------------
 
 

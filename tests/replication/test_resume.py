@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from tests.replication.conftest import PASSWORD, Ref, ReplServer, file_events, idle, keys, streamed, until
+from tests.replication.conftest import PASSWORD, Ref, ReplServer, batch, file_events, idle, keys, streamed, until
 
 from binlake.errors import BinlogPurgedError, ReplicationTimeoutError
 from binlake.replication import ReplicationClient, RetryPolicy, StartAt, StreamEvent
@@ -27,22 +27,6 @@ from binlake.testing.mariadb import MariaDBServer
 
 pytestmark = pytest.mark.server
 REPO = Path(__file__).resolve().parents[2]
-
-
-def batch(server: MariaDBServer, k: int, *, big: bool = False) -> None:
-    """One batch of changes: a multi-row transaction, an update, a delete, a MyISAM row (a standalone event
-    group), and with ``big`` a 3 MiB transaction (hundreds of rows events, many socket reads)."""
-    rows = ", ".join(f"({k * 1000 + i}, {k}, REPEAT('x', {i * 7}))" for i in range(40))
-    sql = (
-        f"INSERT INTO r.t VALUES {rows}; UPDATE r.t SET v = CONCAT(v, 'u') WHERE batch = {k} AND id % 3 = 0;"
-        f" DELETE FROM r.t WHERE batch = {k} AND id % 5 = 0; INSERT INTO r.m VALUES ({k}, 'myisam {k}');"
-    )
-    if big:
-        sql += (
-            f" BEGIN; INSERT INTO r.t SELECT {k} * 1000 + 500 + seq, {k}, REPEAT('b', 8000) FROM seq.seq_1_to_400;"
-            " COMMIT;"
-        )
-    server.execute(sql)
 
 
 def server_end(server: MariaDBServer) -> tuple[str, int]:

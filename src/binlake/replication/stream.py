@@ -117,7 +117,8 @@ class ReplicationStream:
         self._packets = PacketReader()
         self._rotates = Decoder(DecodeOptions(track_schema=False), magic=False)
         self._fed_end = 0  # where the bytes fed to the decoder end (its position once they are decoded)
-        self._pending: deque[tuple[bytes | None, bool]] = deque()  # (raw, ack) of each event fed, not yet yielded
+        self._pending: deque[tuple[bytes | None, bool]] = deque()  # (raw, ack) of each event taken, not yet yielded
+        self._run: list[memoryview] = []  # the bytes of those events, fed to the decoder together
         self._payload_end = 0  # end of the last top-level event yielded (a TRANSACTION_PAYLOAD's inner events)
         self._asked: tuple[str | None, str | None] = (None, None)  # the binlog file or GTID state the dump asked for
 
@@ -132,6 +133,7 @@ class ReplicationStream:
         self._asked = (file, gtid)
         self._packets = PacketReader()
         self._pending.clear()
+        self._run.clear()
         self.ended = False
         self.decoder.restart(max(self.position, 4))
         self.file, self.position, self._fed_end = None, 0, 0
@@ -143,7 +145,7 @@ class ReplicationStream:
 
     def events(self) -> Iterator[StreamEvent]:
         """Yield every event whose bytes were fed; stop at a partial packet (more bytes will come) or at the EOF."""
-        decoder, pending = self.decoder, self._pending
+        decoder, pending, run = self.decoder, self._pending, self._run
         semi_sync, keep_raw = self.semi_sync, self.keep_raw
         for payload in self._packets.payloads():
             if self.ended:
@@ -192,7 +194,7 @@ class ReplicationStream:
                     )
                 yield from self._drain()
                 decoder.restart(start)  # a hole the server left (skipped event groups): same context, new position
-            decoder.feed(ev)
+            run.append(ev)
             self._fed_end = self.position = start + size
             pending.append((bytes(ev) if keep_raw else None, ack))
             if code == _ROTATE:
@@ -207,6 +209,8 @@ class ReplicationStream:
         pending = self._pending
         if not pending:
             return
+        self.decoder.feed(b"".join(self._run))  # the run's events, contiguous in the file: one copy, one call
+        self._run.clear()
         file = self.file
         assert file is not None
         for ev in self.decoder.events():

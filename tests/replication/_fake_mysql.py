@@ -24,6 +24,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from tests.replication import _dump as d
+from tests.rows.test_rows_events import packed as lenenc  # the protocol's length-encoded integer
 
 from binlake.events.base import EventHeader
 from binlake.events.context import DecodeContext
@@ -42,16 +43,6 @@ CAPABILITIES = (
     | 0x00200000  # CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA
 )
 AUTOCOMMIT = 0x0002
-
-
-def lenenc(n: int) -> bytes:
-    if n < 251:
-        return bytes([n])
-    if n < 1 << 16:
-        return b"\xfc" + n.to_bytes(2, "little")
-    if n < 1 << 24:
-        return b"\xfd" + n.to_bytes(3, "little")
-    return b"\xfe" + n.to_bytes(8, "little")
 
 
 def lenenc_str(s: bytes) -> bytes:

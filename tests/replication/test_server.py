@@ -73,6 +73,10 @@ def test_privileges(repl_server: ReplServer) -> None:
     assert len(streamed(only)) > 1000
     with pytest.raises(ReplicationError, match="BINLOG MONITOR"):
         list(ReplicationClient(repl_server.options("repl_slave_only"), StartAt.current(), sleep=sleeps.append))
+    # REPLICATION CLIENT (granted to repl_ed25519) is BINLOG MONITOR's old name in MariaDB 10.5+
+    assert any("BINLOG MONITOR" in g for (g,) in repl_server.server.query("SHOW GRANTS FOR repl_ed25519@'127.0.0.1'"))
+    current = ReplicationClient(repl_server.options("repl_ed25519"), StartAt.current(), follow=False)
+    assert streamed(current) == [] and current.resume_point is not None
     with pytest.raises(ReplicationError, match="lacks REPLICATION SLAVE"):
         list(ReplicationClient(repl_server.options("no_repl"), StartAt.oldest(), sleep=sleeps.append))
     bad = repl_server.options("repl_native")

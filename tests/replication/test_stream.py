@@ -219,3 +219,23 @@ def test_malformed_streams_raise_malformed_errors(corpus_dir: Path) -> None:
     stream.feed(d.stream_bytes(events[:2]))  # no semi-sync header although one was asked for
     with pytest.raises(MalformedError, match="semi-sync"):
         list(stream.events())
+
+
+def test_memory_stays_flat_however_long_the_stream(corpus_dir: Path) -> None:
+    """Six files (42 MiB of events) take no more memory than one: the stream keeps one run of events."""
+    import tracemalloc
+
+    path = corpus_dir / f"{MARIADB}/corpus-bin.000002"
+    one = d.stream_bytes(d.dump_events(path), end=None)
+    peaks = []
+    for files in (1, 6):
+        stream = ReplicationStream()
+        tracemalloc.start()
+        for _ in range(files):
+            for i in range(0, len(one), 1 << 18):
+                stream.feed(one[i : i + (1 << 18)])
+                for _se in stream.events():
+                    pass
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+    assert peaks[1] < peaks[0] * 1.3 + (1 << 20), peaks

@@ -274,7 +274,9 @@ class MariaDBServer:
                 check=False,
             ).returncode
         if rc != 0:
-            raise MariaDBError(f"mariadb-install-db failed (exit {rc}):\n{_tail(install_log)}")
+            text = install_log.read_text("utf-8", "replace")
+            errors = "\n".join(line for line in text.splitlines() if "ERROR" in line)[-2000:]
+            raise MariaDBError(f"mariadb-install-db failed (exit {rc}):\n{errors}\n...\n{_tail(install_log)}")
 
     def _launch(self, mariadbd: str, user: list[str]) -> None:
         keep_port = self.port != 0  # a restart listens where clients already connect

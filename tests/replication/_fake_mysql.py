@@ -78,13 +78,13 @@ class Dump:
 @dataclass
 class FakeMySQL:
     """Serves ``binlog`` (a MySQL file) to replicas authenticating as ``user``/``password`` with
-    caching_sha2_password; ``drop_after`` ends the first dump's connection after that many of the file's events
+    caching_sha2_password; ``drops[n]`` ends the n-th dump's connection after that many of the file's events
     (inside a transaction); what the clients did is recorded."""
 
     binlog: Path
     user: bytes
     password: bytes
-    drop_after: int | None = None
+    drops: tuple[int, ...] = ()
     dumps: list[Dump] = field(default_factory=list)
     queries: list[str] = field(default_factory=list)
     registered: list[bytes] = field(default_factory=list)
@@ -214,7 +214,7 @@ class FakeMySQL:
         data = body[22 + name_len : 22 + name_len + data_len]
         gtids = decode_previous_gtids(EventHeader(0, 35, 1, 0, 0, 0, 0), data, DecodeContext()).gtid_set
         self.dumps.append(Dump(flags, server_id, bytes(name), position, gtids))
-        first = len(self.dumps) == 1
+        drop_after = self.drops[len(self.dumps) - 1] if len(self.dumps) <= len(self.drops) else None
         raw = {pos: ev for pos, ev in d.file_events(self.binlog)}
         skipping, sent = False, 0
         io.send(d.event_packet(d.fake_rotate(self.binlog.name, 4, crc=True)))
@@ -230,7 +230,7 @@ class FakeMySQL:
             if not skipping:
                 io.send(d.event_packet(event))
                 sent += 1
-                if first and self.drop_after is not None and sent == self.drop_after:
+                if sent == drop_after:
                     return  # the connection drops inside the transaction
             if h.type_code == 16:  # XID ends a skipped transaction
                 skipping = False

@@ -125,5 +125,8 @@ def test_tracker_keeps_the_state_before_the_group_in_flight() -> None:
     m.set_baseline(f"{U1}:1-5")
     m.add((U1, None, 6))
     assert (m.state, m.resume_state) == (f"{U1}:1-6", f"{U1}:1-5")
-    m.set_file_state(GtidSet((GtidInterval(U2, None, ((1, 3),)),)))
-    assert m.state == m.resume_state == f"{U2}:1-2"
+    m.set_file_state(GtidSet((GtidInterval(U2, None, ((1, 3),)),)))  # behind what is known: ignored
+    assert (m.state, m.resume_state) == (f"{U1}:1-6", f"{U1}:1-5")
+    fresh = GtidTracker("mysql")
+    fresh.set_file_state(GtidSet((GtidInterval(U2, None, ((1, 3),)),)))
+    assert fresh.state == fresh.resume_state == f"{U2}:1-2"

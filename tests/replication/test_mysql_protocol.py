@@ -23,8 +23,8 @@ RUST = "mysql/rust_mysql_common"
 
 @pytest.fixture
 def fake(request: pytest.FixtureRequest, corpus_dir: Path) -> Iterator[FakeMySQL]:
-    name, drop_after = request.param
-    server = FakeMySQL(corpus_dir / RUST / name, b"repl", b"sha2 secret", drop_after=drop_after)
+    name, drops = request.param
+    server = FakeMySQL(corpus_dir / RUST / name, b"repl", b"sha2 secret", drops=drops)
     yield server
     server.close()
 
@@ -43,7 +43,7 @@ def options(fake: FakeMySQL, password: str = "sha2 secret") -> ConnectionOptions
     )
 
 
-@pytest.mark.parametrize("fake", [("transaction_compression.000001", None)], indirect=True)
+@pytest.mark.parametrize("fake", [("transaction_compression.000001", ())], indirect=True)
 def test_caching_sha2_and_a_gtid_dump_of_compressed_transactions(fake: FakeMySQL) -> None:
     gtid = "357df524-4139-11ee-9979-b033ee13919e:1"
     client = ReplicationClient(options(fake), StartAt.after_gtid(gtid), follow=False)
@@ -75,16 +75,16 @@ def test_caching_sha2_and_a_gtid_dump_of_compressed_transactions(fake: FakeMySQL
     assert beats[0].log_file == fake.binlog.name and beats[0].position == 197
 
 
-@pytest.mark.parametrize("fake", [("binlog_transaction_with_GTID_TAG.000001", 5)], indirect=True)
+@pytest.mark.parametrize("fake", [("binlog_transaction_with_GTID_TAG.000001", (5, 6))], indirect=True)
 def test_a_tagged_gtid_resumption_inside_a_transaction(fake: FakeMySQL) -> None:
-    """The first dump ends after the transaction's TABLE_MAP; the client asks again with the GTID set before the
-    transaction and drops what it already delivered."""
+    """The first dump ends after the transaction's TABLE_MAP, the second after its rows: each time the client asks
+    again with the GTID set before the transaction and drops what it already delivered."""
     start = "55778904-0299-11f1-b1b8-4ef0c4956feb:1-13:mytag:1-2"
     sleeps: list[float] = []
     client = ReplicationClient(options(fake), StartAt.after_gtid(start), follow=False, sleep=sleeps.append)
     got = [se for se in client if se.in_file]
-    assert len(fake.dumps) == 2 and len(sleeps) == 1
-    assert str(fake.dumps[0].gtid_set) == str(fake.dumps[1].gtid_set) == start
+    assert len(fake.dumps) == 3 and len(sleeps) == 2
+    assert [str(dump.gtid_set) for dump in fake.dumps] == [start] * 3
     assert [(se.start, se.event.type) for se in got] == [(e.header.pos, e.type) for e in read_events(fake.binlog)]
     assert client.gtid_state == "55778904-0299-11f1-b1b8-4ef0c4956feb:1-13:mytag:1-3"
     point = client.resume_point
@@ -92,7 +92,7 @@ def test_a_tagged_gtid_resumption_inside_a_transaction(fake: FakeMySQL) -> None:
     assert (point.file, point.position) == ("binlog.000005", 4)
 
 
-@pytest.mark.parametrize("fake", [("transaction_compression.000001", None)], indirect=True)
+@pytest.mark.parametrize("fake", [("transaction_compression.000001", ())], indirect=True)
 def test_a_wrong_password_is_refused_once(fake: FakeMySQL) -> None:
     sleeps: list[float] = []
     with pytest.raises(ReplicationError, match="Access denied") as info:

@@ -123,6 +123,7 @@ def test_following_survives_kills_drops_restarts_and_crashes(
     catch_up(client, events, seen, server)
     time.sleep(0.5)
     catch_up(client, events, seen, server)
+    assert client.gtid_state == gtid_now(server)  # the GTID state survived the reconnections
     client.close()
 
     check_exactly_once(streamed(seen), server, from_gtid=mode == "gtid")

@@ -183,7 +183,7 @@ class ReplicationClient:
             raise ReplicationError(f"{self.options.address} is now a {info.flavor} server, was {self.server.flavor}")
         self.server = info
         start = self._restart_point()
-        if self.track_gtid and self._gtid is None:
+        if self._gtid is None and (self.track_gtid or start.kind == "gtid"):  # a GTID start resumes by it
             self._gtid = GtidTracker(info.flavor)
         if start.kind == "current":
             file, position, gtid = conn.binlog_status()
@@ -198,13 +198,11 @@ class ReplicationClient:
         conn.prepare(semi_sync=self.options.semi_sync)
         self.stream.semi_sync = self.options.semi_sync
         if start.kind == "gtid":
+            assert start.gtid is not None and self._gtid is not None
             self.stream.reset(gtid=start.gtid)
-        else:
-            self.stream.reset(file=start.file)
-        if start.kind == "gtid":
-            assert start.gtid is not None
-            if self._gtid is not None and self._gtid.state is None:
-                self._gtid.set_baseline(start.gtid)
+            # The server replays from the group after ``start.gtid``; the tracker replays with it (the events
+            # dropped below as already delivered are observed again), so its state is what it was the first time.
+            self._gtid.set_baseline(start.gtid)
             self._skip = (start.file, start.position) if start.file is not None else None
             if info.flavor == "mariadb":
                 conn.set_gtid_start(str(MariaGtidPosition.parse(start.gtid)))
@@ -212,6 +210,7 @@ class ReplicationClient:
             else:
                 conn.dump_gtid(encode_gtid_set(parse_gtid_set(start.gtid)), follow=self.follow)
         else:
+            self.stream.reset(file=start.file)
             conn.dump(start.file or "", start.position, follow=self.follow)
         log.info(
             "%s: %s %s (server id %d%s): reading from %s",

@@ -207,7 +207,11 @@ class GtidTracker:
             self._mysql = self._mysql_before = parse_gtid_set(text)
 
     def set_file_state(self, gtids: tuple[MariaGtid, ...] | GtidSet) -> None:
-        """The state a binlog file starts with (GTID_LIST: the last GTID of each domain is its last entry)."""
+        """The state a binlog file starts with (GTID_LIST: the last GTID of each domain is its last entry), taken
+        only while no state is known: a known state is never behind it, and is ahead of it when a GTID start
+        re-reads a file from its beginning (the server skips, unsent, the groups up to the start)."""
+        if self.state is not None:
+            return
         if isinstance(gtids, GtidSet):
             self._mysql = self._mysql_before = gtids
         else:

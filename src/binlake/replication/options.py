@@ -22,7 +22,7 @@ import math
 import os
 import random
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, NoReturn, cast
 
@@ -238,15 +238,15 @@ def connection_from_args(args: argparse.Namespace, *, follow: bool = True) -> Co
     keeps running, which makes the default number of retries unlimited)."""
     mode = cast(SslMode, args.ssl_mode.lower() if args.ssl_mode else ("verify_ca" if args.ssl_ca else "preferred"))
     retries = args.retries if args.retries is not None else (None if follow else 5)
-    return ConnectionOptions(
+    options = ConnectionOptions(
         host=args.host,
         port=args.port,
         user=args.user,
         server_id=args.server_id,
-        password=read_password(args.password_file, user=args.user, host=args.host),
         tls=TlsOptions(mode, args.ssl_ca, args.ssl_cert, args.ssl_key),
         heartbeat=args.heartbeat,
         timeout=args.timeout,
         semi_sync=args.semi_sync,
         retry=RetryPolicy(retries),
-    )
+    )  # checked before the password is asked for
+    return replace(options, password=read_password(args.password_file, user=args.user, host=args.host))

@@ -6,13 +6,18 @@ and heartbeats v2 over the wire, and a resumption by GTID inside a transaction."
 
 from __future__ import annotations
 
+import contextlib
+import random
+import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.replication import _dump as d
 from tests.replication._fake_mysql import FakeMySQL
 
-from binlake.errors import ReplicationError
+from binlake.errors import BinlogError, ReplicationError
 from binlake.events.control import HeartbeatEvent
 from binlake.reader import read_events
 from binlake.replication import ConnectionOptions, ReplicationClient, RetryPolicy, Secret, StartAt, TlsOptions
@@ -99,3 +104,46 @@ def test_a_wrong_password_is_refused_once(fake: FakeMySQL) -> None:
         list(ReplicationClient(options(fake, "not it"), StartAt.after_gtid(""), sleep=sleeps.append))
     assert sleeps == [] and "not it" not in str(info.value)
     assert fake.rsa_passwords == [b"not it\0"]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"",  # the server closes at once
+        d.frame(b"\x0a5.7\0", 0),  # a cut handshake
+        d.frame(random.Random(3).randbytes(90), 0),
+        d.frame(b"\x0a8.0.36\0" + bytes(4) + bytes(8) + b"\0" + b"\xff\xff\x21\x02\x00\xff\xff\x15" + bytes(23), 0)
+        + d.frame(b"\xfeno_such_plugin\0xx", 2),  # a switch to an unknown authentication plugin
+        d.frame(random.Random(4).randbytes(3000), 0)[:1500],  # a packet that never ends: the timeout
+    ],
+)
+def test_garbage_from_the_server_is_a_binlake_error(answer: bytes) -> None:
+    """Whatever a server (or something else on its port) answers, only binlake errors come out."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(4)
+
+        def serve() -> None:
+            for _ in range(2):
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    return
+                with conn:
+                    conn.sendall(answer)
+                    with contextlib.suppress(OSError):
+                        conn.recv(65536)
+
+        threading.Thread(target=serve, daemon=True).start()
+        options = ConnectionOptions(
+            "127.0.0.1",
+            "repl",
+            server_id=99,
+            port=listener.getsockname()[1],
+            password=Secret("x"),
+            heartbeat=0.5,
+            timeout=1.0,
+            retry=RetryPolicy(1, 0.01, 0.02),
+        )
+        with pytest.raises(BinlogError):
+            list(ReplicationClient(options, StartAt.oldest(), sleep=lambda _: None))

@@ -84,6 +84,8 @@ def translate_errors(options: ConnectionOptions, *, file: str | None = None, pos
             ) from None
         if code in RETRYABLE_CODES:
             raise ConnectionLostError(f"{where}: {message}", file=file, pos=pos) from None
+        if not code:  # PyMySQL's own error, not the server's
+            raise ReplicationError(f"{where}: {message}", file=file, pos=pos) from None
         raise server_error(code, f"{message} ({where})", file=file, pos=pos) from None
     except TimeoutError:
         raise ReplicationTimeoutError(
@@ -93,8 +95,10 @@ def translate_errors(options: ConnectionOptions, *, file: str | None = None, pos
         raise ConnectionLostError(f"TLS connection to {where} broke: {e}", file=file, pos=pos) from None
     except OSError as e:
         raise ConnectionLostError(f"connection to {where} failed: {e.strerror or e}", file=file, pos=pos) from None
-    except (ValueError, RuntimeError) as e:  # PyMySQL's own checks (e.g. a packet out of sequence)
+    except (ValueError, RuntimeError) as e:  # PyMySQL's own checks; a library PyMySQL needs is missing
         raise ReplicationError(f"{where}: {e}", file=file, pos=pos) from None
+    except Exception as e:  # PyMySQL met bytes it cannot read (struct.error, IndexError, UnboundLocalError, ...)
+        raise ReplicationError(f"{where} sent a packet PyMySQL cannot read: {e!r}", file=file, pos=pos) from None
 
 
 class ReplicationConnection:

@@ -1,13 +1,14 @@
 """Builds the optional compiled extensions (everything else is in ``pyproject.toml``): the row decoder
-``binlake._speedups``, the Arrow column builder ``binlake._columnar`` and the event framing ``binlake._framing``
-(its CRC32 is zlib's: it needs ``zlib.h``, Debian's ``zlib1g-dev``; it is a module of its own so that a machine
-without it loses only that one).
+``binlake._speedups``, the Arrow column builder ``binlake._columnar`` and the event framing and header walk
+``binlake._framing`` (its CRC32 is zlib's: it needs ``zlib.h``, Debian's ``zlib1g-dev``; it is a module of its own
+so that a machine without it loses only that one).
 
 The extensions are optional: without a C compiler or Python headers the build warns and installs the pure-Python
 package, which decodes the same values, only slower (``binlake.rowdecoder.ACCELERATED``,
-``binlake.spark.columnar.AVAILABLE`` and ``binlake.decoder.FRAMING`` tell which ones run).
+``binlake.spark.columnar.AVAILABLE`` and ``binlake.decoder.FRAMING`` tell which ones run; CI fails where one is not
+built: ``tests/test_compiled.py``).
 
-    pip install -e '.[test]'        # builds src/binlake/_speedups*.so and _columnar*.so in place with a compiler
+    pip install -e '.[test]'        # builds src/binlake/_speedups*.so, _columnar*.so and _framing*.so in place
 """
 
 from __future__ import annotations

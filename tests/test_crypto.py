@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,9 +25,6 @@ from binlake.events.base import EventHeader
 from binlake.events.mariadb import StartEncryptionEvent
 from binlake.reader import read_events
 from binlake.wire import crc32
-
-pytest.importorskip("cryptography", reason="binlake.crypto needs the cryptography package")
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 ENCRYPTED = "mariadb/binlogs/corpus-bin.000022"
 DECRYPTED = "mariadb/reference/remote-raw-corpus-bin.000022"

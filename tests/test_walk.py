@@ -1,4 +1,4 @@
-"""The header walk in C (``binlake._speedups.walk``) against the Python one, and the planning and scanning built on it.
+"""The header walk in C (``binlake._framing.walk``) against the Python one, and the planning and scanning built on it.
 
 Both walks must give the same headers and stop with the same error at the same position on every corpus binlog, on
 truncated and damaged copies of them, and on random bytes; :func:`~binlake.spark.plan.plan_splits` and
@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from binlake import reader, rowdecoder
+from binlake import reader
 from binlake.crypto import load_key_file, mariadb_decryptor
 from binlake.decoder import MAGIC
 from binlake.errors import BinlogError, MalformedError, TruncatedError
@@ -32,11 +32,12 @@ from binlake.spark.plan import BinlogFile, Split, list_binlogs, plan_splits
 from binlake.spark.statements import ReadSpec, Statement, scan_statements
 
 try:
-    from binlake._speedups import walk as compiled_walk
-except ImportError:  # not built, or an older build
-    compiled_walk = None  # type: ignore[assignment]
+    from binlake import _framing
+    from binlake._framing import walk as compiled_walk
+except ImportError:  # not built
+    _framing = compiled_walk = None  # type: ignore[assignment]
 
-needs_c = pytest.mark.skipif(compiled_walk is None, reason="binlake._speedups (with walk) was not built")
+needs_c = pytest.mark.skipif(compiled_walk is None, reason="binlake._framing was not built")
 
 Outcome = tuple[list[tuple[int, int, int, int, int]], tuple[type[BinlogError], int | None, str] | None]
 
@@ -70,15 +71,15 @@ def walk_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
     """Runs a test with the C walk and with the Python walk."""
     kind: str = request.param
     if kind == "c" and compiled_walk is None:
-        pytest.skip("binlake._speedups (with walk) was not built")
-    monkeypatch.setattr(rowdecoder, "ACCELERATED", kind == "c")
+        pytest.skip("binlake._framing was not built")
+    monkeypatch.setattr(reader, "_framing", _framing if kind == "c" else None)
     return kind
 
 
 def with_walk(monkeypatch: pytest.MonkeyPatch, compiled: bool, f: Callable[..., Any], *args: Any, **kw: Any) -> Any:
     """``f(*args, **kw)`` with the C walk (``compiled``) or the Python walk."""
     with monkeypatch.context() as m:
-        m.setattr(rowdecoder, "ACCELERATED", compiled)
+        m.setattr(reader, "_framing", _framing if compiled else None)
         return f(*args, **kw)
 
 
@@ -139,7 +140,7 @@ def test_walks_agree_on_damaged_copies(
     corpus_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rel: str
 ) -> None:
     if compiled_walk is None:
-        pytest.skip("binlake._speedups (with walk) was not built")
+        pytest.skip("binlake._framing was not built")
     source = corpus_dir / rel
     path = tmp_path / "copy.000001"
     errors: set[type[BinlogError]] = set()
@@ -191,15 +192,17 @@ def test_the_compiled_walk_reads_headers_and_names_its_stops() -> None:
     b = struct.pack("<IBIIIH", 8, 16, 1, 19, 48, 2)
     image = MAGIC + a + b
     assert compiled_walk is not None
-    pos, sizes, codes, flags, stamps, end, why, bad = compiled_walk(image, 4, 1 << 40)
-    assert bad == 0
+    pos, sizes, codes, flags, stamps, end = compiled_walk(image, 4, 1 << 40)
     assert struct.unpack("<2q", pos) == (4, 29) and struct.unpack("<2I", sizes) == (25, 19) and codes == b"\x0f\x10"
-    assert struct.unpack("<2H", flags) == (1, 2) and struct.unpack("<2I", stamps) == (7, 8) and (end, why) == (48, 0)
-    assert compiled_walk(image + bytes(18), 4, 1 << 40)[5:] == (48, 1, 0)
+    assert struct.unpack("<2H", flags) == (1, 2) and struct.unpack("<2I", stamps) == (7, 8) and end == 48
+    assert reader._stop_reason(image, end, len(image)) == (0, 0)
     small = struct.pack("<IBIIIH", 0, 2, 1, 18, 0, 0)
-    assert compiled_walk(image + small, 4, 1 << 40)[5:] == (48, 2, 18)
-    assert compiled_walk(image + struct.pack("<IBIIIH", 0, 2, 1, 20, 0, 0), 4, 1 << 40)[5:] == (48, 3, 0)
-    assert compiled_walk(image, 29, 29)[2:] == (b"", b"", b"", 29, 0, 0)
+    past = struct.pack("<IBIIIH", 0, 2, 1, 20, 0, 0)
+    for tail, why in ((bytes(18), (1, 0)), (small, (2, 18)), (past, (3, 0))):
+        data = image + tail
+        assert compiled_walk(data, 4, 1 << 40)[5] == 48
+        assert reader._stop_reason(data, 48, len(data)) == why
+    assert compiled_walk(image, 29, 29)[2:] == (b"", b"", b"", 29)
     with pytest.raises(ValueError):
         compiled_walk(image, -1, 10)
 
@@ -326,7 +329,7 @@ def planned(splits: list[Split]) -> list[tuple[str, int, int | None, int]]:
     return [(s.file.name, s.start, s.stop, s.index) for s in splits]
 
 
-WALKS = (True, False) if compiled_walk is not None else (False,)  # ACCELERATED values to plan and scan with
+WALKS = (True, False) if compiled_walk is not None else (False,)  # with the C walk, and with the Python walk
 
 
 def test_plans_agree_with_both_walks_and_the_reference(corpus_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -30,7 +30,7 @@
 
 #include "_layouts.h"
 
-/* Arrow target kinds (keep in step with binlake.spark.columnar) */
+/* Arrow target kinds (exported as the module's A_* constants: binlake.spark.columnar reads them there) */
 enum {
     A_INT64 = 1,     /* int64 */
     A_DEC128 = 2,    /* decimal128: 16-byte two's complement unscaled integer */
@@ -42,7 +42,7 @@ enum {
     A_KINDS
 };
 
-/* How a stored value is read (keep in step with binlake.spark.columnar) */
+/* How a stored value is read (exported as the module's V_* constants) */
 enum {
     V_INT = 1,        /* p1 bytes little-endian (1, 2, 3, 4, 8), p2 = signed (ENUM, SET: unsigned) */
     V_YEAR = 2,       /* one byte: 0, else 1900 + byte */
@@ -722,7 +722,8 @@ static PyTypeObject TableType = {
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "binlake._columnar",
-    .m_doc = "Rows-event bytes straight into Arrow column buffers (binlake.spark.columnar).",
+    .m_doc = "Rows-event bytes straight into Arrow column buffers (binlake.spark.columnar); A_* are the Arrow "
+              "target kinds, V_* how stored values are read.",
     .m_size = -1,
 };
 
@@ -731,7 +732,16 @@ PyMODINIT_FUNC PyInit__columnar(void) {
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     if (PyModule_AddObjectRef(m, "Plan", (PyObject *)&PlanType) < 0 ||
-        PyModule_AddObjectRef(m, "Table", (PyObject *)&TableType) < 0) {
+        PyModule_AddObjectRef(m, "Table", (PyObject *)&TableType) < 0 || PyModule_AddIntMacro(m, A_INT64) < 0 ||
+        PyModule_AddIntMacro(m, A_DEC128) < 0 || PyModule_AddIntMacro(m, A_FLOAT32) < 0 ||
+        PyModule_AddIntMacro(m, A_FLOAT64) < 0 || PyModule_AddIntMacro(m, A_DATE32) < 0 ||
+        PyModule_AddIntMacro(m, A_TIMESTAMP) < 0 || PyModule_AddIntMacro(m, A_VAR) < 0 ||
+        PyModule_AddIntMacro(m, V_INT) < 0 || PyModule_AddIntMacro(m, V_YEAR) < 0 ||
+        PyModule_AddIntMacro(m, V_BIT) < 0 || PyModule_AddIntMacro(m, V_FLOAT) < 0 ||
+        PyModule_AddIntMacro(m, V_DOUBLE) < 0 || PyModule_AddIntMacro(m, V_DATE) < 0 ||
+        PyModule_AddIntMacro(m, V_DATETIME2) < 0 || PyModule_AddIntMacro(m, V_TIMESTAMP2) < 0 ||
+        PyModule_AddIntMacro(m, V_DECIMAL) < 0 || PyModule_AddIntMacro(m, V_TEXT) < 0 ||
+        PyModule_AddIntMacro(m, V_BYTES) < 0) {
         Py_DECREF(m);
         return NULL;
     }

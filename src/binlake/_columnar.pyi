@@ -12,3 +12,24 @@ class Table:
     def length(self) -> int: ...
     def append(self, plan: Plan, rows_data: bytes, /) -> int | None: ...
     def finish(self) -> list[_Column]: ...
+
+# Arrow target kinds (the A_* enum of _columnar.c)
+A_INT64: int
+A_DEC128: int
+A_FLOAT32: int
+A_FLOAT64: int
+A_DATE32: int
+A_TIMESTAMP: int
+A_VAR: int
+# How a stored value is read (the V_* enum)
+V_INT: int
+V_YEAR: int
+V_BIT: int
+V_FLOAT: int
+V_DOUBLE: int
+V_DATE: int
+V_DATETIME2: int
+V_TIMESTAMP2: int
+V_DECIMAL: int
+V_TEXT: int
+V_BYTES: int

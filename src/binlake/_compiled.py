@@ -1,4 +1,5 @@
-"""The optional compiled extensions (``_speedups.c``, ``_columnar.c``), imported where ``pip install`` built them.
+"""The optional compiled extensions (``_speedups.c``, ``_columnar.c``, ``_framing.c``), imported where ``pip install``
+built them.
 
 Setting the environment variable ``BINLAKE_PURE_PYTHON`` (to anything non-empty) turns them all off: every path then
 runs its pure-Python twin, which gives the same values and errors (CI runs the row tests both ways).

@@ -1,5 +1,6 @@
-/* binlake/_framing.c: the event framing of binlake.decoder.Decoder.events in C (optional; the decoder frames in
- * Python where it is not built, or BINLAKE_PURE_PYTHON is set).
+/* binlake/_framing.c: the event framing of binlake.decoder.Decoder.events and the header walk of
+ * binlake.reader.header_table in C (optional; both run in Python where it is not built, or BINLAKE_PURE_PYTHON is
+ * set).
  *
  * A binlog is a sequence of events, each a 19-byte common header (timestamp 4, type code 1, server id 4, event size
  * 4, next position 4, flags 2: Log_event_header in MySQL's libbinlogevents/src/binlog_event.cpp), the body, and,
@@ -22,6 +23,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdlib.h>
 #include <zlib.h>
 
 #include "_layouts.h"
@@ -84,17 +86,112 @@ done:
     return out;
 }
 
+/* walk(buf, start, stop): the common header (HEADER_LEN bytes: timestamp 4, type code 1, server id 4, event size 4,
+ * next position 4, flags 2) of every event of the binlog image buf from position start, following the sizes, while
+ * the position is below min(stop, len(buf)) and the event there is whole.  Returns (positions, sizes, codes, flags,
+ * timestamps, end): the columns as native int64 / uint32 / uint8 / uint16 / uint32 arrays in bytes, and the position
+ * where the walk stopped.  When end is below min(stop, len(buf)) the bytes at end are no whole event (a partial
+ * header, a size below HEADER_LEN, an event running past the end of buf): binlake.reader says which, from the bytes.
+ * The GIL is released while walking.
+ *
+ * Example (Python):
+ *     walk(b"\xfebin" + bytes(9) + b"\x13" + bytes(9), 4, 1 << 62)   # one 19-byte event at 4, then the end
+ *     # (b"\x04\0\0\0\0\0\0\0", b"\x13\0\0\0", b"\0", b"\0\0", b"\0\0\0\0", 23)
+ */
+typedef struct {
+    Py_ssize_t n, cap;
+    int64_t *pos;
+    uint32_t *size, *ts;
+    uint8_t *code;
+    uint16_t *flags;
+} Headers;
+
+static void headers_free(Headers *h) {
+    free(h->pos);
+    free(h->size);
+    free(h->ts);
+    free(h->code);
+    free(h->flags);
+}
+
+/* room for one more row; 0 when out of memory (the arrays stay valid) */
+static int headers_room(Headers *h) {
+    if (h->n < h->cap) return 1;
+    Py_ssize_t cap = h->cap ? h->cap * 2 : 4096;
+    int64_t *pos = realloc(h->pos, (size_t)cap * sizeof *pos);
+    if (pos) h->pos = pos;
+    uint32_t *size = realloc(h->size, (size_t)cap * sizeof *size);
+    if (size) h->size = size;
+    uint32_t *ts = realloc(h->ts, (size_t)cap * sizeof *ts);
+    if (ts) h->ts = ts;
+    uint8_t *code = realloc(h->code, (size_t)cap * sizeof *code);
+    if (code) h->code = code;
+    uint16_t *flags = realloc(h->flags, (size_t)cap * sizeof *flags);
+    if (flags) h->flags = flags;
+    if (!pos || !size || !ts || !code || !flags) return 0;
+    h->cap = cap;
+    return 1;
+}
+
+/* a column for y#: never NULL (Py_BuildValue makes None of a NULL pointer, and no row allocates nothing) */
+static inline const char *column(const void *p) { return p ? (const char *)p : ""; }
+
+static PyObject *walk(PyObject *Py_UNUSED(module), PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t start, stop;
+    if (!PyArg_ParseTuple(args, "y*nn:walk", &view, &start, &stop)) return NULL;
+    if (start < 0) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "walk: start must not be negative");
+        return NULL;
+    }
+    const unsigned char *b = view.buf;
+    const Py_ssize_t len = view.len, end = stop < len ? stop : len;
+    Headers h = {0};
+    Py_ssize_t pos = start;
+    int memory = 1;
+    Py_BEGIN_ALLOW_THREADS
+    while (pos < end && len - pos >= HEADER_LEN) {
+        const unsigned char *p = b + pos;
+        uint32_t size = (uint32_t)le(p + 9, 4);
+        if (size < HEADER_LEN || (Py_ssize_t)size > len - pos) break;
+        if (!(memory = headers_room(&h))) break;
+        h.pos[h.n] = pos;
+        h.size[h.n] = size;
+        h.ts[h.n] = (uint32_t)le(p, 4);
+        h.code[h.n] = p[4];
+        h.flags[h.n] = (uint16_t)le(p + 17, 2);
+        h.n++;
+        pos += size;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    PyObject *out = NULL;
+    if (!memory)
+        PyErr_NoMemory();
+    else
+        out = Py_BuildValue("(y#y#y#y#y#n)", column(h.pos), h.n * (Py_ssize_t)sizeof *h.pos, column(h.size),
+                            h.n * (Py_ssize_t)sizeof *h.size, column(h.code), h.n, column(h.flags),
+                            h.n * (Py_ssize_t)sizeof *h.flags, column(h.ts), h.n * (Py_ssize_t)sizeof *h.ts, pos);
+    headers_free(&h);
+    return out;
+}
+
 static PyMethodDef module_methods[] = {
     {"frame", frame, METH_VARARGS,
      "frame(buf, offset, checksum_len, verify, fast, limit) -> [(size, timestamp, type_code, server_id, log_pos, "
      "flags, checksum, body), ...]: the whole, intact events of a binlog buffer from offset (binlake.decoder)"},
+    {"walk", walk, METH_VARARGS,
+     "walk(buf, start, stop) -> (positions, sizes, codes, flags, timestamps, end): the headers of the whole events "
+     "of a binlog image as packed native arrays (binlake.reader.header_table)"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "binlake._framing",
-    .m_doc = "The compiled event framing of binlake.decoder.Decoder: sizes, CRC32 checks, header fields, bodies.",
+    .m_doc = "The compiled event framing of binlake.decoder.Decoder (sizes, CRC32 checks, header fields, bodies) "
+              "and header walk of binlake.reader.",
     .m_size = -1,
     .m_methods = module_methods,
 };

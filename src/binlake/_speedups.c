@@ -3,7 +3,7 @@
  * A Plan is built once per table layout in Python (rowdecoder._Image.plan): per row image, per present column a
  * kind code, its output index, two integer parameters, the column's Python reader and its converter (or None).
  * Plan.rows(buf) decodes every row change of one rows event into the same list of (before, after) tuples the
- * generated Python decoder returns, or returns None when anything is wrong with the bytes (a value past the end,
+ * Python decoder (RowDecoder.rows_python) returns, or returns None when anything is wrong with the bytes (a value past the end,
  * an impossible digit group or time field, a Python reader or converter that raised): the caller then runs the
  * pure-Python decoder on the event, which raises the precise BinlogError.  Values the C code does not build
  * itself (zero and invalid dates, types without a kind here) come from the column's Python reader, so every value
@@ -13,7 +13,7 @@
  * are described in binlake.values.numeric, .decimal, .temporal, .strings and .enum_set.
  *
  * Example (Python):
- *     plan = Plan(0, 1, ABSENT, (((1, 0, 4, 1, reader, None),),))   # insert rows of one signed INT column
+ *     plan = Plan(MODE_INSERT, 1, ABSENT, (((K_INT, 0, 4, 1, reader, None),),))   # rows of one signed INT column
  *     plan.rows(b"\x00\x07\x00\x00\x00")                                # [(None, (7,))]
  */
 #define PY_SSIZE_T_CLEAN
@@ -24,7 +24,7 @@
 
 #include "_layouts.h"
 
-/* kinds: keep in step with rowdecoder._KINDS */
+/* The kinds of a column plan, exported as the module's K_* constants: the Python side reads them from there. */
 enum {
     K_PY = 0,         /* the Python reader */
     K_INT = 1,        /* p1 bytes little-endian (1, 2, 3, 4, 8), p2 = signed */
@@ -42,6 +42,9 @@ enum {
     K_SET_BITS = 13,  /* text only: p1 bytes printed as bits, byte by byte (SET) */
     K_KINDS
 };
+
+/* The change kind of a Plan's rows event (exported as the module's MODE_* constants) */
+enum { MODE_INSERT, MODE_DELETE, MODE_UPDATE };
 
 #define MAX_DECIMAL_BYTES 128 /* DECIMAL(255, s) needs 116; larger ones go through the Python reader */
 #define MAX_DECIMAL_GROUPS 64
@@ -66,7 +69,7 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD
-    int mode; /* 0 insert, 1 delete, 2 update */
+    int mode; /* MODE_INSERT, MODE_DELETE, MODE_UPDATE */
     Py_ssize_t width;
     PyObject *absent;
     PyObject *spec;
@@ -424,8 +427,9 @@ static PyObject *Plan_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "inOO!", kwlist, &mode, &width, &absent, &PyTuple_Type, &images))
         return NULL;
     Py_ssize_t nimages = PyTuple_GET_SIZE(images);
-    if (mode < 0 || mode > 2 || width < 0 || nimages != (mode == 2 ? 2 : 1)) {
-        PyErr_SetString(PyExc_ValueError, "mode 0 (insert), 1 (delete) with one image, 2 (update) with two");
+    if ((mode != MODE_INSERT && mode != MODE_DELETE && mode != MODE_UPDATE) || width < 0 ||
+        nimages != (mode == MODE_UPDATE ? 2 : 1)) {
+        PyErr_SetString(PyExc_ValueError, "mode MODE_INSERT or MODE_DELETE with one image, MODE_UPDATE with two");
         return NULL;
     }
     Plan *self = (Plan *)type->tp_alloc(type, 0);
@@ -474,7 +478,7 @@ static PyObject *Plan_rows(Plan *self, PyObject *bufobj) {
     while (pos < len) {
         PyObject *a = read_image(self, &self->images[0], bufobj, buf, len, &pos), *b = NULL, *change;
         if (a == NULL) goto fail;
-        if (self->mode == 2) {
+        if (self->mode == MODE_UPDATE) {
             b = read_image(self, &self->images[1], bufobj, buf, len, &pos);
             if (b == NULL) {
                 Py_DECREF(a);
@@ -482,7 +486,7 @@ static PyObject *Plan_rows(Plan *self, PyObject *bufobj) {
             }
             change = PyTuple_Pack(2, a, b);
         } else {
-            change = self->mode == 0 ? PyTuple_Pack(2, Py_None, a) : PyTuple_Pack(2, a, Py_None);
+            change = self->mode == MODE_INSERT ? PyTuple_Pack(2, Py_None, a) : PyTuple_Pack(2, a, Py_None);
         }
         Py_DECREF(a);
         Py_XDECREF(b);
@@ -964,127 +968,12 @@ static PyTypeObject TextPlanType = {
     .tp_new = TextPlan_new,
 };
 
-/* ---- header walk ------------------------------------------------------------------------------------------ */
-
-/* walk(buf, start, stop): the common header (19 bytes: timestamp 4, type code 1, server id 4, event size 4, next
- * position 4, flags 2; Log_event_header in MySQL's libbinlogevents/src/binlog_event.cpp) of every event of the binlog
- * image buf from position start, following the sizes, while the position is below min(stop, len(buf)), exactly as
- * binlake.reader walks them in Python.  Returns (positions, sizes, codes, flags, timestamps, end, why, bad_size): the
- * columns as native int64 / uint32 / uint8 / uint16 / uint32 arrays in bytes, the position where the walk stopped,
- * and why it stopped there (0 the range ended; 1 fewer than 19 bytes left in buf; 2 an event size below 19, which
- * is bad_size; 3 an event running past the end of buf).  The GIL is released while walking.
- *
- * Example (Python):
- *     walk(b"\xfebin" + bytes(9) + b"\x13" + bytes(9), 4, 1 << 62)   # one 19-byte event at 4, then the end
- *     # (b"\x04\0\0\0\0\0\0\0", b"\x13\0\0\0", b"\0", b"\0\0", b"\0\0\0\0", 23, 0, 0)
- */
-typedef struct {
-    Py_ssize_t n, cap;
-    int64_t *pos;
-    uint32_t *size, *ts;
-    uint8_t *code;
-    uint16_t *flags;
-} Headers;
-
-static void headers_free(Headers *h) {
-    free(h->pos);
-    free(h->size);
-    free(h->ts);
-    free(h->code);
-    free(h->flags);
-}
-
-/* room for one more row; 0 when out of memory (the arrays stay valid) */
-static int headers_room(Headers *h) {
-    if (h->n < h->cap) return 1;
-    Py_ssize_t cap = h->cap ? h->cap * 2 : 4096;
-    int64_t *pos = realloc(h->pos, (size_t)cap * sizeof *pos);
-    if (pos) h->pos = pos;
-    uint32_t *size = realloc(h->size, (size_t)cap * sizeof *size);
-    if (size) h->size = size;
-    uint32_t *ts = realloc(h->ts, (size_t)cap * sizeof *ts);
-    if (ts) h->ts = ts;
-    uint8_t *code = realloc(h->code, (size_t)cap * sizeof *code);
-    if (code) h->code = code;
-    uint16_t *flags = realloc(h->flags, (size_t)cap * sizeof *flags);
-    if (flags) h->flags = flags;
-    if (!pos || !size || !ts || !code || !flags) return 0;
-    h->cap = cap;
-    return 1;
-}
-
-/* a column for y#: never NULL (Py_BuildValue makes None of a NULL pointer, and no row allocates nothing) */
-static inline const char *column(const void *p) { return p ? (const char *)p : ""; }
-
-static PyObject *walk(PyObject *Py_UNUSED(module), PyObject *args) {
-    Py_buffer view;
-    Py_ssize_t start, stop;
-    if (!PyArg_ParseTuple(args, "y*nn:walk", &view, &start, &stop)) return NULL;
-    if (start < 0) {
-        PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_ValueError, "walk: start must not be negative");
-        return NULL;
-    }
-    const unsigned char *b = view.buf;
-    const Py_ssize_t len = view.len, end = stop < len ? stop : len;
-    Headers h = {0};
-    Py_ssize_t pos = start;
-    int why = 0, memory = 1;
-    uint32_t bad_size = 0;
-    Py_BEGIN_ALLOW_THREADS
-    while (pos < end) {
-        if (len - pos < 19) {
-            why = 1;
-            break;
-        }
-        const unsigned char *p = b + pos;
-        uint32_t size = (uint32_t)le(p + 9, 4);
-        if (size < 19) {
-            why = 2;
-            bad_size = size;
-            break;
-        }
-        if ((Py_ssize_t)size > len - pos) {
-            why = 3;
-            break;
-        }
-        if (!(memory = headers_room(&h))) break;
-        h.pos[h.n] = pos;
-        h.size[h.n] = size;
-        h.ts[h.n] = (uint32_t)le(p, 4);
-        h.code[h.n] = p[4];
-        h.flags[h.n] = (uint16_t)le(p + 17, 2);
-        h.n++;
-        pos += size;
-    }
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&view);
-    PyObject *out = NULL;
-    if (!memory)
-        PyErr_NoMemory();
-    else
-        out = Py_BuildValue("(y#y#y#y#y#nik)", column(h.pos), h.n * (Py_ssize_t)sizeof *h.pos, column(h.size),
-                            h.n * (Py_ssize_t)sizeof *h.size, column(h.code), h.n, column(h.flags),
-                            h.n * (Py_ssize_t)sizeof *h.flags, column(h.ts), h.n * (Py_ssize_t)sizeof *h.ts, pos,
-                            why, (unsigned long)bad_size);
-    headers_free(&h);
-    return out;
-}
-
-static PyMethodDef module_methods[] = {
-    {"walk", walk, METH_VARARGS,
-     "walk(buf, start, stop) -> (positions, sizes, codes, flags, timestamps, end, why, bad_size): the event headers "
-     "of a binlog image as packed native arrays (binlake.reader.header_table)"},
-    {NULL, NULL, 0, NULL},
-};
-
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "binlake._speedups",
-    .m_doc = "The compiled row-image decoder of binlake.rowdecoder, row-image printer of "
-              "binlake.render.dump.rowtext and header walk of binlake.reader.",
+    .m_doc = "The compiled row-image decoder of binlake.rowdecoder and row-image printer of "
+              "binlake.render.dump.rowtext; K_* are the kinds of their column plans.",
     .m_size = -1,
-    .m_methods = module_methods,
 };
 
 PyMODINIT_FUNC PyInit__speedups(void) {
@@ -1098,8 +987,17 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&TextPlanType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
+    /* the kinds, for the Python side that builds the plans (binlake.rowdecoder, binlake.render.dump.rowtext) */
     if (PyModule_AddObjectRef(m, "Plan", (PyObject *)&PlanType) < 0 ||
-        PyModule_AddObjectRef(m, "TextPlan", (PyObject *)&TextPlanType) < 0) {
+        PyModule_AddObjectRef(m, "TextPlan", (PyObject *)&TextPlanType) < 0 || PyModule_AddIntMacro(m, K_PY) < 0 ||
+        PyModule_AddIntMacro(m, K_INT) < 0 || PyModule_AddIntMacro(m, K_FLOAT) < 0 ||
+        PyModule_AddIntMacro(m, K_DOUBLE) < 0 || PyModule_AddIntMacro(m, K_YEAR) < 0 ||
+        PyModule_AddIntMacro(m, K_BIT) < 0 || PyModule_AddIntMacro(m, K_DATE) < 0 ||
+        PyModule_AddIntMacro(m, K_DATETIME2) < 0 || PyModule_AddIntMacro(m, K_TIMESTAMP2) < 0 ||
+        PyModule_AddIntMacro(m, K_TIME2) < 0 || PyModule_AddIntMacro(m, K_DECIMAL) < 0 ||
+        PyModule_AddIntMacro(m, K_STRING) < 0 || PyModule_AddIntMacro(m, K_UINT) < 0 ||
+        PyModule_AddIntMacro(m, K_SET_BITS) < 0 || PyModule_AddIntMacro(m, MODE_INSERT) < 0 ||
+        PyModule_AddIntMacro(m, MODE_DELETE) < 0 || PyModule_AddIntMacro(m, MODE_UPDATE) < 0) {
         Py_DECREF(m);
         return NULL;
     }

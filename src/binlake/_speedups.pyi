@@ -1,8 +1,7 @@
-"""Types of the compiled row decoder, row printer and header walk (``_speedups.c``), used by
-:mod:`binlake.rowdecoder`, :mod:`binlake.render.dump.rowtext` and :mod:`binlake.reader` when it is built."""
+"""Types of the compiled row decoder and row printer (``_speedups.c``), used by :mod:`binlake.rowdecoder` and
+:mod:`binlake.render.dump.rowtext` when it is built."""
 
 from collections.abc import Callable
-from mmap import mmap
 
 _Column = tuple[int, int, int, int, Callable[[bytes, int], tuple[object, int]], Callable[[object], object] | None]
 
@@ -22,9 +21,22 @@ class TextPlan:
     def __init__(self, images: tuple[tuple[bytes, tuple[_TextColumn, ...]], ...]) -> None: ...
     def text(self, buf: bytes, head: bytes) -> tuple[str, int] | None: ...
 
-def walk(
-    buf: bytes | bytearray | memoryview | mmap, start: int, stop: int
-) -> tuple[bytes, bytes, bytes, bytes, bytes, int, int, int]:
-    """The event headers of a binlog image from ``start`` while below ``stop``: (positions int64, sizes uint32,
-    codes uint8, flags uint16, timestamps uint32 as packed native arrays, the position where it stopped, why: 0 the
-    range ended, 1 partial header, 2 size below 19 (``bad_size``), 3 partial event; ``bad_size``)."""
+# The change kind of a Plan (its mode)
+MODE_INSERT: int
+MODE_DELETE: int
+MODE_UPDATE: int
+# The kinds of Plan's and TextPlan's columns (the enum of _speedups.c)
+K_PY: int
+K_INT: int
+K_FLOAT: int
+K_DOUBLE: int
+K_YEAR: int
+K_BIT: int
+K_DATE: int
+K_DATETIME2: int
+K_TIMESTAMP2: int
+K_TIME2: int
+K_DECIMAL: int
+K_STRING: int
+K_UINT: int
+K_SET_BITS: int

@@ -76,12 +76,16 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     Raises :class:`ImportError` when the chosen subcommand's module (or a dependency of it) cannot be imported.
     """
     parser = argparse.ArgumentParser(
-        prog="binlake", description="Decode MySQL and MariaDB binary logs exactly, explain them, land them in a lake."
+        prog="binlake",
+        description="Decode MySQL and MariaDB binary logs exactly, explain them, land them in a lake.",
+        allow_abbrev=False,
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     chosen = _chosen(argv)
     for name, cmd in COMMANDS.items():
-        p = sub.add_parser(name, help=cmd.help, description=cmd.help)
+        # no abbreviations: an option is taken only by its whole name (a removed --file-key SECRET is an error, not
+        # an abbreviation of --file-key-file that would print the secret as a file name)
+        p = sub.add_parser(name, help=cmd.help, description=cmd.help, allow_abbrev=False)
         if name == chosen:
             module = importlib.import_module(cmd.module)
             getattr(module, cmd.add_arguments)(p)

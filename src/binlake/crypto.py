@@ -18,7 +18,7 @@ bytes of key), ``#`` comments and blank lines; a file made by ``openssl enc -aes
 starts with ``Salted__``) is the same text encrypted with a key derived from the ``file_key_management_filekey``
 secret.
 
-Decrypting needs the ``cryptography`` package (``pip install cryptography``); it is imported only here, only when a
+Decrypting needs the ``cryptography`` package (a dependency of binlake); it is imported only here, only when a
 decryptor is made, so the core decoder keeps to the standard library.
 
 Example::
@@ -48,7 +48,7 @@ _AES_SCHEME = 1
 _BLOCK = 16
 _OPENSSL_PREFIX = b"Salted__"  # parser.cc: what `openssl enc` writes before the 8-byte salt
 _KEY_LINE = re.compile(r"[ \t\r\f\v]*(\d+);([0-9A-Fa-f]*)")
-_INSTALL = "decrypting MariaDB binlogs needs the 'cryptography' package: pip install cryptography"
+_INSTALL = "decrypting MariaDB binlogs needs the 'cryptography' package (a dependency): pip install cryptography"
 
 
 def _cryptography() -> Any:
@@ -113,17 +113,21 @@ def load_key_file(path: str | os.PathLike[str], filekey: str | None = None) -> d
     """Keys by id from a ``file_key_management`` key file, plain or encrypted with ``filekey``.
 
     ``filekey`` is the server's ``file_key_management_filekey``: the secret itself, or ``FILE:path`` naming a file
-    that holds it.  Every problem is an :class:`~binlake.errors.EncryptedError` naming the file.
+    that holds it (its first line).  Every problem is an :class:`~binlake.errors.EncryptedError` naming the file,
+    never the secret.
     """
     name = os.fspath(path)
     try:
         with open(name, "rb") as f:
             data = f.read(1 << 20)  # MAX_KEY_FILE_SIZE
-        if filekey is not None and filekey.startswith("FILE:"):
-            with open(filekey[5:], "rb") as f:
-                filekey = f.read(257).rstrip(b"\r\n").decode("utf-8", "surrogateescape")
     except OSError as e:
         raise EncryptedError(f"cannot read key file: {e.strerror or e}", file=name) from e
+    if filekey is not None and filekey.startswith("FILE:"):
+        try:
+            with open(filekey[5:], "rb") as f:
+                filekey = f.read(257).rstrip(b"\r\n").decode("utf-8", "surrogateescape")
+        except OSError as e:
+            raise EncryptedError(f"cannot read the file key: {e.strerror or e}", file=filekey[5:]) from e
     if data.startswith(_OPENSSL_PREFIX):
         if not filekey:
             raise EncryptedError(

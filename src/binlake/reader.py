@@ -4,7 +4,7 @@ A thin adapter: it reads a file in large chunks, feeds the decoder, names the fi
 event position (decoding the file's format description first), stops at a position, and can follow a file that the
 server is still writing (a binlog in use ends in a partial event: the reader waits for the rest instead of
 misparsing it).  :func:`walk_headers` is the cheap header-only walk; :func:`header_table` gives the same headers
-of a range as columns, walked in C where ``binlake._speedups`` is built (planning splits of large files uses it, and
+of a range as columns, walked in C where ``binlake._framing`` is built (planning splits of large files uses it, and
 :class:`HeaderCache` keeps it between the driver's plan and scan).
 
 Example::
@@ -25,8 +25,9 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, TypeVar
+from typing import TYPE_CHECKING, BinaryIO, TypeVar
 
+from binlake._compiled import compiled
 from binlake.decoder import MAGIC, Decoder, Decryptor
 from binlake.errors import BinlogError, MalformedError, TruncatedError
 from binlake.events.base import Event, EventType
@@ -39,6 +40,11 @@ CHUNK = 1 << 20
 # The common event header: timestamp, type code, server id, event size, next position, flags (19 bytes).
 _HEADER = struct.Struct("<IBIIIH")
 _R = TypeVar("_R")
+
+if TYPE_CHECKING:
+    from binlake import _framing
+else:  # the compiled header walk (src/binlake/_framing.c), when it was built and is not turned off
+    _framing = compiled("_framing")
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,8 +174,20 @@ def walk_headers(path: str | os.PathLike[str], start: int = 4, stop: int | None 
             raise _header_error(name, end, why, bad_size)
 
 
-# Why a header walk stops before its range ends (``_speedups.walk`` returns the same codes).
+# Why a header walk stops before its range ends (:func:`_stop_reason`).
 _PARTIAL_HEADER, _SMALL_EVENT, _PARTIAL_EVENT = 1, 2, 3
+
+
+def _stop_reason(m: mmap.mmap | bytes, pos: int, end: int) -> tuple[int, int]:
+    """Why a walk of ``m`` that was to go on to ``end`` stopped at ``pos``: ``(0, 0)`` when it reached ``end``, else
+    ``(why, bad_size)`` from the bytes at ``pos`` (a partial header, a size below the header's, a partial event).
+    Both walks (C and Python) stop exactly where these bytes are no whole event."""
+    if pos >= end:
+        return 0, 0
+    if len(m) - pos < 19:
+        return _PARTIAL_HEADER, 0
+    size = int.from_bytes(m[pos + 9 : pos + 13], "little")
+    return (_SMALL_EVENT, size) if size < 19 else (_PARTIAL_EVENT, 0)
 
 
 def _header_error(name: str, pos: int, why: int, bad_size: int) -> BinlogError:
@@ -200,24 +218,21 @@ def _headers(
     ``stop``, following the event sizes; returns where it stopped, why (0: the range ended) and the bad size."""
     size = len(m)
     pos, end = start, size if stop is None else min(stop, size)
-    while pos < end:
-        if size - pos < 19:
-            return pos, _PARTIAL_HEADER, 0
+    while pos < end and size - pos >= 19:
         ts, code, _, ev_size, _, flags = _HEADER.unpack_from(m, pos)
-        if ev_size < 19:
-            return pos, _SMALL_EVENT, ev_size
-        if pos + ev_size > size:
-            return pos, _PARTIAL_EVENT, 0
+        if ev_size < 19 or pos + ev_size > size:
+            break
         yield row(pos, code, ev_size, flags, ts)
         pos += ev_size
-    return pos, 0, 0
+    return (pos, *_stop_reason(m, pos, end))
 
 
-_Walk = tuple[bytes, bytes, bytes, bytes, bytes, int, int, int]
+_Walk = tuple[bytes, bytes, bytes, bytes, bytes, int]
 
 
 def _walk_python(m: mmap.mmap | bytes, start: int, stop: int) -> _Walk:
-    """``_speedups.walk`` in Python: the headers of :func:`_headers` as packed native columns."""
+    """``_framing.walk`` in Python: the headers of :func:`_headers` as packed native columns, and where it
+    stopped."""
     positions, sizes, codes, flags, stamps = array("q"), array("I"), bytearray(), array("H"), array("I")
 
     def add(pos: int, code: int, size: int, flag: int, ts: int) -> None:
@@ -232,20 +247,8 @@ def _walk_python(m: mmap.mmap | bytes, start: int, stop: int) -> _Walk:
         while True:
             next(headers)
     except StopIteration as done:
-        end, why, bad_size = done.value
-    return positions.tobytes(), sizes.tobytes(), bytes(codes), flags.tobytes(), stamps.tobytes(), end, why, bad_size
-
-
-def _compiled_walk() -> Callable[[mmap.mmap, int, int], _Walk] | None:
-    """``_speedups.walk`` where the compiled extension runs (:data:`binlake.rowdecoder.ACCELERATED`, looked up at
-    each call so tests can turn it off), else ``None``."""
-    from binlake import rowdecoder  # late: the row decoder is not needed to read files
-
-    if not rowdecoder.ACCELERATED:
-        return None
-    from binlake import _speedups
-
-    return getattr(_speedups, "walk", None)  # None from a build older than the walk
+        end = done.value[0]
+    return positions.tobytes(), sizes.tobytes(), bytes(codes), flags.tobytes(), stamps.tobytes(), end
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,7 +315,7 @@ class HeaderTable:
 
 def header_table(path: str | os.PathLike[str], start: int = 4, stop: int | None = None) -> HeaderTable:
     """The headers :func:`walk_headers` yields from ``start`` to ``stop``, as a :class:`HeaderTable`, walked in C by
-    ``binlake._speedups.walk`` where it is built (the Python walk otherwise: the same table).  A bad header ends the
+    ``binlake._framing.walk`` where it is built (the Python walk otherwise: the same table).  A bad header ends the
     table (its :meth:`~HeaderTable.error`) instead of raising; a file that is no binlog raises.
 
     Example::
@@ -325,8 +328,10 @@ def header_table(path: str | os.PathLike[str], start: int = 4, stop: int | None 
         raise ValueError(f"start {start} is negative")
     with _mapped(name) as m:
         size = len(m)
-        walk = _compiled_walk() or _walk_python
-        pos, sizes, codes, flags, stamps, end, why, bad_size = walk(m, start, size if stop is None else min(stop, size))
+        limit = size if stop is None else min(stop, size)
+        walk = _walk_python if _framing is None else _framing.walk
+        pos, sizes, codes, flags, stamps, end = walk(m, start, limit)
+        why, bad_size = _stop_reason(m, end, limit)
     return HeaderTable(
         name, size, start, stop, memoryview(pos).cast("q"), memoryview(sizes).cast("I"), codes,
         memoryview(flags).cast("H"), memoryview(stamps).cast("I"), end, why, bad_size,

@@ -29,6 +29,8 @@ from pathlib import Path
 
 import pytest
 
+from binlake.crypto import load_key_file, mariadb_decryptor
+from binlake.decoder import Decryptor
 from binlake.render.dump import DumpOptions, dump
 
 pytestmark = pytest.mark.corpus
@@ -55,9 +57,9 @@ def utc() -> Iterator[None]:
     time.tzset()
 
 
-def _dump(path: Path, **options: object) -> tuple[int, bytes]:
+def _dump(path: Path, decryptor: Decryptor | None = None, **options: object) -> tuple[int, bytes]:
     out = io.BytesIO()
-    rc = dump([str(path)], DumpOptions(**options), out)  # type: ignore[arg-type]
+    rc = dump([str(path)], DumpOptions(**options), out, decryptor=decryptor)  # type: ignore[arg-type]
     return rc, out.getvalue()
 
 
@@ -206,7 +208,7 @@ def test_encrypted_needs_the_key_and_then_decodes(corpus_dir: Path, capsys: pyte
     assert rc == 1  # like the tool: the text up to the encryption event, then an error
     assert text.endswith(b"# The rest of the binlog is encrypted!\n")
     assert "ERROR" in capsys.readouterr().err
-    rc, text = _dump(path, key_file=str(corpus_dir / "workloads" / "keys.txt"))
+    rc, text = _dump(path, mariadb_decryptor(load_key_file(corpus_dir / "workloads" / "keys.txt")))
     assert rc == 0
     rc, raw = _dump(corpus_dir / "mariadb" / "reference" / "remote-raw-corpus-bin.000022")
     assert rc == 0

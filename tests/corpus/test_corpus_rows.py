@@ -24,9 +24,10 @@ import pytest
 from binlake.coltypes import Column
 from binlake.errors import BinlogError
 from binlake.events.base import Event
-from binlake.events.rows import ABSENT, RowsEvent
+from binlake.events.rows import RowsEvent
 from binlake.reader import read_events
 from binlake.values import decimal, enum_set, json_binary, numeric, spatial, strings, temporal, vector
+from binlake.values.row import ABSENT
 
 pytestmark = pytest.mark.corpus
 

@@ -20,12 +20,12 @@ from binlake.coltypes import Column, ColumnType
 from binlake.decoder import decode_event
 from binlake.events.context import DecodeContext
 from binlake.events.format import synthetic_fde
-from binlake.events.rows import ABSENT
 from binlake.events.table_map import TableMapEvent
 from binlake.reader import walk_headers
 from binlake.render.dump import DumpOptions, dump
 from binlake.render.dump.tablemap import columns_lines, primary_key_line, value_type_name
 from binlake.render.flashback import invert, swap_images
+from binlake.values.row import ABSENT
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "example-bin.000001"
 T = ColumnType

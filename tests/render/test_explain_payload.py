@@ -21,6 +21,7 @@ import zlib
 from pathlib import Path
 
 import pytest
+import zstandard
 
 from binlake.cli import main
 from binlake.errors import DecompressionError, MalformedError
@@ -28,8 +29,6 @@ from binlake.events.context import DecodeContext, DecodeOptions
 from binlake.events.format import synthetic_fde
 from binlake.reader import read_events
 from binlake.render.explain import Explanation, event_at, explain_event, inner_event_at, parse_position, render_json
-
-zstandard = pytest.importorskip("zstandard")
 
 RUST_COMMON = "mysql/rust_mysql_common/transaction_compression.000001"  # 8.0.32, payload at 274
 JAVA = "mysql/mysql-binlog-connector-java/mysql-bin.compressed"  # 8.0.28, payload at 236

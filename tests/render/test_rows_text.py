@@ -21,12 +21,12 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from binlake.coltypes import Column, ColumnType
-from binlake.events.rows import ABSENT
 from binlake.render.dump import DumpOptions, dump
 from binlake.render.dump import rowtext as text_module
 from binlake.render.dump.rowtext import _RENDER, _RowsText
 from binlake.render.dump.tablemap import value_type_name
 from binlake.render.flashback import Change
+from binlake.values.row import ABSENT
 from binlake.values.temporal import InvalidDatetime
 
 T = ColumnType

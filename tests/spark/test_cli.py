@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -63,6 +64,38 @@ def test_spark_that_cannot_start_is_a_clear_error(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "binlake ingest: cannot start Spark on local[1]: " in done.stderr
     assert "Traceback" not in done.stderr
+    log = Path(re.search(r"\(Spark's own output: (\S+\.log)\)", done.stderr)[1])  # type: ignore[index]
+    assert "java" in log.read_text()  # spark-submit's complaint about the missing Java, kept for the user
+    log.unlink()
+
+
+def test_a_first_ingest_shows_only_binlakes_lines(tmp_path: Path) -> None:
+    """With a fresh HOME (the JVM writes its class-sharing archive: ~140 lines of warnings) and a `python3` on PATH
+    that is not this interpreter (as when .venv/bin/binlake runs without the venv activated), a user sees
+    binlake's progress lines and the summary only; --verbose shows Spark's own output too."""
+    home, bin_dir = tmp_path / "home", tmp_path / "bin"
+    home.mkdir()
+    bin_dir.mkdir()
+    impostor = bin_dir / "python3"
+    impostor.write_text("#!/bin/sh\necho 'not the python binlake runs on' >&2\nexit 3\n")
+    impostor.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "XDG_CACHE_HOME", "VIRTUAL_ENV")}
+    env.update(HOME=str(home), PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    lake = str(tmp_path / "lake")
+    done = subprocess.run(
+        [sys.executable, "-m", "binlake", "ingest", str(EXAMPLE), "--lake", lake, "--master", "local[2]"],
+        capture_output=True, text=True, env={**env, "PYTHONPATH": str(REPO / "src")}, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert [line for line in done.stderr.splitlines() if not line.startswith("binlake ingest: ")] == []
+    assert done.stdout.startswith("ingested 1 batch: 1 file") and len(done.stdout.splitlines()) == 4
+    assert list((home / ".cache" / "binlake").glob("spark-*.jsa"))  # the first run wrote the archive
+    verbose = subprocess.run(
+        [sys.executable, "-m", "binlake", "ingest", str(EXAMPLE), "--lake", lake + "2", "--master", "local[2]",
+         "--verbose"],
+        capture_output=True, text=True, env={**env, "PYTHONPATH": str(REPO / "src")}, timeout=600,
+    )  # fmt: skip
+    assert verbose.returncode == 0 and "log4j" in verbose.stderr
 
 
 def test_ingest_plans_while_the_session_starts(spark: Any, tmp_path: Path) -> None:

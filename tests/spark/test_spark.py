@@ -489,7 +489,7 @@ def test_tables_command_lists_and_shows(corpus_lake: Path, tmp_path: Path) -> No
     from binlake.spark.show import tables_main
 
     out = io.StringIO()
-    assert tables_main(argparse.Namespace(lake=str(corpus_lake), table=None, limit=20), out) == 0
+    assert tables_main(argparse.Namespace(lake=str(corpus_lake), table=None, limit=None), out) == 0
     lines = out.getvalue().splitlines()
     assert lines[1].split() == ["TABLE", "KIND", "ROWS", "COLUMNS"]
     rows = {tuple(line.split()[:2]): line.split()[2:] for line in lines[2:]}
@@ -505,6 +505,7 @@ def test_tables_command_lists_and_shows(corpus_lake: Path, tmp_path: Path) -> No
     assert shown[2].split()[:2] == [str(first["id"]), first["owner"]] and len(shown) == 6
     assert shown[-1] == f"... {current.num_rows - 3} more rows (--limit N)"
     assert tables_main(argparse.Namespace(lake=str(corpus_lake), table="no.such", limit=3), io.StringIO()) == 2
+    assert tables_main(argparse.Namespace(lake=str(corpus_lake), table=None, limit=3), io.StringIO()) == 2  # no TABLE
     # the command is registered without importing Spark
     code = "import sys; from binlake.cli import build_parser; build_parser(['tables']); print('pyspark' in sys.modules)"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2] / "src"), *sys.path])}

@@ -104,3 +104,28 @@ def test_names_and_errors() -> None:
         enum_set.READERS[T.SET](column(T.SET, 8))(b"\x01\x02", 0)
     with pytest.raises(MalformedError):
         enum_set.READERS[T.SET](column(T.SET, 5))
+
+
+def _logged(*names: bytes) -> tuple[str, ...]:
+    """Names as the table map parser reads them: UTF-8 with surrogate escapes."""
+    return tuple(n.decode("utf-8", "surrogateescape") for n in names)
+
+
+def test_member_names_decode_in_the_column_charset() -> None:
+    names = enum_set.member_names
+    assert names(None, 13) is None
+    assert names(_logged(b"C:\x81\x5f", b"\x82\xa0"), 13) == ("C:\\", "あ")  # sjis
+    assert names(_logged(b"\x00a\x20\xac"), 35) == ("a€",)  # ucs2: the names are in the column charset too
+    assert names(_logged("é".encode()), 45) == ("é",)  # utf8mb4
+    assert names(_logged("é".encode()), None) == ("é",)  # charset unknown: UTF-8
+    # a name not valid in its charset (no server logs one): ASCII kept, other bytes as \xNN, never a lone surrogate
+    bad = names(_logged(b"a\xff", b"\xed\xa0\x80", b"ok\x81"), 45) + names(_logged(b"ok\x81"), 13)
+    assert bad == ("a\\xff", "\\xed\\xa0\\x80", "ok\\x81", "ok\\x81")
+    "".join(bad).encode("utf-8")  # raises on a lone surrogate
+
+
+@given(st.binary(max_size=20), st.sampled_from([8, 13, 19, 33, 35, 45, 54, 60, 63, 97]))
+def test_member_names_are_always_text_that_encodes(raw: bytes, collation: int) -> None:
+    (name,) = enum_set.member_names(_logged(raw), collation) or ("",)
+    assert isinstance(name, str)
+    name.encode("utf-8")  # raises on a lone surrogate

@@ -201,6 +201,14 @@ def test_invalid_bytes_stay_bytes() -> None:
     latin1 = strings.CONVERTERS[T.VARCHAR](col(T.VARCHAR, b"\x10\x00", charset=8))
     assert latin1 is not None and latin1(bytes(range(0x80, 0xA0)))[:3] == "€\x81‚"
     assert strings.CONVERTERS[T.VARCHAR](col(T.VARCHAR, b"\x10\x00")) is None  # charset unknown: bytes
+    sjis = strings.CONVERTERS[T.VARCHAR](col(T.VARCHAR, b"\x10\x00", charset=13))
+    assert sjis is not None and sjis(b"C:\x81\x5f") == "C:\\" and sjis(b"\x81") == b"\x81"  # a cut code: bytes
+    # utf8mb3 shares utf8mb4's decoder (and the compiled UTF-8 path): a 4-byte code, which the server never stores
+    # in utf8mb3, decodes too
+    utf8mb3 = strings.CONVERTERS[T.VARCHAR](col(T.VARCHAR, b"\x10\x00", charset=33))
+    assert utf8mb3 is not None and utf8mb3("😀".encode()) == "😀"
+    # a surrogate code point (stored by utf8mb4, sent by SELECT as the invalid UTF-8 ED A0 80): bytes
+    assert conv(b"\xed\xa0\x80") == b"\xed\xa0\x80"
 
 
 def test_render_quoted_escapes_like_my_b_write_quoted() -> None:

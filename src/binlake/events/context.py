@@ -21,11 +21,59 @@ if TYPE_CHECKING:
     from binlake.events.format import FormatDescriptionEvent
     from binlake.events.table_map import TableMapEvent
 
-__all__ = ["DEFAULT_MAX_DECOMPRESSED", "DecodeContext", "DecodeOptions"]
+__all__ = ["DEFAULT_MAX_DECOMPRESSED", "DEFAULT_POST_HEADER_LENGTHS", "DecodeContext", "DecodeOptions"]
 
 # A compressed payload or column that claims to grow past this is refused (a zstd/zlib bomb is an error, not an
 # allocation).  MySQL caps a transaction payload at binlog_transaction_compression's 1 GiB max_allowed_packet.
 DEFAULT_MAX_DECOMPRESSED = 1 << 30
+
+# The post-header lengths a MySQL 8.0/9.x server writes (type code -> bytes); used before any FDE is seen, e.g. for
+# `binlake explain --hex` on a lone event.
+_MYSQL8 = [
+    0,
+    13,
+    0,
+    8,
+    0,
+    0,
+    0,
+    0,
+    4,
+    0,
+    4,
+    0,
+    0,
+    0,
+    99,
+    0,
+    4,
+    26,
+    8,
+    0,
+    0,
+    0,
+    0,
+    0,
+    0,
+    2,
+    0,
+    0,
+    0,
+    10,
+    10,
+    10,
+    42,
+    42,
+    0,
+    18,
+    52,
+    0,
+    10,
+    40,
+    0,
+    0,
+]
+DEFAULT_POST_HEADER_LENGTHS: dict[int, int] = {i + 1: n for i, n in enumerate(_MYSQL8)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +141,4 @@ class DecodeContext:
         """Post-header length of ``type_code`` per the format description (MySQL 8 defaults before one is seen)."""
         if self.fde is not None:
             return self.fde.post_header_len(type_code)
-        from binlake.events.format import DEFAULT_POST_HEADER_LENGTHS
-
         return DEFAULT_POST_HEADER_LENGTHS.get(type_code, 0)

@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass
 
 from binlake.events.base import Event, EventHeader, EventType, RawEvent, register
-from binlake.events.context import DecodeContext
+from binlake.events.context import DEFAULT_POST_HEADER_LENGTHS, DecodeContext
 
 __all__ = [
     "CHECKSUM_ALGS",
@@ -50,54 +50,6 @@ __all__ = [
 ]
 
 CHECKSUM_ALGS = {0: "OFF", 1: "CRC32", 255: "UNDEF"}
-
-# The post-header lengths a MySQL 8.0/9.x server writes (type code -> bytes); used before any FDE is seen, e.g. for
-# `binlake explain --hex` on a lone event.
-_MYSQL8 = [
-    0,
-    13,
-    0,
-    8,
-    0,
-    0,
-    0,
-    0,
-    4,
-    0,
-    4,
-    0,
-    0,
-    0,
-    99,
-    0,
-    4,
-    26,
-    8,
-    0,
-    0,
-    0,
-    0,
-    0,
-    0,
-    2,
-    0,
-    0,
-    0,
-    10,
-    10,
-    10,
-    42,
-    42,
-    0,
-    18,
-    52,
-    0,
-    10,
-    40,
-    0,
-    0,
-]
-DEFAULT_POST_HEADER_LENGTHS: dict[int, int] = {i + 1: n for i, n in enumerate(_MYSQL8)}
 
 # Post-header lengths of binlog v1 (3.23) and v3 (4.0/4.1), from Format_description_event's constructor
 # (control_events.cpp) for binlog_ver 1 and 3.

@@ -39,19 +39,16 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from binlake.errors import BinlogError, DecompressionError, MalformedError, UnsupportedError
 from binlake.events.base import Event, EventHeader, EventType, register
 from binlake.events.context import DecodeContext
 from binlake.events.table_map import TableMapEvent
+from binlake.values.row import ABSENT, Image, Row
 from binlake.wire import bits_lsb_first
 
-if TYPE_CHECKING:
-    from binlake.rowdecoder import Image, Row
-
 __all__ = [
-    "ABSENT",
     "ROWS_FLAGS",
     "ExtraRowInfo",
     "RowsEvent",
@@ -93,22 +90,6 @@ _TYPES: dict[int, tuple[Kind, int, bool]] = {
     E.UPDATE_ROWS_COMPRESSED_EVENT: ("update", 2, True),
     E.DELETE_ROWS_COMPRESSED_EVENT: ("delete", 2, True),
 }
-
-
-class _Absent:
-    """The type of :data:`ABSENT`."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "ABSENT"
-
-    def __reduce__(self) -> str:
-        return "ABSENT"  # pickles (to Spark workers) as the module-level singleton
-
-
-ABSENT = _Absent()
-"""A column not in a row image (``binlog_row_image=MINIMAL``/``NOBLOB``): unknown, which is not NULL (``None``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,12 +161,12 @@ class RowsEvent(Event):
     def rows(self, typed: bool = True) -> list[tuple[Row | None, Row | None]]:
         """Every row change as ``(before, after)``: ``before`` is ``None`` for inserts, ``after`` for deletes.
 
-        Each image is a tuple in table-map column order: ``None`` for NULL, :data:`ABSENT` for a column not in
-        the image, else the value (``typed=False``: the stored value that ``binlake dump`` prints, see
-        :mod:`binlake.values`).  Raises :class:`~binlake.errors.BinlogError` (naming the event's position) when
+        Each image is a tuple in table-map column order: ``None`` for NULL, :data:`~binlake.values.row.ABSENT` for
+        a column not in the image, else the value (``typed=False``: the stored value that ``binlake dump`` prints,
+        see :mod:`binlake.values`).  Raises :class:`~binlake.errors.BinlogError` (naming the event's position) when
         the table map is missing or a row image is malformed.
         """
-        from binlake.rowdecoder import row_changes
+        from binlake.rowdecoder import partial_updates, row_decoder  # late: `binlake events` decodes no rows
 
         if not self.rows_data:
             return []
@@ -201,7 +182,10 @@ class RowsEvent(Event):
                     f"rows event has {self.column_count} columns, its table map `{tm.schema}`.`{tm.table}` "
                     f"has {tm.column_count}"
                 )
-            return row_changes(self, tm, typed)
+            if self.partial:
+                return partial_updates(tm.columns, self.columns_before, self.columns_after, self.rows_data, typed)
+            after = self.columns_after if self.kind == "update" else None
+            return row_decoder(tm.columns, self.kind, self.columns_before, after, typed).rows(self.rows_data)
         except BinlogError as e:
             err = e.at_pos(self.header.pos)
             if err.offset is not None and self.rows_offset is not None:

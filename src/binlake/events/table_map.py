@@ -187,25 +187,14 @@ def _layout(
 
 
 def _names_in_charset(col: Column) -> Column:
-    """ENUM/SET member names are logged in the column's charset (ENUM_AND_SET_*_CHARSET): decode them with it.
-
-    They were read as UTF-8 with surrogate escapes, so the original bytes are recovered exactly first.
-    """
-    if col.charset is None or (col.enum_values is None and col.set_values is None):
+    """ENUM/SET member names are logged in the column's charset (ENUM_AND_SET_*_CHARSET): decode them with it."""
+    if col.enum_values is None and col.set_values is None:
         return col
-    from binlake.values.collations import codec, decode
+    from binlake.values.enum_set import member_names
 
-    name = codec(col.charset)
-    if name is None or name == "utf-8":
-        return col
-
-    def redo(values: tuple[str, ...] | None) -> tuple[str, ...] | None:
-        if values is None:
-            return None
-        out = [decode(v.encode("utf-8", "surrogateescape"), name) for v in values]
-        return tuple(v if isinstance(v, str) else v.decode("utf-8", "surrogateescape") for v in out)
-
-    return col.with_(enum_values=redo(col.enum_values), set_values=redo(col.set_values))
+    return col.with_(
+        enum_values=member_names(col.enum_values, col.charset), set_values=member_names(col.set_values, col.charset)
+    )
 
 
 # --- optional metadata: each parser decodes one entry and applies it to the column views in place --------------

@@ -17,6 +17,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,14 +29,29 @@ from binlake.events.context import DecodeOptions
 from binlake.reader import read_events
 from binlake.schema import SchemaTracker
 
-__all__ = ["EXIT_ERROR", "add_decode_arguments", "decode_options", "decryptor_of", "error_line", "open_log"]
+__all__ = [
+    "EXIT_ERROR",
+    "FILE_KEY_ENV",
+    "add_decode_arguments",
+    "decode_options",
+    "decryptor_of",
+    "error_line",
+    "open_log",
+]
 
 EXIT_ERROR = 2
 """Exit status of a subcommand that met a :class:`~binlake.errors.BinlogError` (or a usage error, as argparse)."""
 
 
-def add_decode_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the options every decoding subcommand shares: checksums, unknown events, ``--schema``, ``--key-file``."""
+FILE_KEY_ENV = "BINLAKE_FILE_KEY"
+"""The environment variable holding the secret of an encrypted ``--key-file`` (``file_key_management_filekey``),
+where ``--file-key-file`` does not name a file holding it: a secret is never an argument (``ps`` shows those)."""
+
+
+def add_decode_arguments(parser: argparse.ArgumentParser, *, on_error: bool = True) -> None:
+    """Add the options every decoding subcommand shares: checksums, unknown events, ``--schema``, ``--key-file``
+    with ``--file-key-file``, and (``on_error``: for the subcommands that read on past a damaged event)
+    ``--on-error``."""
     parser.add_argument(
         "--verify-checksum",
         action=argparse.BooleanOptionalAction,
@@ -59,38 +75,50 @@ def add_decode_arguments(parser: argparse.ArgumentParser) -> None:
         help="MariaDB file_key_management key file, to read encrypted binlogs (encrypt_binlog=ON)",
     )
     parser.add_argument(
-        "--file-key", metavar="SECRET", help="the secret of an encrypted --key-file (file_key_management_filekey)"
+        "--file-key-file",
+        metavar="FILE",
+        help="a file holding the secret of an encrypted --key-file (file_key_management_filekey); "
+        f"or set it in the environment variable {FILE_KEY_ENV}",
     )
-    parser.add_argument(
-        "--on-error",
-        choices=("stop", "skip-event", "skip-transaction"),
-        default="stop",
-        help="a damaged event: stop there (default), or skip it / the rest of its transaction and go on; "
-        "every skip is reported on stderr with its positions",
-    )
+    if on_error:
+        parser.add_argument(
+            "--on-error",
+            choices=("stop", "skip-event", "skip-transaction"),
+            default="stop",
+            help="a damaged event: stop there (default), or skip it / the rest of its transaction and go on; "
+            "every skip is reported on stderr with its positions",
+        )
 
 
 def decode_options(args: argparse.Namespace) -> DecodeOptions:
     """The :class:`~binlake.events.context.DecodeOptions` of arguments added by :func:`add_decode_arguments`."""
     schema = getattr(args, "schema", None)
+    try:
+        schema_sql = None if schema is None else Path(schema).read_text(encoding="utf-8")
+    except OSError as e:
+        raise BinlogError(f"cannot read --schema: {e.strerror or e}", file=schema) from e
     return DecodeOptions(
         verify_checksum=args.verify_checksum,
         unknown_events=args.unknown_events,
-        schema_sql=None if schema is None else Path(schema).read_text(encoding="utf-8"),
+        schema_sql=schema_sql,
     )
 
 
 def decryptor_of(args: argparse.Namespace) -> Decryptor | None:
-    """The decryptor ``--key-file``/``--file-key`` ask for, or ``None``; a bad key file is a BinlogError."""
+    """The decryptor ``--key-file`` asks for, or ``None``; the file key (for an encrypted key file) comes from
+    ``--file-key-file`` or else the environment variable :data:`FILE_KEY_ENV`.  A key file that cannot be read or
+    decrypted is a :class:`~binlake.errors.BinlogError` (never showing the secret)."""
     key_file = getattr(args, "key_file", None)
+    file_key_file = getattr(args, "file_key_file", None)
     if key_file is None:
+        if file_key_file is not None:
+            raise BinlogError("--file-key-file is the secret of an encrypted --key-file: give --key-file too")
         return None
     from binlake.crypto import load_key_file, mariadb_decryptor
 
-    try:
-        return mariadb_decryptor(load_key_file(key_file, getattr(args, "file_key", None)))
-    except OSError as e:
-        raise BinlogError(f"cannot read the key file: {e.strerror or e}", file=key_file) from e
+    # FILE:path is the server's own way to name a file holding the secret (file_key_management_filekey)
+    file_key = f"FILE:{file_key_file}" if file_key_file is not None else os.environ.get(FILE_KEY_ENV) or None
+    return mariadb_decryptor(load_key_file(key_file, file_key))
 
 
 def open_log(

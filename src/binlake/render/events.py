@@ -104,6 +104,9 @@ def add_events_arguments(parser: argparse.ArgumentParser) -> None:
 def events_main(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run ``binlake events``; return the exit status (2 when any file stopped at a BinlogError)."""
     out = sys.stdout if out is None else out
+    if getattr(args, "idle_timeout", None) is not None and not getattr(args, "follow", False):
+        print("binlake: --idle-timeout: only with --follow (it bounds the wait for new bytes)", file=sys.stderr)
+        return EXIT_ERROR
     try:
         wanted = parse_types(args.types)
     except ValueError as e:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
-import datetime
 import json
 import re
 import struct
@@ -40,18 +39,21 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
-from binlake.coltypes import Column, ColumnType
-from binlake.decoder import Decoder, computed_checksum, decode_event
+from binlake.coltypes import ColumnType
+from binlake.decoder import Decoder, Decryptor, computed_checksum, decode_event
 from binlake.errors import BinlogError, EncryptedError, MalformedError, TruncatedError
 from binlake.events.base import HEADER, HEADER_V1, LOG_EVENT_FLAGS, Event, EventHeader, EventType
 from binlake.events.context import DecodeContext, DecodeOptions
 from binlake.events.format import FormatDescriptionEvent, synthetic_fde
+from binlake.events.mariadb import StartEncryptionEvent
 from binlake.events.payload import TransactionPayloadEvent
 from binlake.events.rows import RowsEvent
 from binlake.events.table_map import OptionalField, OptionalMetadataType, TableMapEvent
 from binlake.reader import CHUNK
-from binlake.render import EXIT_ERROR, add_decode_arguments, decode_options, error_line
+from binlake.render import EXIT_ERROR, add_decode_arguments, decode_options, decryptor_of, error_line
 from binlake.render.events import event_json, event_line
+from binlake.render.explain_fields import Row, column_meta, field_row, flags_text, label, n_bytes, when
+from binlake.render.explain_rows import RowImages
 from binlake.trace import TlvValue, TraceField, fields_of
 from binlake.values.spatial import GEOMETRY_TYPES
 from binlake.wire import Cursor
@@ -73,22 +75,6 @@ __all__ = [
 
 SECTIONS = ("header", "post-header", "body", "checksum")
 _TITLES = {"header": "COMMON HEADER", "post-header": "POST-HEADER", "body": "BODY", "checksum": "CHECKSUM"}
-
-
-@dataclass(frozen=True, slots=True)
-class Row:
-    """One field of the explained event: where it is, its bytes, its decoded value and what that means."""
-
-    section: str
-    name: str
-    offset: int
-    raw: bytes
-    value: object
-    meaning: str
-
-    @property
-    def size(self) -> int:
-        return len(self.raw)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +119,7 @@ class Explanation:
     in_payload: InPayload | None = None
     inner: tuple[Event, ...] | None = None  # None unless the event is a TRANSACTION_PAYLOAD_EVENT
     uncompressed: tuple[Row, ...] = ()  # a MariaDB compressed rows event's row images, offsets in the uncompressed rows
+    decrypted: bool = False  # the event is in the encrypted part of a MariaDB log: raw is its bytes once decrypted
 
     @property
     def address(self) -> str:
@@ -207,44 +194,55 @@ def _is_ascii_column(rest: str, nbytes: int, gap: int, expected: bool) -> bool:
 # --- finding the event and its context ---------------------------------------------------------------------------
 
 
-def event_at(path: str, pos: int, options: DecodeOptions) -> tuple[bytes, DecodeContext]:
+def event_at(
+    path: str, pos: int, options: DecodeOptions, decryptor: Decryptor | None = None
+) -> tuple[bytes, DecodeContext]:
     """The bytes of the event at ``pos`` in the binlog at ``path`` and the context in force there.
 
-    Decodes the file from its start (format descriptions and table maps before ``pos`` matter).  Raises
-    :class:`~binlake.errors.BinlogError` naming the file when no event starts at ``pos``.
+    Decodes the file from its start (format descriptions and table maps before ``pos`` matter).  An event in the
+    encrypted part of a MariaDB log (``encrypt_binlog``) is returned decrypted with ``decryptor`` (see
+    :func:`binlake.crypto.mariadb_decryptor`).  Raises :class:`~binlake.errors.BinlogError` naming the file when no
+    event starts at ``pos``, or when it is encrypted and there is no ``decryptor``.
     """
     try:
         if pos < 4:
             raise MalformedError(f"no event starts at {pos}: the first event is at 4, after the binlog magic")
         with open(path, "rb") as f:
-            dec = Decoder(options)
+            dec = Decoder(options, decryptor=decryptor)
             dec.feed(f.read(4))
             for _ in dec.events():  # checks and consumes the magic: dec.position is 4
                 pass
             before = 4
+            encryption: StartEncryptionEvent | None = None  # its nonce and key version decrypt the later events
             while dec.position < pos:
                 chunk = f.read(CHUNK)
                 if not chunk:
                     dec.finish()
                     raise MalformedError(f"no event at {pos}: the last event ends at {dec.position}")
                 dec.feed(chunk)
-                for _ in dec.events():
+                for ev in dec.events():
+                    if isinstance(ev, StartEncryptionEvent):
+                        encryption = ev
                     if dec.position >= pos:
                         break
                     before = dec.position
             if dec.position != pos:
                 raise MalformedError(f"no event starts at {pos}: the event at {before} ends at {dec.position}")
-            if dec.ctx.encrypted:
-                raise EncryptedError("the event is encrypted (MariaDB encrypt_binlog); explain cannot decrypt it")
             f.seek(pos)
             head = f.read(dec.ctx.header_len)
             if len(head) < 13:
                 raise TruncatedError(f"no event at {pos}: the file ends there")
-            size = int.from_bytes(head[9:13], "little")
+            size = int.from_bytes(head[9:13], "little")  # in clear in encrypted logs too
             f.seek(pos)
             raw = f.read(size)
             if len(raw) < size:
                 raise TruncatedError(f"the file ends inside the {size}-byte event", pos=pos)
+            if dec.ctx.encrypted:
+                if decryptor is None or encryption is None:
+                    raise EncryptedError(
+                        "the event is encrypted (MariaDB encrypt_binlog): give the server's key file (--key-file)"
+                    )
+                raw = decryptor(raw, pos, encryption)
             return raw, dec.ctx
     except BinlogError as e:
         raise e.at_file(path) from None
@@ -272,7 +270,9 @@ def parse_position(text: str) -> tuple[int, int | None]:
     return int(m[1]), None if m[2] is None else int(m[2])
 
 
-def inner_event_at(path: str, pos: int, offset: int, options: DecodeOptions) -> tuple[bytes, DecodeContext, InPayload]:
+def inner_event_at(
+    path: str, pos: int, offset: int, options: DecodeOptions, decryptor: Decryptor | None = None
+) -> tuple[bytes, DecodeContext, InPayload]:
     """The bytes of the event at ``offset`` in the uncompressed TRANSACTION_PAYLOAD_EVENT at ``pos`` of ``path``,
     the context in force there (the file's format description, and table maps including those earlier in the
     payload) and where it lies.
@@ -281,7 +281,7 @@ def inner_event_at(path: str, pos: int, offset: int, options: DecodeOptions) -> 
     decompress raises the decoder's error.  Raises :class:`~binlake.errors.MalformedError` when the event at ``pos``
     is not a payload or no inner event starts at ``offset`` (the message names the offsets that do).
     """
-    raw, ctx = event_at(path, pos, options)
+    raw, ctx = event_at(path, pos, options, decryptor)
     try:
         payload, inner = _payload_events(raw, pos, ctx)
         event = next((ev for ev in inner if ev.header.pos == offset), None)
@@ -301,7 +301,7 @@ def inner_event_at(path: str, pos: int, offset: int, options: DecodeOptions) -> 
 def _payload_events(raw: bytes, pos: int, ctx: DecodeContext) -> tuple[TransactionPayloadEvent, tuple[Event, ...]]:
     """The TRANSACTION_PAYLOAD_EVENT ``raw`` at ``pos`` and the events inside it, as the decoder yields them (from a
     copy of ``ctx``: ``ctx`` is not changed)."""
-    own = dataclasses.replace(ctx, table_maps=dict(ctx.table_maps), trace=None)
+    own = dataclasses.replace(ctx, table_maps=dict(ctx.table_maps), trace=None, encrypted=False)  # raw is decrypted
     dec = Decoder(context=own, start_pos=pos, magic=False)
     dec.feed(raw)
     events = list(dec.events())
@@ -379,13 +379,11 @@ def explain_event(
     meaning = _MEANINGS.get(header.type_code)
     images = None
     if isinstance(event, RowsEvent):
-        from binlake.render.explain_rows import RowImages  # it builds on this module's helpers
-
         images = RowImages(event, row_limit)
         meaning = images.meaning
     body_rows: list[Row] = []
     for f in fields_of(traced.trace):
-        for r in meaning(f, event, ctx) if meaning and event else [_row(f)]:
+        for r in meaning(f, event, ctx) if meaning and event else [field_row(f)]:
             section = "post-header" if r.offset < hlen + ph_len else "body"
             body_rows.append(dataclasses.replace(r, section=section))
     rows += _fill_gaps(sorted(body_rows, key=lambda r: r.offset), raw, hlen, body_end, ph_len, decode_error)
@@ -414,6 +412,7 @@ def explain_event(
         in_payload,
         inner,
         uncompressed,
+        ctx.encrypted and in_payload is None,
     )
 
 
@@ -455,11 +454,11 @@ def _header_rows(raw: bytes, h: EventHeader, hlen: int) -> list[Row]:
 
 def _header_meaning(name: str, value: int, h: EventHeader) -> str:
     if name == "timestamp":
-        return _when(value)
+        return when(value)
     if name == "type_code":
         return f"{h.type} ({value}, 0x{value:02x})"
     if name == "event_size":
-        return _n_bytes(value)
+        return n_bytes(value)
     if name == "log_pos":
         if value == 0:
             return "0: not recorded (relay log, v1 binlog, or an event inside a transaction payload)"
@@ -469,7 +468,7 @@ def _header_meaning(name: str, value: int, h: EventHeader) -> str:
             f"next event at {value}, but {h.pos} + {h.event_size} = {h.end_pos} (the event was copied from another log)"
         )
     if name == "flags":
-        return _flags(value, LOG_EVENT_FLAGS)
+        return flags_text(value, LOG_EVENT_FLAGS)
     return str(value)
 
 
@@ -497,65 +496,6 @@ def _fill_gaps(rows: list[Row], raw: bytes, hlen: int, end: int, ph_len: int, er
     return out
 
 
-def _row(f: TraceField, meaning: str | None = None) -> Row:
-    """A row of ``f`` (its section is set by the caller, from its offset)."""
-    return Row("", f.name, f.offset, f.raw, _plain(f.value), _generic(f) if meaning is None else meaning)
-
-
-def _plain(value: object) -> object:
-    """A JSON-friendly form of a traced value."""
-    if isinstance(value, TlvValue):
-        return {"type": value.type_code, "length": value.length, "value": value.value.hex()}
-    if isinstance(value, bytes | bytearray | memoryview):
-        text = _text(bytes(value))
-        return text if text is not None else bytes(value).hex()
-    return value
-
-
-def _text(b: bytes) -> str | None:
-    try:
-        s = b.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    return s if s.isprintable() else None
-
-
-def _generic(f: TraceField) -> str:
-    """The meaning of a field whose event type has no specific explanation: its value, named where possible."""
-    v, name = f.value, f.name.lower()
-    if v is None:
-        return "terminator" if "nul" in name or "terminator" in name else "skipped"
-    if isinstance(v, TlvValue):
-        return f"type {v.type_code}, {v.length} bytes: {v.value.hex() or '(empty)'}"
-    if isinstance(v, bytes):
-        text = _text(v)
-        if not v:
-            return "(empty)"
-        return f'"{text}"' if text is not None else _n_bytes(len(v))
-    if isinstance(v, int) and not isinstance(v, bool):
-        if "flag" in name:
-            return f"0x{v:0{max(2, f.size * 2)}x}"
-        if ("time" in name or name == "created") and f.size == 4 and v:
-            return _when(v)
-    return str(v)
-
-
-def _n_bytes(n: int) -> str:
-    return f"{n} byte" if n == 1 else f"{n} bytes"
-
-
-def _when(ts: int) -> str:
-    return f"{ts} = {datetime.datetime.fromtimestamp(ts, datetime.UTC):%Y-%m-%d %H:%M:%S} UTC"
-
-
-def _flags(value: int, names: dict[int, str]) -> str:
-    if not value:
-        return "0x0000: none"
-    known = [n for bit, n in names.items() if value & bit]
-    other = value & ~sum(names)
-    return f"0x{value:04x} = " + " | ".join(known + ([f"0x{other:x}"] if other else []))
-
-
 # --- meanings of specific event types ----------------------------------------------------------------------------
 
 Meaning = Callable[[TraceField, Event, DecodeContext], list[Row]]
@@ -570,69 +510,40 @@ def _collation(cid: int, ctx: DecodeContext) -> str:
     return f"{name} ({cid})" if name else f"collation {cid}"
 
 
-def _label(c: Column) -> str:
-    return f"`{c.name}`" if c.name is not None else f"col {c.index + 1}"
-
-
-def _column_meta(c: Column) -> str:
-    """What a column's table-map metadata says (``Field::do_save_field_metadata`` in sql/field.cc)."""
-    t = ColumnType
-    code, real = c.type_code, c.real_type_code
-    if code in (t.VARCHAR, t.VAR_STRING, t.VARCHAR_COMPRESSED):
-        return f"max {c.length} bytes"
-    if code == t.STRING:
-        if real in (t.ENUM, t.SET):
-            return f"{ColumnType.name_of(real)} stored in {c.length} byte(s)"
-        return f"CHAR, max {c.length} bytes"
-    if code in (t.ENUM, t.SET):
-        return f"stored in {c.length} byte(s)"
-    if code in (t.NEWDECIMAL, t.DECIMAL):
-        return f"DECIMAL({c.precision},{c.scale})"
-    if code in (t.TIMESTAMP2, t.DATETIME2, t.TIME2):
-        return f"{c.fsp} fractional-second digits"
-    if code == t.BIT:
-        return f"BIT({c.bits})"
-    if code in (t.FLOAT, t.DOUBLE):
-        return f"{c.length}-byte value"
-    if c.meta_bytes:  # BLOB family, GEOMETRY, JSON, VECTOR: the size of the length prefix
-        return f"{c.length}-byte length prefix"
-    return "no metadata"
-
-
 def _optional_meaning(of: OptionalField, tm: TableMapEvent, ctx: DecodeContext) -> str:
     """One optional-metadata entry in words (``Table_map_event::Optional_metadata_fields``, rows_event.cpp)."""
     m, v, cols = OptionalMetadataType, of.value, tm.columns
     code = of.type_code
     if code == m.SIGNEDNESS and isinstance(v, list):
         numeric = [c for c in cols if c.is_numeric]
-        return ", ".join(f"{_label(c)} is {'unsigned' if u else 'signed'}" for c, u in zip(numeric, v, strict=False))
+        return ", ".join(f"{label(c)} is {'unsigned' if u else 'signed'}" for c, u in zip(numeric, v, strict=False))
     if code in (m.DEFAULT_CHARSET, m.ENUM_AND_SET_DEFAULT_CHARSET) and isinstance(v, dict):
         which = [c for c in cols if (c.is_enum_or_set if code == m.ENUM_AND_SET_DEFAULT_CHARSET else c.is_character)]
         parts = [_collation(v["default"], ctx)]
-        parts += [f"{_label(which[k])}: {_collation(coll, ctx)}" for k, coll in v["overrides"] if k < len(which)]
+        parts += [f"{label(which[k])}: {_collation(coll, ctx)}" for k, coll in v["overrides"] if k < len(which)]
         return "; ".join(parts)
     if code in (m.COLUMN_CHARSET, m.ENUM_AND_SET_COLUMN_CHARSET) and isinstance(v, list):
         which = [c for c in cols if (c.is_enum_or_set if code == m.ENUM_AND_SET_COLUMN_CHARSET else c.is_character)]
-        return ", ".join(f"{_label(c)}: {_collation(i, ctx)}" for c, i in zip(which, v, strict=False))
+        return ", ".join(f"{label(c)}: {_collation(i, ctx)}" for c, i in zip(which, v, strict=False))
     if code == m.COLUMN_NAME and isinstance(v, list):
         return ", ".join(f"col {i + 1} = `{n}`" for i, n in enumerate(v))
     if code in (m.SET_STR_VALUE, m.ENUM_STR_VALUE) and isinstance(v, list):
         real = ColumnType.SET if code == m.SET_STR_VALUE else ColumnType.ENUM
         which = [c for c in cols if c.real_type_code == real]
-        return "; ".join(f"{_label(c)}: {_values(vals)}" for c, vals in zip(which, v, strict=False))
+        return "; ".join(f"{label(c)}: {_values(vals)}" for c, vals in zip(which, v, strict=False))
     if code == m.GEOMETRY_TYPE and isinstance(v, list):
         which = [c for c in cols if c.real_type_code == ColumnType.GEOMETRY]
-        return ", ".join(f"{_label(c)}: {GEOMETRY_TYPES.get(k, str(k))}" for c, k in zip(which, v, strict=False))
+        return ", ".join(f"{label(c)}: {GEOMETRY_TYPES.get(k, str(k))}" for c, k in zip(which, v, strict=False))
     if code == m.SIMPLE_PRIMARY_KEY and isinstance(v, list):
-        return "primary key (" + ", ".join(_label(cols[i]) for i in v if i < len(cols)) + ")"
+        return "primary key (" + ", ".join(label(cols[i]) for i in v if i < len(cols)) + ")"
     if code == m.PRIMARY_KEY_WITH_PREFIX and isinstance(v, list):
-        keys = [_label(cols[i]) + (f"({p})" if p else "") for i, p in v if i < len(cols)]
+        keys = [label(cols[i]) + (f"({p})" if p else "") for i, p in v if i < len(cols)]
         return "primary key (" + ", ".join(keys) + ")"
     if code == m.COLUMN_VISIBILITY and isinstance(v, list):
-        return ", ".join(f"{_label(c)} {'visible' if b else 'INVISIBLE'}" for c, b in zip(cols, v, strict=False))
+        return ", ".join(f"{label(c)} {'visible' if b else 'INVISIBLE'}" for c, b in zip(cols, v, strict=False))
     if code == m.VECTOR_DIMENSIONALITY and isinstance(v, list):
         which = [c for c in cols if c.real_type_code == ColumnType.VECTOR]
-        return ", ".join(f"{_label(c)}: {d} dimensions" for c, d in zip(which, v, strict=False))
+        return ", ".join(f"{label(c)}: {d} dimensions" for c, d in zip(which, v, strict=False))
     return of.raw.hex() or "(empty)"
 
 
@@ -644,51 +555,51 @@ def _values(vals: Sequence[str], limit: int = 8) -> str:
 def _table_map(f: TraceField, ev: Event, ctx: DecodeContext) -> list[Row]:
     """TABLE_MAP_EVENT fields, as labelled by ``decode_table_map``."""
     if not isinstance(ev, TableMapEvent):
-        return [_row(f)]
+        return [field_row(f)]
     cols, name, v = ev.columns, f.name, f.value
     meaning: str | None = None
     if name == "flags" and isinstance(v, int):
         from binlake.events.table_map import TM_FLAGS
 
-        meaning = _flags(v, TM_FLAGS)
+        meaning = flags_text(v, TM_FLAGS)
     elif name == "table_id":
         meaning = f"{v}: the row events that follow name the table by this id"
     elif name.endswith("length") and isinstance(v, int):
-        meaning = _n_bytes(v)
+        meaning = n_bytes(v)
     elif name in ("schema name", "table name") and isinstance(v, bytes):
         meaning = "`" + v.decode("utf-8", "surrogateescape") + "`"
     elif name == "column count":
         meaning = f"{v} columns"
     elif name == "column types":
-        meaning = ", ".join(f"{_label(c)} {c.type} ({c.type_code})" for c in cols)
+        meaning = ", ".join(f"{label(c)} {c.type} ({c.type_code})" for c in cols)
     elif name == "column metadata":
-        meaning = ", ".join(f"{_label(c)} {c.type}: {_column_meta(c)}" for c in cols if c.meta_bytes) or "(none)"
+        meaning = ", ".join(f"{label(c)} {c.type}: {column_meta(c)}" for c in cols if c.meta_bytes) or "(none)"
     elif name == "null bitmap":
-        meaning = ", ".join(f"{_label(c)} {'nullable' if c.nullable else 'NOT NULL'}" for c in cols)
+        meaning = ", ".join(f"{label(c)} {'nullable' if c.nullable else 'NOT NULL'}" for c in cols)
     elif name == "optional metadata" and isinstance(v, TlvValue):
         of = next((o for o in ev.optional if o.offset == f.offset), None)
         kind = OptionalMetadataType.name_of(v.type_code)
         detail = _optional_meaning(of, ev, ctx) if of is not None else v.value.hex()
         meaning = f"{kind}: {detail} [type {v.type_code}, length {v.length}]"
-    return [_row(f, meaning)]
+    return [field_row(f, meaning)]
 
 
 def _format_description(f: TraceField, ev: Event, ctx: DecodeContext) -> list[Row]:
     """FORMAT_DESCRIPTION_EVENT fields, as labelled by ``decode_fde``; its tail is split into the post-header
     lengths and the checksum algorithm (``Format_description_event`` in control_events.h)."""
     if not isinstance(ev, FormatDescriptionEvent):
-        return [_row(f)]
+        return [field_row(f)]
     v = f.value
     if f.name == "binlog_version":
-        return [_row(f, f"v{v} ({_BINLOG_VERSIONS.get(ev.binlog_version, 'unknown')})")]
+        return [field_row(f, f"v{v} ({_BINLOG_VERSIONS.get(ev.binlog_version, 'unknown')})")]
     if f.name == "server_version":
-        return [_row(f, f'"{ev.server_version}"')]
+        return [field_row(f, f'"{ev.server_version}"')]
     if f.name == "create_timestamp" and isinstance(v, int):
-        return [_row(f, _when(v) if v else "0: not the first format description since server start")]
+        return [field_row(f, when(v) if v else "0: not the first format description since server start")]
     if f.name == "header_length":
-        return [_row(f, f"{v}-byte common header")]
+        return [field_row(f, f"{v}-byte common header")]
     if f.name != "rest of the event":
-        return [_row(f)]
+        return [field_row(f)]
     n = len(ev.post_header_lengths)
     lengths = ", ".join(f"{EventType.name_of(i + 1)} {x}" for i, x in enumerate(ev.post_header_lengths) if x)
     rows = [Row("", "post_header_lengths", f.offset, f.raw[:n], list(ev.post_header_lengths), lengths)]
@@ -706,27 +617,29 @@ def _transaction_payload(f: TraceField, ev: Event, ctx: DecodeContext) -> list[R
     (``Transaction_payload_event`` OTW_PAYLOAD_* in libs/mysql/binlog/event/control_events.h) with the value that
     follows it, and the payload with its sizes."""
     if not isinstance(ev, TransactionPayloadEvent):
-        return [_row(f)]
+        return [field_row(f)]
     v = f.value
     if f.name == "payload field type" and isinstance(v, int):
         follows = {
             0: "OTW_PAYLOAD_HEADER_END_MARK: the payload follows",
-            1: f"OTW_PAYLOAD_SIZE_FIELD: the payload's size follows ({_n_bytes(ev.payload_size)})",
+            1: f"OTW_PAYLOAD_SIZE_FIELD: the payload's size follows ({n_bytes(ev.payload_size)})",
             2: f"OTW_PAYLOAD_COMPRESSION_TYPE_FIELD: the compression type follows ({ev.compression})",
-            3: f"OTW_PAYLOAD_UNCOMPRESSED_SIZE_FIELD: the uncompressed size follows ({_n_bytes(ev.uncompressed_size)})",
+            3: f"OTW_PAYLOAD_UNCOMPRESSED_SIZE_FIELD: the uncompressed size follows ({n_bytes(ev.uncompressed_size)})",
         }
-        return [_row(f, follows.get(v, f"unknown field type {v}: skipped"))]
+        return [field_row(f, follows.get(v, f"unknown field type {v}: skipped"))]
     if f.name == "payload field" and isinstance(v, bytes):
         try:
             number = Cursor(v).packed_int("payload field")
         except BinlogError:
-            return [_row(f)]
+            return [field_row(f)]
         return [Row("", f.name, f.offset, f.raw, number, f"{number} (packed integer)")]
     if f.name == "rest of the event":
         return [
-            _row(f, f"the payload: {ev.compression}, {_n_bytes(ev.payload_size)} -> {_n_bytes(ev.uncompressed_size)}")
+            field_row(
+                f, f"the payload: {ev.compression}, {n_bytes(ev.payload_size)} -> {n_bytes(ev.uncompressed_size)}"
+            )
         ]
-    return [_row(f)]
+    return [field_row(f)]
 
 
 _MEANINGS: dict[int, Meaning] = {
@@ -774,6 +687,7 @@ def render_json(ex: Explanation) -> dict[str, object]:
             "ok": ex.checksum[0] == ex.checksum[1],
         },
         "inner_events": None if ex.inner is None else [event_json(ev) for ev in ex.inner],
+        "decrypted": ex.decrypted,
         "error": None if ex.error is None else str(ex.error),
         "decode_error": None if ex.decode_error is None else str(ex.decode_error),
     }
@@ -800,11 +714,16 @@ def render_text(ex: Explanation, width: int = 120) -> str:
     sizes = {s: sum(r.size for r in ex.rows if r.section == s) for s in SECTIONS}
     parts = [f"{sizes[s]} {s}" for s in SECTIONS if sizes[s]]
     lines = [f"Position {ex.address}: {ex.type}, {ex.header.event_size} bytes = " + " + ".join(parts)]
+    if ex.decrypted:
+        lines.append(
+            "Decrypted with the key file (MariaDB encrypt_binlog): the bytes below are the event before encryption "
+            "(in the file only the size, bytes 9-12, is in clear)"
+        )
     if ex.in_payload is not None:
         p = ex.in_payload
         lines.append(
-            f"Inside the TRANSACTION_PAYLOAD_EVENT at {p.pos} ({p.compression}, {_n_bytes(p.payload_size)} -> "
-            f"{_n_bytes(p.uncompressed_size)}): offset {p.offset} of the uncompressed payload; no checksum (events in "
+            f"Inside the TRANSACTION_PAYLOAD_EVENT at {p.pos} ({p.compression}, {n_bytes(p.payload_size)} -> "
+            f"{n_bytes(p.uncompressed_size)}): offset {p.offset} of the uncompressed payload; no checksum (events in "
             "a payload carry none)"
         )
     everything = ex.rows + ex.uncompressed
@@ -814,11 +733,11 @@ def render_text(ex: Explanation, width: int = 120) -> str:
     widths[3] = max(24, width - sum(widths[:3]) - 13)
     lines.append(_border("┌", "┬", "┐", widths))
     lines.append(_cells(["offset", "bytes", "field", "value and meaning"], widths))
-    bands = [(f"{_TITLES[s]} ({_n_bytes(sizes[s])})", [r for r in ex.rows if r.section == s]) for s in SECTIONS]
+    bands = [(f"{_TITLES[s]} ({n_bytes(sizes[s])})", [r for r in ex.rows if r.section == s]) for s in SECTIONS]
     if ex.uncompressed:
         size = sum(r.size for r in ex.uncompressed)
         bands.append(
-            (f"ROW IMAGES, UNCOMPRESSED ({_n_bytes(size)}; offsets in the uncompressed rows)", list(ex.uncompressed))
+            (f"ROW IMAGES, UNCOMPRESSED ({n_bytes(size)}; offsets in the uncompressed rows)", list(ex.uncompressed))
         )
     for title, rows in bands:
         if not rows:
@@ -875,6 +794,9 @@ def _row_lines(r: Row, widths: Sequence[int]) -> list[str]:
 # --- the subcommand ----------------------------------------------------------------------------------------------
 
 
+_HEX_SERVER = "8.0.40"  # the server --hex input is decoded as, unless --server-version says otherwise
+
+
 def add_explain_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", nargs="?", metavar="FILE", help="the binlog holding the event")
     parser.add_argument(
@@ -891,8 +813,7 @@ def add_explain_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--server-version",
-        default="8.0.40",
-        help="with --hex: the server that wrote the event (default 8.0.40; a '-MariaDB' version for MariaDB)",
+        help=f"with --hex: the server that wrote the event (default {_HEX_SERVER}; a '-MariaDB' version for MariaDB)",
     )
     parser.add_argument("--no-checksum", action="store_true", help="with --hex: the event has no CRC32 at its end")
     parser.add_argument(
@@ -903,7 +824,7 @@ def add_explain_arguments(parser: argparse.ArgumentParser) -> None:
         help="a rows event: explain the first N row changes value by value (default 3; 'all': every one)",
     )
     parser.add_argument("--json", action="store_true", help="print the explanation as one JSON object")
-    add_decode_arguments(parser)
+    add_decode_arguments(parser, on_error=False)  # one event is explained, with its error: there is nothing to skip
 
 
 def _row_limit(text: str) -> int | None:
@@ -918,25 +839,24 @@ def _row_limit(text: str) -> int | None:
 def explain_main(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run ``binlake explain``; return 0, or 2 when the event has a problem (its explanation is still printed)."""
     out = sys.stdout if out is None else out
-    options = decode_options(args)
     source: str | None = args.file
     place: InPayload | None = None
+    usage = _usage_error(args)
+    if usage is not None:
+        print(f"binlake: explain: {usage}", file=sys.stderr)
+        return EXIT_ERROR
     try:
+        options = decode_options(args)
         if args.hex is not None:
-            if args.file is not None:
-                print("binlake: explain: give FILE --at POS or --hex, not both", file=sys.stderr)
-                return EXIT_ERROR
             raw, pos, ctx = _from_hex(args, options)
             source = None
-        elif args.file is None or args.at is None:
-            print("binlake: explain: give FILE --at POS, or --hex HEX", file=sys.stderr)
-            return EXIT_ERROR
         else:
             pos, offset = args.at
+            decryptor = decryptor_of(args)
             if offset is None:
-                raw, ctx = event_at(args.file, pos, options)
+                raw, ctx = event_at(args.file, pos, options, decryptor)
             else:
-                raw, ctx, place = inner_event_at(args.file, pos, offset, options)
+                raw, ctx, place = inner_event_at(args.file, pos, offset, options, decryptor)
                 pos = offset
         ex = explain_event(raw, pos, ctx, place, args.rows)
     except BinlogError as e:
@@ -953,12 +873,26 @@ def explain_main(args: argparse.Namespace, out: TextIO | None = None) -> int:
     return 0
 
 
+def _usage_error(args: argparse.Namespace) -> str | None:
+    """What is wrong with the combination of arguments, or ``None``: some options apply to FILE, some to --hex."""
+    if args.hex is None:
+        if args.file is None or args.at is None:
+            return "give FILE --at POS, or --hex HEX"
+        hex_options = (("--server-version", args.server_version), ("--no-checksum", args.no_checksum))
+        given = [name for name, value in hex_options if value]
+        return f"{' and '.join(given)}: only with --hex (FILE's format description says it)" if given else None
+    if args.file is not None:
+        return "give FILE --at POS or --hex, not both"
+    given = [name for name, value in (("--key-file", args.key_file), ("--file-key-file", args.file_key_file)) if value]
+    return f"{' and '.join(given)}: only with FILE (an encrypted event needs its log's nonce)" if given else None
+
+
 def _from_hex(args: argparse.Namespace, options: DecodeOptions) -> tuple[bytes, int, DecodeContext]:
     text = sys.stdin.read() if args.hex == "-" else args.hex
     data = parse_hex_dump(text)
     if len(data) < 19:
         raise ValueError(f"--hex holds {len(data)} bytes, fewer than an event header")
-    ctx = DecodeContext(options, fde=synthetic_fde(args.server_version, checksum=not args.no_checksum))
+    ctx = DecodeContext(options, fde=synthetic_fde(args.server_version or _HEX_SERVER, checksum=not args.no_checksum))
     size, log_pos = int.from_bytes(data[9:13], "little"), int.from_bytes(data[13:17], "little")
     if len(data) > size >= 19:
         print(f"binlake: explain: {len(data) - size} bytes after the {size}-byte event ignored", file=sys.stderr)

@@ -11,7 +11,7 @@ in sql/log_event.cc).  A MariaDB compressed rows event (``binlog_buf_compress`` 
 compression header and zlib stream as the event's bytes, and its images in :attr:`RowImages.uncompressed`, offsets
 counted in the uncompressed rows as binlake's errors count them.
 
-Values are read by the value families' readers (:func:`binlake.values.reader_for`, not the generated row decoder),
+Values are read by the value families' readers (:func:`binlake.values.reader_for`, not the row decoder),
 shown as ``binlake dump -vv`` prints them (``@3='tiny' /* BLOB/TEXT meta=2 nullable=1 is_null=0 */``, the text of
 :mod:`binlake.render.dump.rowtext`) and as the typed Python value (:func:`binlake.values.typed`).  Every span is read
 through a :class:`~binlake.trace.TracingCursor`, so the fields still tile the event's bytes; rows past ``limit``
@@ -44,8 +44,8 @@ from binlake.events.base import Event
 from binlake.events.context import DecodeContext
 from binlake.events.rows import ROWS_FLAGS, RowsEvent
 from binlake.render.dump.rowtext import _RENDER, _line_texts
-from binlake.render.explain import Row, _column_meta, _flags, _generic, _label, _n_bytes, _plain, _row
-from binlake.rowdecoder import PARTIAL_JSON_UPDATES, _partial_json_reader
+from binlake.render.explain_fields import Row, column_meta, field_row, flags_text, generic, label, n_bytes, plain
+from binlake.rowdecoder import PARTIAL_JSON_UPDATES, partial_json_reader
 from binlake.trace import TraceField, TracingCursor
 from binlake.values import Reader, reader_for, typed
 from binlake.values.json_binary import apply_json_diffs
@@ -81,41 +81,41 @@ class RowImages:
         rows_ev, tm, v = self.ev, self.ev.table_map, f.value
         if f.name == "table_id":
             table = f"`{tm.schema}`.`{tm.table}`" if tm is not None else "no TABLE_MAP_EVENT in scope for it"
-            return [_row(f, f"{v}: {table}")]
+            return [field_row(f, f"{v}: {table}")]
         if f.name == "flags" and isinstance(v, int):
-            return [_row(f, _flags(v, ROWS_FLAGS))]
+            return [field_row(f, flags_text(v, ROWS_FLAGS))]
         if f.name == "extra row info length" and isinstance(v, int):
-            return [_row(f, f"{_n_bytes(v)}, these 2 included")]
+            return [field_row(f, f"{n_bytes(v)}, these 2 included")]
         if f.name == "extra row info" and rows_ev.extra is not None:
             x = rows_ev.extra
             parts = (
-                [f"NDB format {x.ndb_format}, {_n_bytes(len(x.ndb_data or b''))}"] if x.ndb_format is not None else []
+                [f"NDB format {x.ndb_format}, {n_bytes(len(x.ndb_data or b''))}"] if x.ndb_format is not None else []
             )
             if x.partition_id is not None:
                 parts.append(f"partition {x.partition_id}")
             if x.source_partition_id is not None:
                 parts.append(f"from partition {x.source_partition_id}")
-            return [_row(f, ", ".join(parts) or _generic(f))]
+            return [field_row(f, ", ".join(parts) or generic(f))]
         if f.name == "column count":
             width = f"{v} columns"
             if tm is not None and tm.column_count != v:
                 width += f", but its table map has {tm.column_count}"
-            return [_row(f, width)]
+            return [field_row(f, width)]
         if f.name.endswith("columns-present bitmap") and isinstance(v, bytes):
             which = (
                 "after image" if f.name.startswith("after") else "before image" if rows_ev.kind == "update" else "image"
             )
-            return [_row(f, f"columns in the {which}: {self._present(v)}")]
+            return [field_row(f, f"columns in the {which}: {self._present(v)}")]
         if f.name == "rest of the event":
             return self._rest(f)
-        return [_row(f)]
+        return [field_row(f)]
 
     def _present(self, bits: bytes) -> str:
         here = bits_lsb_first(bits, self.ev.column_count)
         cols = self._columns()
         if all(here):
             return f"all {len(here)}"
-        names = [_label(cols[i]) if cols is not None else f"col {i + 1}" for i, h in enumerate(here) if h]
+        names = [label(cols[i]) if cols is not None else f"col {i + 1}" for i, h in enumerate(here) if h]
         return f"{len(names)} of {len(here)}: " + (", ".join(names) or "none")
 
     def _columns(self) -> tuple[Column, ...] | None:
@@ -126,10 +126,10 @@ class RowImages:
         """The row images: split into fields, or one field saying why they cannot be."""
         ev, cols = self.ev, self._columns()
         if not ev.rows_data:
-            return [_row(f, "no row images")]
+            return [field_row(f, "no row images")]
         if cols is None:
             why = "its table map has another column count" if ev.table_map is not None else "no table map in scope"
-            return [_row(f, f"row images ({_n_bytes(len(ev.rows_data))}), not split: {why}")]
+            return [field_row(f, f"row images ({n_bytes(len(ev.rows_data))}), not split: {why}")]
         if not ev.compressed:
             return _Walker(ev, cols, f.offset, self.limit).run(self._fail)
         self.uncompressed = [
@@ -149,15 +149,15 @@ def _compression(f: TraceField, size: int) -> list[Row]:
     lenlen = raw[0] & 0x07
     head = (
         f"0x{raw[0]:02x}: compressed (0x80), algorithm {(raw[0] & 0x70) >> 4} (zlib), "
-        f"{_n_bytes(lenlen)} of uncompressed length follow"
+        f"{n_bytes(lenlen)} of uncompressed length follow"
     )
     rows = [Row("", "compression header", f.offset, raw[:1], raw[0], head)]
     rows.append(
-        Row("", "uncompressed length", f.offset + 1, raw[1 : 1 + lenlen], size, f"{_n_bytes(size)} (big-endian)")
+        Row("", "uncompressed length", f.offset + 1, raw[1 : 1 + lenlen], size, f"{n_bytes(size)} (big-endian)")
     )
     stream = raw[1 + lenlen :]
     meaning = (
-        f"zlib stream: {_n_bytes(len(stream))} -> {_n_bytes(size)} of row images, explained below with offsets in "
+        f"zlib stream: {n_bytes(len(stream))} -> {n_bytes(size)} of row images, explained below with offsets in "
         "the uncompressed rows"
     )
     rows.append(Row("", "compressed rows", f.offset + 1 + lenlen, stream, None, meaning))
@@ -201,7 +201,7 @@ class _Walker:
             return self.rows
         if not self.record:
             more = n - (self.limit or 0)
-            name = f"… {more} more rows ({_n_bytes(c.end - shown_end)})"
+            name = f"… {more} more rows ({n_bytes(c.end - shown_end)})"
             self.rows.append(self._span_row(shown_end, name, more, "not shown: --rows N or --rows all shows them"))
         return self.rows
 
@@ -229,7 +229,7 @@ class _Walker:
         self._image(f"{what} after", ev.columns_after or ev.columns_before, partial, before)
 
     def _value_options(self, what: str) -> frozenset[int]:
-        """PARTIAL_UPDATE_ROWS: ``binlog_row_value_options`` and the partial-JSON bits (``_partial_updates`` in
+        """PARTIAL_UPDATE_ROWS: ``binlog_row_value_options`` and the partial-JSON bits (``partial_updates`` in
         binlake.rowdecoder reads the same); the JSON columns whose after value is a list of diffs."""
         c, cols = self.c, self.cols
         options = c.packed_int(f"{what} value options")
@@ -278,7 +278,7 @@ class _Walker:
                 c.take(nlen, f"{name} length")
                 length = end - start - nlen
                 self._add(
-                    f"{_n_bytes(length)} of value follow{'s' if length == 1 else ''} ({nlen}-byte length prefix)",
+                    f"{n_bytes(length)} of value follow{'s' if length == 1 else ''} ({nlen}-byte length prefix)",
                     length,
                 )
             c.take(end - c.pos, name)
@@ -289,7 +289,7 @@ class _Walker:
         key = (col.index, partial)
         reader = self.readers.get(key)
         if reader is None:
-            reader = self.readers[key] = _partial_json_reader(col) if partial else reader_for(col)
+            reader = self.readers[key] = partial_json_reader(col) if partial else reader_for(col)
         return reader
 
     def _value(self, col: Column, stored: object, partial: bool, before: dict[int, object]) -> object:
@@ -305,7 +305,7 @@ class _Walker:
         except BinlogError as e:  # shown, not fatal: `binlake dump` prints the stored value all the same
             value, python = None, f"(not converted: {e.message})"
         text = vv_text(col, stored)
-        detail = f"{_column(col)}, {_column_meta(col)}" + (": JSON diffs" if partial else "")
+        detail = f"{_column(col)}, {column_meta(col)}" + (": JSON diffs" if partial else "")
         self.rows.append(
             _from_trace(
                 self.trace,
@@ -369,7 +369,7 @@ def _jsonable(value: object) -> object:
     if isinstance(value, float):
         return value if value == value and abs(value) != float("inf") else str(value)
     if isinstance(value, bytes | bytearray | memoryview):
-        return _plain(bytes(value))
+        return plain(bytes(value))
     if isinstance(value, list | tuple | frozenset | set):
         return [_jsonable(v) for v in value]
     if isinstance(value, decimal.Decimal | datetime.date | datetime.time | datetime.timedelta):

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from binlake.events.rows import ABSENT
+from binlake.values.row import ABSENT
 
 __all__ = ["FLASHBACK_KIND", "invert", "swap_images"]
 

@@ -36,7 +36,7 @@ from binlake.events.base import Event, EventType
 from binlake.events.context import DecodeOptions
 from binlake.events.query import QueryEvent
 from binlake.events.rows import RowsEvent
-from binlake.render import add_decode_arguments, decode_options, open_log
+from binlake.render import add_decode_arguments, decode_options, decryptor_of, open_log
 from binlake.schema import SchemaTracker
 from binlake.values import typed
 
@@ -242,12 +242,7 @@ def add_stats_arguments(parser: argparse.ArgumentParser) -> None:
 def stats_main(args: argparse.Namespace) -> int:
     """Run ``binlake stats``: 0 when every file decodes whole, 1 (and the error on stderr) when one does not."""
     try:
-        decryptor = None
-        if args.key_file is not None:
-            from binlake.crypto import load_key_file, mariadb_decryptor
-
-            decryptor = mariadb_decryptor(load_key_file(args.key_file))
-        stats = collect(args.files, decode_options(args), decryptor, args.on_error)
+        stats = collect(args.files, decode_options(args), decryptor_of(args), args.on_error)
     except (BinlogError, OSError) as e:
         print(f"binlake stats: {e}", file=sys.stderr)
         return 1

@@ -31,9 +31,9 @@ import pyarrow as pa
 
 from binlake.coltypes import Column, ColumnType
 from binlake.events.base import EventType
-from binlake.events.rows import ABSENT
 from binlake.spark.extract import Changes, EventRecord, TableMapRecord, column_info, render_value
 from binlake.spark.plan import BinlogFile
+from binlake.values.row import ABSENT
 
 __all__ = [
     "CHANGES",
@@ -272,7 +272,16 @@ _INTS = frozenset({T.TINY, T.SHORT, T.INT24, T.LONG, T.YEAR})
 
 
 def lake_type(col: Column) -> pa.DataType:
-    """The Arrow type of a column in the lake's change and current-state tables."""
+    """The Arrow type of a column in the lake's change and current-state tables (the README's "Lake column types").
+
+    Integers are ``int64`` whatever their declared width, on purpose: every TINYINT to INT UNSIGNED and every BIGINT
+    value fits exactly; the commonest schema change, widening an integer (``INT`` -> ``BIGINT``, adding
+    ``UNSIGNED``), leaves the lake column as it is (no Delta type widening, readers' schemas stay put); a MINIMAL or
+    NO_LOG table map does not say the signedness a narrow type would need; and Parquet stores small values as
+    compactly in ``int64`` (dictionary and bit-packed encodings: the same bytes for a TINYINT column as ``int16``).
+    BIGINT UNSIGNED (and BIGINT of unlogged signedness), BIT(64) and SET masks are ``decimal128(20, 0)``, which holds
+    every value up to 2**64 - 1 exactly.
+    """
     t = col.real_type_code
     if t in _INTS:
         return pa.int64()

@@ -12,7 +12,9 @@ Example::
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -21,35 +23,57 @@ __all__ = ["add_ingest_arguments", "ingest_main"]
 
 def add_ingest_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``ingest`` command's arguments to ``parser`` (with the decoding options every subcommand shares:
-    ``--verify-checksum``, ``--unknown-events``, ``--schema``, ``--key-file``/``--file-key``, ``--on-error``)."""
+    ``--verify-checksum``, ``--unknown-events``, ``--schema``, ``--key-file``/``--file-key-file``, ``--on-error``)."""
     from binlake.render import add_decode_arguments
 
     parser.add_argument("sources", nargs="+", metavar="SOURCE", help="binlog file, folder or glob (several allowed)")
     parser.add_argument("--lake", required=True, help="lake folder (created if missing)")
     parser.add_argument("--master", default="local[*]", help="Spark master URL (default: local[*])")
     parser.add_argument("--split-mb", type=int, default=64, help="target MiB of binlog per Spark task (default 64)")
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show Spark's own output (the JVM's warnings and log lines) as well; by default it goes to a file "
+        "that is kept, and named, only when Spark fails",
+    )
     add_decode_arguments(parser)
 
 
 def ingest_main(args: argparse.Namespace) -> int:
     """Run the ingest described by ``args``; print the summary; 0 on success, 2 on a binlog error."""
+    from binlake.render import EXIT_ERROR
     from binlake.spark.session import build_context, finish_class_sharing, local_cores
 
+    log = None if args.verbose else _jvm_log()
+    keep_log = False
     # the JVM starts first, in a thread: the imports below, the plan and the scan of the binlogs run meanwhile
     with ThreadPoolExecutor(1) as starter:
-        spark = starter.submit(build_context, args.master)
+        spark = starter.submit(build_context, args.master, jvm_log=log)
         try:
             return _ingest(args, spark, local_cores(args.master))
         except Exception as e:
+            keep_log = True
             if spark.done() and spark.exception() is e:  # Java missing, a bad master URL, ...
-                from binlake.render import EXIT_ERROR
-
-                print(f"binlake ingest: cannot start Spark on {args.master}: {e}", file=sys.stderr)
+                print(f"binlake ingest: cannot start Spark on {args.master}: {e}{_see(log)}", file=sys.stderr)
                 return EXIT_ERROR
+            print(f"binlake ingest: Spark failed{_see(log)}", file=sys.stderr)
             raise
         finally:
             if spark.exception() is None:  # (a JVM that failed to start has already raised, where it was needed)
                 finish_class_sharing(spark.result())
+            if log is not None and not keep_log:
+                os.unlink(log)
+
+
+def _jvm_log() -> str:
+    """A new file for the Spark driver JVM's own output (``build_context(jvm_log=...)``)."""
+    fd, path = tempfile.mkstemp(prefix="binlake-spark-", suffix=".log")
+    os.close(fd)
+    return path
+
+
+def _see(log: str | None) -> str:
+    return "" if log is None else f" (Spark's own output: {log})"
 
 
 def _ingest(args: argparse.Namespace, spark: Future[Any], cores: int | None) -> int:
@@ -61,10 +85,6 @@ def _ingest(args: argparse.Namespace, spark: Future[Any], cores: int | None) -> 
 
     try:
         read = ReadSpec(decode_options(args), decryptor_of(args), args.on_error)
-    except OSError as e:
-        print(f"binlake ingest: cannot read --schema: {e.strerror or e}", file=sys.stderr)
-        return EXIT_ERROR
-    try:
         result = ingest(spark, list(args.sources), args.lake, split_bytes=args.split_mb << 20,
                         progress=Progress(spark), read=read, cores=cores)  # fmt: skip
     except BinlogError as e:
@@ -76,7 +96,9 @@ def _ingest(args: argparse.Namespace, spark: Future[Any], cores: int | None) -> 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m binlake.spark.cli SOURCE... --lake DIR`` (the same as ``binlake ingest``)."""
-    parser = argparse.ArgumentParser(prog="binlake ingest", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = argparse.ArgumentParser(
+        prog="binlake ingest", description=__doc__.splitlines()[0] if __doc__ else None, allow_abbrev=False
+    )
     add_ingest_arguments(parser)
     return ingest_main(parser.parse_args(argv))
 

@@ -7,7 +7,7 @@ lake table's target columns; :func:`plan_for` compiles, once per (layout, change
 how each present column's stored value is read and which target it feeds; ``ColumnTable.append(plan, rows_data)``
 appends every row image of a rows event as one output row (insert: after images; delete: before images; update:
 before then after image of each row), and :meth:`ColumnTable.finish` returns the arrays (zero-copy from the
-buffers).  Targets no present column feeds are NULL, as ``to_lake`` makes :data:`~binlake.events.rows.ABSENT`.
+buffers).  Targets no present column feeds are NULL, as ``to_lake`` makes :data:`~binlake.values.row.ABSENT`.
 
 Supported (column, target) pairs (anything else: :func:`plan_for` returns ``None`` and the caller keeps the tuple
 path for that layout): integers of every size and sign, YEAR, BIT, ENUM/SET without member names -> ``int64``
@@ -66,9 +66,6 @@ __all__ = ["AVAILABLE", "ColumnTable", "plan_for", "table_for"]
 
 T = ColumnType
 
-# Arrow target kinds and stored-value kinds of _columnar.c (its A_* and V_* enums)
-A_INT64, A_DEC128, A_FLOAT32, A_FLOAT64, A_DATE32, A_TIMESTAMP, A_VAR = range(1, 8)
-V_INT, V_YEAR, V_BIT, V_FLOAT, V_DOUBLE, V_DATE, V_DATETIME2, V_TIMESTAMP2, V_DECIMAL, V_TEXT, V_BYTES = range(1, 12)
 
 _INT_SIZES: dict[int, int] = {T.TINY: 1, T.SHORT: 2, T.INT24: 3, T.LONG: 4, T.LONGLONG: 8}
 # stored sizes enum_set._enum_reader / _set_reader take
@@ -80,15 +77,21 @@ _NAIVE_US = pa.timestamp("us")
 
 
 def _akind(t: pa.DataType) -> int | None:
-    """The ``_columnar`` buffer kind of an Arrow target type, ``None`` for types it does not build."""
+    """The ``_columnar`` buffer kind of an Arrow target type (its ``A_*`` constants), ``None`` for types it does not
+    build (only called where the extension is there)."""
     if pa.types.is_decimal128(t):
-        return A_DEC128
+        return _columnar.A_DEC128
     if pa.types.is_timestamp(t):
-        return A_TIMESTAMP if t in (_UTC_US, _NAIVE_US) else None
-    simple = {pa.int64(): A_INT64, pa.float32(): A_FLOAT32, pa.float64(): A_FLOAT64, pa.date32(): A_DATE32}
+        return _columnar.A_TIMESTAMP if t in (_UTC_US, _NAIVE_US) else None
+    simple = {
+        pa.int64(): _columnar.A_INT64,
+        pa.float32(): _columnar.A_FLOAT32,
+        pa.float64(): _columnar.A_FLOAT64,
+        pa.date32(): _columnar.A_DATE32,
+    }
     if t in simple:
         return simple[t]
-    return A_VAR if t in (pa.string(), pa.binary()) else None
+    return _columnar.A_VAR if t in (pa.string(), pa.binary()) else None
 
 
 def _akinds(targets: Sequence[pa.DataType]) -> tuple[int, ...] | None:
@@ -113,47 +116,53 @@ def _is(*types: pa.DataType) -> Callable[[pa.DataType], bool]:
 
 
 def _source(col: Column) -> tuple[int, int, int, Callable[[pa.DataType], bool]] | None:
-    """``(vkind, p1, p2, accepts)`` of a column: how C reads its stored value and which target types take it;
-    ``None`` for columns C does not read.  Raises :class:`BinlogError` for metadata no server writes."""
+    """``(vkind, p1, p2, accepts)`` of a column: how C reads its stored value (the extension's ``V_*`` constants)
+    and which target types take it; ``None`` for columns C does not read.
+    Raises :class:`BinlogError` for metadata no server writes."""
     code = col.real_type_code
     if code in _INT_SIZES:
         size, signed = _INT_SIZES[code], col.unsigned is not True  # numeric._int_reader: unknown sign reads signed
         half = 1 << (8 * size - 1)
-        return V_INT, size, int(signed), _int_target(-half if signed else 0, half - 1 if signed else 2 * half - 1)
+        return (
+            _columnar.V_INT,
+            size,
+            int(signed),
+            _int_target(-half if signed else 0, half - 1 if signed else 2 * half - 1),
+        )
     if code in _ENUM_SET_SIZES:
         names = col.enum_values if code == T.ENUM else col.set_values
         size = col.length or 0
         if names is not None or size not in _ENUM_SET_SIZES[code]:
             return None
-        return V_INT, size, 0, _int_target(0, (1 << (8 * size)) - 1)
+        return _columnar.V_INT, size, 0, _int_target(0, (1 << (8 * size)) - 1)
     if code == T.YEAR:
-        return V_YEAR, 0, 0, _int_target(0, 1900 + 255)
+        return _columnar.V_YEAR, 0, 0, _int_target(0, 1900 + 255)
     if code == T.BIT:
         bits = bit_width(col)
-        return (V_BIT, bits, 0, _int_target(0, (1 << bits) - 1)) if 0 <= bits <= 64 else None
+        return (_columnar.V_BIT, bits, 0, _int_target(0, (1 << bits) - 1)) if 0 <= bits <= 64 else None
     if code == T.FLOAT:
-        return V_FLOAT, 0, 0, _is(pa.float32(), pa.float64())
+        return _columnar.V_FLOAT, 0, 0, _is(pa.float32(), pa.float64())
     if code == T.DOUBLE:
-        return V_DOUBLE, 0, 0, _is(pa.float64())
+        return _columnar.V_DOUBLE, 0, 0, _is(pa.float64())
     if code in (T.DATE, T.NEWDATE):
-        return V_DATE, 0, 0, _is(pa.date32())
+        return _columnar.V_DATE, 0, 0, _is(pa.date32())
     if code == T.DATETIME2:
-        return V_DATETIME2, column_fsp(col), 0, _is(_NAIVE_US)
+        return _columnar.V_DATETIME2, column_fsp(col), 0, _is(_NAIVE_US)
     if code == T.TIMESTAMP2:
-        return V_TIMESTAMP2, column_fsp(col), 0, _is(_UTC_US)
+        return _columnar.V_TIMESTAMP2, column_fsp(col), 0, _is(_UTC_US)
     if code == T.NEWDECIMAL:
         p, s = precision_scale(col)
         fits = lambda t: pa.types.is_decimal128(t) and t.scale == s and t.precision >= p  # noqa: E731
-        return (V_DECIMAL, p, s, fits) if p <= 38 else None
+        return (_columnar.V_DECIMAL, p, s, fits) if p <= 38 else None
     if code in _STRINGS:
         nlen = length_bytes(col)
         if not 1 <= nlen <= 4:
             return None
         if col.charset is None or col.charset == 63:  # bytes; strings._string_converter pads BINARY(n)
             pad = col.length or 0 if col.charset == 63 and code == T.STRING else 0
-            return V_BYTES, nlen, pad, _is(pa.binary())
+            return _columnar.V_BYTES, nlen, pad, _is(pa.binary())
         if text_codec(col) == "utf-8":
-            return V_TEXT, nlen, 0, _is(pa.string())
+            return _columnar.V_TEXT, nlen, 0, _is(pa.string())
     return None
 
 
@@ -245,5 +254,7 @@ class ColumnTable:
 def table_for(targets: Sequence[pa.DataType]) -> ColumnTable | None:
     """An empty :class:`ColumnTable` of ``targets``; ``None`` when the extension is not there or some target type
     is not one it builds (int64, decimal128, float32/64, date32, timestamp[us] naive or UTC, string, binary)."""
+    if _columnar is None:
+        return None
     kinds = _akinds(targets)
-    return None if _columnar is None or kinds is None else ColumnTable(targets, kinds)
+    return None if kinds is None else ColumnTable(targets, kinds)

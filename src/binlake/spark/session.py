@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import time
 from concurrent.futures import Future
 from pathlib import Path
@@ -121,17 +122,20 @@ def build_session(
     app_name: str = "binlake",
     quick_start: bool = False,
     data_source: bool = True,
+    jvm_log: str | None = None,
 ) -> Any:
     """A SparkSession on ``master`` with binlake's settings and data source (``getOrCreate``: reuses a live one).
 
     ``quick_start``: a driver JVM for a short run that only schedules Python tasks and passes their small reports:
     see :func:`build_context`.  Applies only when this call starts the JVM.
     ``data_source=False`` leaves the ``binlake`` data source unregistered: registering makes Spark start Python
-    processes that look for installed data sources (~1 CPU-s).
+    processes that look for installed data sources (~1 CPU-s).  ``jvm_log``: see :func:`build_context`.
     """
     from pyspark.sql import SparkSession
 
-    spark = SparkSession.builder.config(conf=_conf(master, app_name, quick_start, shuffle_partitions)).getOrCreate()
+    conf = _conf(master, app_name, quick_start, shuffle_partitions)
+    _launch(conf, jvm_log)
+    spark = SparkSession.builder.config(conf=conf).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     if data_source:
         from binlake.spark.datasource import BinlakeDataSource
@@ -140,7 +144,7 @@ def build_session(
     return spark
 
 
-def build_context(master: str = "local[*]", *, app_name: str = "binlake") -> Any:
+def build_context(master: str = "local[*]", *, app_name: str = "binlake", jvm_log: str | None = None) -> Any:
     """A SparkContext alone on ``master`` (``getOrCreate``), for ``binlake ingest``, which runs Python tasks and
     nothing of Spark SQL: 0.4-0.5 s less to its first job than a SparkSession (2.6-3.2 s against 3.0-3.7 here).
 
@@ -148,12 +152,33 @@ def build_context(master: str = "local[*]", *, app_name: str = "binlake") -> Any
     were half of the JVM's CPU: 15-19 CPU-s to start a session and run a first job on 2 cores, 8-10 with C1 only),
     Spark's classes come from a class-data sharing archive (:func:`_class_sharing`), and the JVM's own warnings go
     to stderr (not into the command's output).  Queries that process rows in the JVM are better off without it.
+
+    ``jvm_log``: a file that takes the driver JVM's own output (its warnings, the class-sharing archive's notes,
+    log4j's banner, Spark's log lines, its Python workers' stderr), so that a command shows only its own lines;
+    ``None`` leaves it on this process' stdout and stderr.  Applies only when this call starts the JVM.
     """
     from pyspark import SparkContext
 
-    sc = SparkContext.getOrCreate(_conf(master, app_name, True, None))
+    conf = _conf(master, app_name, True, None)
+    _launch(conf, jvm_log)
+    sc = SparkContext.getOrCreate(conf)
     sc.setLogLevel("ERROR")
     return sc
+
+
+def _launch(conf: Any, jvm_log: str | None) -> None:
+    """Start the driver JVM (py4j gateway) with its output in ``jvm_log``, where a log is asked for and no JVM runs
+    yet; ``getOrCreate`` then uses it (else it starts one itself, its output on this process' own)."""
+    from pyspark import SparkContext
+
+    if jvm_log is None or SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return
+    from pyspark.java_gateway import launch_gateway
+
+    with open(jvm_log, "ab") as log:  # the JVM keeps its own copy of the descriptor
+        gateway = launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})  # type: ignore[no-untyped-call]
+    SparkContext._gateway = gateway
+    SparkContext._jvm = gateway.jvm
 
 
 def _conf(master: str, app_name: str, quick_start: bool, shuffle_partitions: int | None) -> Any:
@@ -161,6 +186,12 @@ def _conf(master: str, app_name: str, quick_start: bool, shuffle_partitions: int
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
     _worker_pythonpath()
+    local = master.strip().startswith("local")
+    if local:
+        # The Python workers of a local master run this interpreter (its packages: pyarrow, binlake), not the
+        # `python3` first on PATH, which is another one when binlake runs from an unactivated virtual environment.
+        # PySpark reads PYSPARK_PYTHON (a user's own setting wins); spark.pyspark.python says the same to the JVM.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark import SparkConf
 
     conf = (
@@ -176,6 +207,8 @@ def _conf(master: str, app_name: str, quick_start: bool, shuffle_partitions: int
         .set("spark.sql.execution.arrow.pyspark.enabled", "true")
         .set("spark.python.worker.reuse", "true")
     )
+    if local:
+        conf = conf.set("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
     if quick_start:
         opts = ["-XX:TieredStopAtLevel=1", "-Xlog:disable", "-Xlog:all=warning:stderr", *_class_sharing()]
         conf = conf.set("spark.driver.extraJavaOptions", " ".join(opts))

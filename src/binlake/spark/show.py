@@ -154,6 +154,9 @@ def show_table(table: LakeTable, limit: int, out: TextIO) -> None:
         out.write(f"... {data.num_rows - limit} more rows (--limit N)\n")
 
 
+_LIMIT = 20  # rows shown of a table unless --limit says otherwise
+
+
 def add_tables_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``tables`` command's arguments to ``parser``."""
     parser.add_argument("lake", metavar="LAKE", help="a lake folder written by binlake ingest")
@@ -163,13 +166,16 @@ def add_tables_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="TABLE",
         help="show the first rows of this table: db.table (its current state), db.table/changes, _events, ...",
     )
-    parser.add_argument("--limit", type=int, default=20, help="rows to show with TABLE (default 20)")
+    parser.add_argument("--limit", type=int, metavar="N", help=f"rows to show with TABLE (default {_LIMIT})")
 
 
 def tables_main(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """List the tables of ``args.lake``, or show ``args.table``; 0 on success, 2 when there is nothing to show."""
     out = out or sys.stdout
     lake = os.path.abspath(args.lake)
+    if args.limit is not None and not args.table:
+        print("binlake tables: --limit N is the rows shown of a TABLE: give TABLE too", file=sys.stderr)
+        return 2
     try:
         tables = lake_tables(lake)
     except FileNotFoundError as e:
@@ -181,7 +187,7 @@ def tables_main(args: argparse.Namespace, out: TextIO | None = None) -> int:
             print(f"binlake tables: no table {args.table!r} in {lake} (run `binlake tables LAKE` to list them)",
                   file=sys.stderr)  # fmt: skip
             return 2
-        show_table(found, max(0, args.limit), out)
+        show_table(found, max(0, _LIMIT if args.limit is None else args.limit), out)
         return 0
     sources = len({t.name for t in tables if t.kind in _KINDS})
     out.write(f"{lake}: {sources} source tables, {len(tables)} Delta tables\n")

@@ -7,25 +7,25 @@ Readers return the *stored* value: strings and blobs as ``bytes``, ENUM as its 1
 ``typed(col)`` then gives the converter (or ``None``) that turns a stored value into the documented Python type
 (charset decoding, ENUM/SET names); ``binlake dump`` prints stored values, the row API returns typed ones.
 
-The Python type of each MySQL type is documented in one table, in the README ("Value types").
+The Python type of each MySQL type is documented in one table, in the README ("Value types").  Row images
+(``Row``, ``ABSENT``) and the reader and converter types live in :mod:`binlake.values.row`, below the family
+modules and the events alike.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
 
 from binlake.coltypes import Column, ColumnType
 from binlake.errors import UnsupportedError
-
-Reader = Callable[[bytes, int], tuple[object, int]]
-ReaderFactory = Callable[[Column], Reader]
-Converter = Callable[[object], object]
-ConverterFactory = Callable[[Column], "Converter | None"]
+from binlake.values.row import Converter, ConverterFactory, Reader, ReaderFactory
 
 __all__ = ["Converter", "Reader", "ReaderFactory", "reader_for", "typed"]
 
 
+@functools.cache
 def _tables() -> tuple[dict[int, ReaderFactory], dict[int, ConverterFactory]]:
+    """The family modules' tables joined, on first use (``binlake events`` decodes no value: it never loads them)."""
     from binlake.values import decimal, enum_set, json_binary, numeric, spatial, strings, temporal, vector
 
     readers: dict[int, ReaderFactory] = {}
@@ -36,12 +36,9 @@ def _tables() -> tuple[dict[int, ReaderFactory], dict[int, ConverterFactory]]:
     return readers, converters
 
 
-_READERS, _CONVERTERS = _tables()
-
-
 def reader_for(col: Column) -> Reader:
     """The reader of one column's stored values; :class:`UnsupportedError` for a type no module decodes."""
-    factory = _READERS.get(col.real_type_code)
+    factory = _tables()[0].get(col.real_type_code)
     if factory is None:
         raise UnsupportedError(f"no decoder for column type {ColumnType.name_of(col.real_type_code)}")
     return factory(col)
@@ -49,5 +46,5 @@ def reader_for(col: Column) -> Reader:
 
 def typed(col: Column) -> Converter | None:
     """The converter from stored value to documented Python type, or ``None`` where they are the same."""
-    factory = _CONVERTERS.get(col.real_type_code)
+    factory = _tables()[1].get(col.real_type_code)
     return None if factory is None else factory(col)

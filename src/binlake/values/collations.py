@@ -1,11 +1,12 @@
-"""Collation ids of MySQL 8/9 and MariaDB 10.x/11.x: their names, character sets and Python codecs.
+"""Collation ids of MySQL 8/9 and MariaDB 10.x/11.x: their names, character sets and text decoders.
 
 A table map's COLUMN_CHARSET / DEFAULT_CHARSET optional metadata gives each string column a *collation id*
-(``SHOW COLLATION``'s ``Id``); the character set, and so the Python codec that turns stored bytes into ``str``,
-follows from it.  Ids below 256 are shared by both servers (as listed by MySQL's ``strings/ctype-*.cc`` and
-MariaDB's ``strings/ctype-*.c``); MySQL 8 adds the ``utf8mb4_*_0900_*`` ids 255..323; MariaDB adds NO PAD
-variants at ``1024 + id`` of their PAD twin, the croatian/myanmar/thai UCA collations at 576..738, and the
-UCA-14.0.0 collations at ``2048 + (charset << 8) + (tailoring << 3) + flags``
+(``SHOW COLLATION``'s ``Id``); the character set, and so the decoder that turns stored bytes into ``str``,
+follows from it: a Python codec where it is the server's mapping, else the server's own table
+(:mod:`binlake.values.charmap`).  Ids below 256 are shared by both servers (as listed by MySQL's
+``strings/ctype-*.cc`` and MariaDB's ``strings/ctype-*.c``); MySQL 8 adds the ``utf8mb4_*_0900_*`` ids
+255..323; MariaDB adds NO PAD variants at ``1024 + id`` of their PAD twin, the croatian/myanmar/thai UCA
+collations at 576..738, and the UCA-14.0.0 collations at ``2048 + (charset << 8) + (tailoring << 3) + flags``
 (``my_uca1400_make_builtin_collation_id`` in ``strings/ctype-uca1400.c``).
 
 Example::
@@ -18,7 +19,12 @@ Example::
 
 from __future__ import annotations
 
-__all__ = ["BINARY", "charset_name", "codec", "collation_name", "decode"]
+from collections.abc import Callable
+from functools import cache
+
+from binlake.values import charmap
+
+__all__ = ["BINARY", "RULE_DECODED", "charset_name", "codec", "collation_name", "decode", "decoder"]
 
 BINARY = 63
 """The ``binary`` pseudo collation: BINARY/VARBINARY/BLOB columns, whose values stay ``bytes``."""
@@ -300,53 +306,31 @@ _NAMES = _build()
 # ids whose MariaDB name differs: MariaDB renamed MySQL-5.6's croatian collations when it added its own (576..)
 _MARIADB_RENAMED = {first + 21: f"{cs}_croatian_mysql561_ci" for cs, first in _UCA_FIRST.items()}
 
-# charset -> Python codec (None: no Python codec, or binary).  MySQL's latin1 is Windows-1252 (ctype-latin1.cc).
-_CODECS: dict[str, str | None] = {
-    "big5": "big5",
-    "dec8": None,
-    "cp850": "cp850",
-    "hp8": None,
-    "koi8r": "koi8_r",
-    "latin1": "cp1252",
-    "latin2": "iso8859_2",
-    "swe7": None,
-    "ascii": "ascii",
-    "ujis": "euc_jp",
-    "sjis": "shift_jis",
-    "hebrew": "iso8859_8",
-    "tis620": "tis_620",
-    "euckr": "euc_kr",
-    "koi8u": "koi8_u",
-    "gb2312": "gb2312",
-    "greek": "iso8859_7",
-    "cp1250": "cp1250",
-    "gbk": "gbk",
-    "latin5": "iso8859_9",
-    "armscii8": None,
-    "utf8mb3": "utf-8",
-    "ucs2": "utf-16-be",
-    "cp866": "cp866",
-    "keybcs2": None,
-    "macce": "mac_latin2",
-    "macroman": "mac_roman",
-    "cp852": "cp852",
-    "latin7": "iso8859_13",
+# How each charset's text is decoded: a Python codec where it is the server's own mapping for every code (proven
+# by tests/values/test_charsets.py against a server), or a rule on top of one; every other charset decodes with
+# the server's table binlake ships (values.charmap), named by the charset.
+_RULES: dict[str, str | None] = {
+    "binary": None,  # bytes, not text
     "utf8mb4": "utf-8",
-    "cp1251": "cp1251",
+    # utf8mb3 is utf8mb4 without 4-byte codes; the same decoder, so the compiled row decoder's UTF-8 path serves
+    # both (a 4-byte sequence, which the server never stores in utf8mb3, decodes as well)
+    "utf8mb3": "utf-8",
     "utf16": "utf-16-be",
     "utf16le": "utf-16-le",
-    "cp1256": "cp1256",
-    "cp1257": "cp1257",
     "utf32": "utf-32-be",
-    "binary": None,
-    "geostd8": None,
-    "cp932": "cp932",
-    "eucjpms": "euc_jp",
+    # MySQL latin1 is Windows-1252 with the five bytes it leaves undefined (0x81 0x8D 0x8F 0x90 0x9D) read as
+    # U+0081.. like ISO-8859-1 (ctype-latin1.c): total (_latin1)
+    "latin1": "cp1252",
+    # UCS-2: UTF-16BE without surrogate pairs (every 2 bytes are one code: _ucs2)
+    "ucs2": "ucs2",
+    # MySQL's alone (ids 248..250): Python's GB18030 codec, not checked code by code (no MariaDB has the charset,
+    # so the test suite's server cannot state its mapping)
     "gb18030": "gb18030",
 }
+RULE_DECODED = frozenset(_RULES)
+"""The charsets decoded by a rule of their own rather than by a shipped server table."""
 
-# MySQL latin1 maps the five bytes Windows-1252 leaves undefined (0x81 0x8D 0x8F 0x90 0x9D) to U+0081.. like
-# ISO-8859-1, so every byte decodes: latin-1 decoding, then 0x80..0x9F moved to their cp1252 characters.
+# MySQL latin1's 0x80..0x9F: latin-1 decoding, then these bytes moved to their cp1252 characters.
 _LATIN1_FIX = {c: ch for c in range(0x80, 0xA0) if (ch := bytes([c]).decode("cp1252", "replace")) != "\ufffd"}
 
 
@@ -365,23 +349,78 @@ def charset_name(collation_id: int) -> str | None:
 
 
 def codec(collation_id: int) -> str | None:
-    """Python codec of ``collation_id``'s charset, ``None`` for ``binary``, unknown ids and charsets Python lacks."""
+    """Name of the decoder of ``collation_id``'s charset for :func:`decode`; ``None`` for ``binary`` and unknown ids.
+
+    A Python codec name where Python's codec is the server's mapping (``utf-8``, ``utf-16-be``, ``utf-16-le``,
+    ``utf-32-be``), ``cp1252`` for MySQL's latin1, ``ucs2``, else the charset's own name, decoded with the
+    server's table (:mod:`binlake.values.charmap`).
+    """
     cs = charset_name(collation_id)
-    return None if cs is None else _CODECS.get(cs)
+    if cs is None:
+        return None
+    if cs in _RULES:
+        return _RULES[cs]
+    return cs if cs in charmap.names() else None
+
+
+def _utf8(raw: bytes) -> str | bytes:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+
+
+def _latin1(raw: bytes) -> str:
+    return raw.decode("latin-1").translate(_LATIN1_FIX)
+
+
+def _ucs2(raw: bytes) -> str | bytes:
+    try:
+        text = raw.decode("utf-16-be")
+    except UnicodeDecodeError:
+        return raw
+    # UTF-16 reads U+D8xx U+DCxx as one character; to UCS-2 (and the server) they are two codes with no character
+    return text if 2 * len(text) == len(raw) else raw
+
+
+def _python(codec_name: str) -> Callable[[bytes], str | bytes]:
+    def decode(raw: bytes) -> str | bytes:
+        try:
+            return raw.decode(codec_name)
+        except UnicodeDecodeError:
+            return raw
+
+    return decode
+
+
+@cache
+def decoder(codec_name: str) -> Callable[[bytes], str | bytes]:
+    """The function that decodes a value with the decoder :func:`codec` named (build it once per column).
+
+    It returns ``str``, or the bytes themselves when they are not valid text: keeping the stored bytes (rather than
+    replacing or escaping characters) loses nothing, and a caller sees at once that the value did not match its
+    column's charset.  Valid is what the server accepts on ``INSERT``; a code the server accepts but has no Unicode
+    character for is ``?``, as ``SELECT`` returns it (:mod:`binlake.values.charmap`).  Code points the server
+    accepts that are no characters (the surrogates U+D800..U+DFFF, which utf8mb3, utf8mb4, ucs2 and utf32 store
+    and ``SELECT`` sends as the invalid UTF-8 ``ED A0 80``...) keep the value's bytes too.
+    """
+    if codec_name == "utf-8":
+        return _utf8
+    if codec_name == "cp1252":
+        return _latin1
+    if codec_name == "ucs2":
+        return _ucs2
+    if codec_name in charmap.names():
+        return charmap.load(codec_name).decode
+    if codec_name not in _RULES.values():
+        raise KeyError(f"no text decoder named {codec_name!r}")
+    return _python(codec_name)
 
 
 def decode(raw: bytes, codec_name: str) -> str | bytes:
-    """``raw`` decoded with ``codec_name``; the bytes themselves when they are not valid in that codec.
+    """``raw`` decoded with the decoder :func:`codec` named, as :func:`decoder` says.
 
-    Keeping the stored bytes (rather than replacing or escaping characters) loses nothing: a caller sees at once
-    that the value did not match its column's charset.  ``cp1252`` is decoded the way MySQL's latin1 is: total.
-
-    >>> decode(b"\\x80\\x81", "cp1252"), decode(b"\\xff", "utf-8")
-    ('€\\x81', b'\\xff')
+    >>> decode(b"\\x80\\x81", "cp1252"), decode(b"\\xff", "utf-8"), decode(b"C:\\x81\\x5fdir", "sjis")
+    ('€\\x81', b'\\xff', 'C:\\\\dir')
     """
-    if codec_name == "cp1252":
-        return raw.decode("latin-1").translate(_LATIN1_FIX)
-    try:
-        return raw.decode(codec_name)
-    except UnicodeDecodeError:
-        return raw
+    return decoder(codec_name)(raw)

@@ -29,7 +29,7 @@ from decimal import Decimal
 
 from binlake.coltypes import Column, ColumnType
 from binlake.errors import MalformedError, TruncatedError, UnsupportedError
-from binlake.values import Reader, ReaderFactory
+from binlake.values.row import Reader, ReaderFactory
 
 __all__ = ["DIG2BYTES", "READERS", "RENDER", "decimal_size", "precision_scale"]
 

@@ -6,8 +6,10 @@ bytes, bit 0 being the first member.  The byte count is the table map's metadata
 
 Readers return the stored ``int``.  Converters give member names when the table map carries them
 (ENUM_STR_VALUE / SET_STR_VALUE optional metadata, ``binlog_row_metadata=FULL``): ENUM -> ``str``, SET ->
-``frozenset[str]``; without names the ``int`` stays.  ``mariadb-binlog -vv`` prints ENUM as the index and SET
-as the stored bytes in bits (``b'00000101'``), which :data:`RENDER` reproduces.
+``frozenset[str]``; without names the ``int`` stays.  The server logs the names in the column's charset (the
+field's typelib, ``Field_enum::binlog_type_info`` in ``sql/field.cc``; the charset is ENUM_AND_SET_*_CHARSET):
+:func:`member_names` decodes them with it, as ``SELECT`` converts them.  ``mariadb-binlog -vv`` prints ENUM as
+the index and SET as the stored bytes in bits (``b'00000101'``), which :data:`RENDER` reproduces.
 
 Example::
 
@@ -23,12 +25,36 @@ from collections.abc import Callable
 
 from binlake.coltypes import Column, ColumnType
 from binlake.errors import MalformedError, TruncatedError
+from binlake.values.collations import codec, decoder
 
-__all__ = ["CONVERTERS", "READERS", "RENDER"]
+__all__ = ["CONVERTERS", "READERS", "RENDER", "member_names"]
 
 T = ColumnType
 Reader = Callable[[bytes, int], tuple[object, int]]
 Converter = Callable[[object], object]
+
+
+def member_names(logged: tuple[str, ...] | None, collation: int | None) -> tuple[str, ...] | None:
+    """ENUM/SET member names decoded with the column's charset (``collation``; UTF-8 when unknown or binary).
+
+    ``logged`` are the names as the table map parser read them, UTF-8 with surrogate escapes, so the logged
+    bytes come back exactly.  A name that is not valid in its charset (no server logs one: ``CREATE TABLE``
+    converts the names to the column's charset) keeps its ASCII bytes and shows each other byte as ``\\xNN``,
+    so every name is text that encodes (no lone surrogates).
+
+    >>> member_names(("\\udc81_", "a\\udcff"), 13)  # sjis: 0x815F is "\\", 0xFF is no code
+    ('\\\\', 'a\\\\xff')
+    """
+    if logged is None:
+        return None
+    name = None if collation is None else codec(collation)
+    text = decoder("utf-8" if name is None else name)
+    out = []
+    for logged_name in logged:
+        raw = logged_name.encode("utf-8", "surrogateescape")
+        value = text(raw)
+        out.append(value if isinstance(value, str) else raw.decode("ascii", "backslashreplace"))
+    return tuple(out)
 
 
 def _int_reader(col: Column, sizes: tuple[int, ...]) -> Reader:

@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 from binlake.coltypes import Column, ColumnType
 from binlake.errors import MalformedError, TruncatedError
-from binlake.values import Reader, ReaderFactory
+from binlake.values.row import Reader, ReaderFactory
 
 __all__ = ["READERS", "RENDER"]
 

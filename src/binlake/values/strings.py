@@ -12,10 +12,11 @@ Stored forms (``Field_string::pack``, ``Field_varstring::pack``, ``Field_blob::p
 
 Readers return the stored ``bytes`` (compressed payloads as stored: ``mariadb-binlog`` prints them so).  The
 converter decompresses, then decodes with the column's charset when the table map names one (COLUMN_CHARSET
-optional metadata): ``str``, or the ``bytes`` when they are not valid in that charset; binary columns stay
-``bytes`` (BINARY(n) padded back to ``n`` bytes with ``\\0``, as ``SELECT`` returns it); without a known charset
-values stay ``bytes``.  MariaDB's INET4/INET6/UUID columns are BINARY(4)/BINARY(16) in the table map and decode
-as such.
+optional metadata), the way the server converts it for ``SELECT`` (``collations.decoder``: the server's own
+mapping, :mod:`binlake.values.charmap`): ``str``, or the ``bytes`` when they are not valid in that charset;
+binary columns stay ``bytes`` (BINARY(n) padded back to ``n`` bytes with ``\\0``, as ``SELECT`` returns it);
+without a known charset values stay ``bytes``.  MariaDB's INET4/INET6/UUID columns are BINARY(4)/BINARY(16) in
+the table map and decode as such.
 
 Example::
 
@@ -33,7 +34,7 @@ from collections.abc import Callable
 
 from binlake.coltypes import Column, ColumnType
 from binlake.errors import DecompressionError, MalformedError, TruncatedError
-from binlake.values.collations import BINARY, codec, decode
+from binlake.values.collations import BINARY, codec, decoder
 
 __all__ = [
     "BLOB_TYPES",
@@ -140,16 +141,16 @@ def uncompress(stored: bytes, max_length: int) -> bytes:
 
 
 def text_codec(col: Column) -> str | None:
-    """The Python codec a string column's values decode with; ``None`` when they stay bytes (binary, unknown)."""
+    """The decoder a string column's values decode with (``collations.codec``: ``"utf-8"`` for utf8mb3 and
+    utf8mb4); ``None`` when they stay bytes (binary, unknown)."""
     return None if col.charset is None or col.charset == BINARY else codec(col.charset)
 
 
 def _text(col: Column) -> Callable[[bytes], object] | None:
-    """bytes -> str with the column's charset; ``None`` when values stay bytes (binary or unknown)."""
+    """bytes -> str with the column's charset (its bytes when they are not valid in it: ``collations.decoder``);
+    ``None`` when values stay bytes (binary or unknown)."""
     name = text_codec(col)
-    if name is None:
-        return None
-    return lambda raw: decode(raw, name)
+    return None if name is None else decoder(name)
 
 
 def _string_converter(col: Column) -> Converter | None:

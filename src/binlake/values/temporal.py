@@ -49,7 +49,7 @@ from typing import Literal
 
 from binlake.coltypes import Column, ColumnType
 from binlake.errors import MalformedError, TruncatedError
-from binlake.values import Reader, ReaderFactory
+from binlake.values.row import Reader, ReaderFactory
 
 __all__ = ["READERS", "RENDER", "InvalidDate", "InvalidDatetime", "column_fsp"]
 

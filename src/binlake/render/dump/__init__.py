@@ -42,9 +42,10 @@ import sys
 from collections.abc import Iterable
 from typing import BinaryIO
 
+from binlake.decoder import Decryptor
 from binlake.errors import BinlogError
 from binlake.events.context import DecodeOptions
-from binlake.render import decode_options, open_log
+from binlake.render import decode_options, decryptor_of, open_log
 from binlake.render.dump.options import DumpOptions, add_dump_arguments
 from binlake.render.dump.printer import TextPrinter
 from binlake.schema import SchemaTracker
@@ -52,26 +53,24 @@ from binlake.schema import SchemaTracker
 __all__ = ["DumpOptions", "TextPrinter", "add_dump_arguments", "dump", "dump_main"]
 
 
-def dump(files: Iterable[str], options: DumpOptions, out: BinaryIO) -> int:
-    """Print ``files`` in order to ``out``; 0 on success, 1 when a file cannot be decoded (the error on stderr)."""
+def dump(
+    files: Iterable[str],
+    options: DumpOptions,
+    out: BinaryIO,
+    decode: DecodeOptions | None = None,
+    decryptor: Decryptor | None = None,
+) -> int:
+    """Print ``files`` in order to ``out``, decoded with ``decode`` (and ``decryptor`` for MariaDB encrypted logs);
+    0 on success, 1 when a file cannot be decoded (the error on stderr)."""
 
     def write(text: str) -> None:
         out.write(text.encode("utf-8", "surrogateescape"))
 
-    decryptor = None
-    if options.key_file is not None:
-        from binlake.crypto import load_key_file, mariadb_decryptor
-
-        try:
-            decryptor = mariadb_decryptor(load_key_file(options.key_file))
-        except (BinlogError, OSError) as e:
-            print(f"ERROR: {e}", file=sys.stderr)
-            return 1
+    decode = decode or DecodeOptions()
     printer = TextPrinter(write, options)
     printer.begin()
     files = list(files)
-    decode = DecodeOptions(verify_checksum=options.verify_checksum, schema_sql=options.schema_sql)
-    schema = SchemaTracker.from_sql(options.schema_sql) if options.schema_sql else SchemaTracker()
+    schema = SchemaTracker.from_sql(decode.schema_sql) if decode.schema_sql else SchemaTracker()
     for n, path in enumerate(files):  # one schema for the run: DDL in one file applies to the next
         start = options.start_position if n == 0 else None
         last = n == len(files) - 1
@@ -102,9 +101,11 @@ def dump_main(args: argparse.Namespace) -> int:
         table=args.table,
         flashback=args.flashback,
         table_metadata=not args.flashback if args.table_metadata is None else args.table_metadata,
-        verify_checksum=args.verify_checksum,
-        key_file=args.key_file,
-        schema_sql=decode_options(args).schema_sql,
         on_error=args.on_error,
     )
-    return dump(args.files, options, sys.stdout.buffer)
+    try:
+        decode, decryptor = decode_options(args), decryptor_of(args)
+    except BinlogError as e:
+        print(f"ERROR: {e}", file=sys.stderr)
+        return 1
+    return dump(args.files, options, sys.stdout.buffer, decode, decryptor)

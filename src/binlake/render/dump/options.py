@@ -22,7 +22,8 @@ __all__ = ["DumpOptions", "add_dump_arguments"]
 
 @dataclass(slots=True)
 class DumpOptions:
-    """What ``binlake dump`` prints: the options of ``mariadb-binlog`` it supports."""
+    """What ``binlake dump`` prints: the options of ``mariadb-binlog`` it supports (how the files are decoded is
+    :func:`~binlake.render.dump.dump`'s ``decode`` and ``decryptor``)."""
 
     start_position: int | None = None
     stop_position: int | None = None
@@ -32,9 +33,6 @@ class DumpOptions:
     table: str | None = None
     flashback: bool = False
     table_metadata: bool = True
-    verify_checksum: bool = True
-    key_file: str | None = None
-    schema_sql: str | None = None
     on_error: str = "stop"
 
 

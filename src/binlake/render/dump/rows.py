@@ -38,12 +38,13 @@ from typing import TYPE_CHECKING
 
 from binlake.events.base import Event, EventType
 from binlake.events.mariadb import AnnotateRowsEvent
-from binlake.events.rows import ABSENT, RowsEvent
+from binlake.events.rows import RowsEvent
 from binlake.events.table_map import TableMapEvent
 from binlake.render.dump.quoting import backtick
 from binlake.render.dump.rowtext import _SQL, TextPlan, _RowsText, text_plan
 from binlake.render.dump.tablemap import columns_lines, primary_key_line
 from binlake.render.flashback import Change, Image, invert
+from binlake.values.row import ABSENT
 
 if TYPE_CHECKING:
     from binlake.render.dump.printer import Handler, TextPrinter

@@ -34,20 +34,22 @@ from typing import TYPE_CHECKING, cast
 from binlake._compiled import compiled
 from binlake.coltypes import Column, ColumnType
 from binlake.errors import BinlogError
-from binlake.events.rows import ABSENT
 from binlake.render.dump.jsondiff import json_diff_text
 from binlake.render.dump.tablemap import value_type_name
 from binlake.render.flashback import Change
-from binlake.rowdecoder import FIXED_KINDS
+from binlake.rowdecoder import fixed_kinds
 from binlake.values import json_binary
+from binlake.values.row import ABSENT
 from binlake.values.strings import length_bytes
 from binlake.values.temporal import column_fsp
 from binlake.wire import bits_lsb_first
 
 if TYPE_CHECKING:
+    from binlake import _speedups
     from binlake._speedups import TextPlan
 else:  # the compiled row printer (src/binlake/_speedups.c), when it was built and is not turned off
-    TextPlan = getattr(compiled("_speedups"), "TextPlan", None)
+    _speedups = compiled("_speedups")
+    TextPlan = getattr(_speedups, "TextPlan", None)
 
 __all__ = ["RowsTextFn", "TextPlan", "text_plan"]
 
@@ -314,16 +316,18 @@ def _line_texts(col: Column) -> tuple[str, str, str]:
     return prefix, f" /* {comment} is_null=0 */\n", f"{prefix}NULL /* {comment} is_null=1 */\n"
 
 
-# Kinds of binlake._speedups.TextPlan's columns (its enum; keep in step): per real type, the kind and a function of
-# the column giving its two parameters, read exactly as binlake.values' readers read them.  ENUM and SET only in
-# the sizes their readers take; every other type is printed by the Python path.
-_TEXT_KINDS: dict[int, tuple[int, Callable[[Column], tuple[int, int]]]] = {
-    **{code: (1, lambda c: (_INT_BITS[c.real_type_code] // 8, 0)) for code in _INT_BITS},
-    **FIXED_KINDS,
-    **{code: (11, lambda c: (length_bytes(c), 0)) for code in _QUOTED},
-    T.ENUM: (12, lambda c: (c.length if c.length in (1, 2) else 0, 0)),
-    T.SET: (13, lambda c: (c.length if c.length in (1, 2, 3, 4, 8) else 0, 0)),
-}
+# Kinds of binlake._speedups.TextPlan's columns (the extension's K_* constants): per real type, the kind and a
+# function of the column giving its two parameters, read exactly as binlake.values' readers read them.  ENUM and SET
+# only in the sizes their readers take; every other type is printed by the Python path.
+_TEXT_KINDS: dict[int, tuple[int, Callable[[Column], tuple[int, int]]]] = {}
+if _speedups is not None:
+    _TEXT_KINDS = {
+        **{code: (_speedups.K_INT, lambda c: (_INT_BITS[c.real_type_code] // 8, 0)) for code in _INT_BITS},
+        **fixed_kinds(_speedups),
+        **{code: (_speedups.K_STRING, lambda c: (length_bytes(c), 0)) for code in _QUOTED},
+        T.ENUM: (_speedups.K_UINT, lambda c: (c.length if c.length in (1, 2) else 0, 0)),
+        T.SET: (_speedups.K_SET_BITS, lambda c: (c.length if c.length in (1, 2, 3, 4, 8) else 0, 0)),
+    }
 
 
 def text_plan(columns: tuple[Column, ...], kind: str, present: Sequence[bytes]) -> TextPlan | None:

@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.changes._debezium import decode, same, type_name
+from tests.corpus.test_corpus_rows import reference_images
 
 from binlake.changes import ChangeStream, FileSource, RowsChange
 from binlake.coltypes import Column, ColumnType
@@ -26,8 +28,6 @@ from binlake.render.changes.debezium import DebeziumEncoder, java_double, java_f
 from binlake.values.row import ABSENT
 from binlake.values.spatial import Geometry
 from binlake.values.temporal import InvalidDate, InvalidDatetime
-from tests.changes._debezium import decode, same, type_name
-from tests.corpus.test_corpus_rows import reference_images
 
 T = ColumnType
 JAVA = re.compile(r"-?(0|[1-9]\d*)\.\d+(E-?[1-9]\d*)?")

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from binlake.testing.mariadb import MariaDBServer, run_workloads
 from tests.changes._dml import DB, generic_dml
 from tests.changes.conftest import apply_sql, binlake_changes, need_mariadb, snapshot, tables
+
+from binlake.testing.mariadb import MariaDBServer, run_workloads
 
 pytestmark = pytest.mark.server
 

@@ -16,10 +16,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from binlake.testing.mariadb import MariaDBServer, WorkloadBinlogs, run_workloads
 from tests.changes._dml import generic_dml
 from tests.changes.conftest import apply_sql, binlake_changes, need_mariadb, reset, snapshot, tables
+
+from binlake.testing.mariadb import MariaDBServer, WorkloadBinlogs, run_workloads
 
 pytestmark = pytest.mark.server
 

@@ -3,6 +3,7 @@ from the DDL for MINIMAL table maps, trigger-made rows and two-phase ALTERs."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,7 @@ def test_every_transaction_is_whole_and_resumes_where_it_ends(corpus_dir: Path) 
     for path in _binlogs(corpus_dir):
         trxs, stream = _read([path])
         assert stream.dropped == 0, path.name
-        for a, b in zip(trxs, trxs[1:], strict=False):
+        for a, b in itertools.pairwise(trxs):
             assert a.resume is not None and a.resume.position == a.end <= b.start, path.name
         for t in trxs:
             assert t.resume is not None and t.resume.file == path.name

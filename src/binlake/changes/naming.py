@@ -34,8 +34,11 @@ class TableCatalog:
     at each table map as the events are read."""
 
     def __init__(self, tracker: SchemaTracker | None) -> None:
+        from binlake.spark.enrich import Namer
+
         self.tracker = tracker
-        self._namer: object | None = None  # binlake.spark.enrich.Namer, made when a map without names is met
+        self._namer = Namer(tracker)
+        self._learned: dict[str, tuple[Column, ...]] = {}  # table -> the layout of its last named map, learned
         self._cache: dict[tuple[int, str, str, int], tuple[tuple[Column, ...], TableSchema | None, TableInfo]] = {}
 
     def info(self, tm: TableMapEvent) -> TableInfo:
@@ -44,8 +47,7 @@ class TableCatalog:
         key = (id(tm.columns), tm.schema, tm.table, id(ts))
         hit = self._cache.get(key)
         if hit is not None and hit[0] is tm.columns and hit[1] is ts:
-            if any(c.name is not None for c in tm.columns):
-                self._learn(tm)
+            self._learn(tm)
             return hit[2]
         info = self._make(tm, ts)
         if len(self._cache) >= _KEPT:
@@ -54,19 +56,20 @@ class TableCatalog:
         return info
 
     def _learn(self, tm: TableMapEvent) -> None:
-        if self._namer is not None:
-            self._namer.learn(f"{tm.schema}\0{tm.table}", tm)  # type: ignore[attr-defined]
+        """A named map's facts are the table's latest (kept once per layout: every transaction logs its maps)."""
+        name = f"{tm.schema}\0{tm.table}"
+        if self._learned.get(name) is not tm.columns and any(c.name is not None for c in tm.columns):
+            self._namer.learn(name, tm)
+            self._learned[name] = tm.columns
 
     def _make(self, tm: TableMapEvent, ts: TableSchema | None) -> TableInfo:
-        from binlake.spark.enrich import Namer, named
+        from binlake.spark.enrich import named
 
         columns = tm.columns
         if named(tm):
             self._learn(tm)
         else:
-            if self._namer is None:
-                self._namer = Namer(self.tracker)
-            filled = self._namer.columns(f"{tm.schema}\0{tm.table}", tm)  # type: ignore[attr-defined]
+            filled = self._namer.columns(f"{tm.schema}\0{tm.table}", tm)
             if filled is not None:
                 columns = filled
         ddl = ts if ts is not None and ts.agrees_with(columns) else None

@@ -138,7 +138,8 @@ def _shortest(x: float, text: str) -> tuple[str, int]:
 
 
 def java_double(x: float) -> str:
-    """``Double.toString(x)`` (JDK 19+: the shortest decimal that reads back as ``x``), as Jackson writes a double.
+    """``Double.toString(x)`` (JDK 19+: the shortest decimal that reads back as ``x``, of two digits at least, the
+    nearest to ``x`` among those), as Jackson writes a double.
 
     >>> java_double(1e10), java_double(0.001), java_double(1e-4), java_double(-0.0), java_double(100.0)
     ('1.0E10', '0.001', '1.0E-4', '-0.0', '100.0')
@@ -146,6 +147,10 @@ def java_double(x: float) -> str:
     if x == 0:
         return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
     digits, exp = _shortest(abs(x), repr(abs(x)))
+    if len(digits) == 1:  # Java prints two digits at least: then the two-digit decimal nearest to x
+        two = f"{abs(x):.1e}"
+        if float(two) == abs(x):
+            digits, exp = _shortest(abs(x), two)
     return _java_text(digits, exp, x < 0)
 
 
@@ -170,6 +175,10 @@ def java_float(x: float) -> str:
         except OverflowError:  # rounded past the largest float
             continue
     digits, exp = _shortest(abs(x), text)
+    if len(digits) == 1:  # as Double.toString: two digits at least, the nearest to x when that reads back
+        two = f"{abs(x):.1e}"
+        if _F32.pack(float(two)) == target:
+            digits, exp = _shortest(abs(x), two)
     return _java_text(digits, exp, x < 0)
 
 

@@ -968,11 +968,398 @@ static PyTypeObject TextPlanType = {
     .tp_new = TextPlan_new,
 };
 
+/* ---- SqlPlan: the replay SQL of `binlake changes --format sql` ----------------------------------------------
+ *
+ * SqlPlan(images, pieces) is built once per table layout, change kind and columns present by
+ * binlake.render.changes.sql: per row image (in the binlog's order: the before image first) per present column
+ * (kind, p1, p2, p3, prefix); and the statement as pieces, each a constant text (bytes) or (span, mode): the value of
+ * the span-th present column of all images, as a literal (mode 0, NULL as "NULL") or as a WHERE comparison (mode 1:
+ * "=literal", or " IS NULL").  SqlPlan.text(buf, comment) writes the statement of every row change of one rows event,
+ * each followed by comment, the SQL literals binlake.render.changes.sql.sql_literal writes of the stored values:
+ * integers (p2: unsigned), FLOAT and DOUBLE as Python's repr ("-0e0" for a negative zero), YEAR as its number, BIT
+ * as b'...' of every bit, DATE 'YYYY-MM-DD', DATETIME and TIMESTAMP (in UTC) 'YYYY-MM-DD HH:MM:SS.f', TIME
+ * '[-]HH:MM:SS.f', DECIMAL with every fraction digit, strings (p2 0) quoted with \0 \n \r \Z \' \\ escaped after
+ * their prefix (an introducer such as "_latin1"), or (p2 1) as prefix + X'hex' padded with zero bytes to p3.  It
+ * returns (bytes, row changes), or None for anything it does not write the same way for sure: the caller writes that
+ * event on the Python path.
+ */
+
+typedef struct {
+    int kind, p1, p2, p3;
+    const char *prefix; /* borrowed from SqlPlan.spec */
+    Py_ssize_t prefix_len;
+    int size, ngroups; /* DECIMAL */
+    unsigned char gbytes[MAX_DECIMAL_GROUPS], gdigits[MAX_DECIMAL_GROUPS];
+} SqlColumn;
+
+typedef struct {
+    Py_ssize_t ncols, nbytes, first; /* first: the span of its first column */
+    SqlColumn *cols;
+} SqlImage;
+
+typedef struct {
+    const char *text; /* a constant, or NULL for a value */
+    Py_ssize_t len, span;
+    int mode;
+} SqlPiece;
+
+typedef struct {
+    Py_ssize_t start, used; /* the value's bytes in the rows, or used -1 for NULL */
+} Span;
+
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t nimages, nspans, npieces;
+    SqlImage images[2];
+    SqlPiece *pieces;
+    SqlColumn **span_cols; /* the column of each span */
+    PyObject *spec;
+} SqlPlan;
+
+/* bytes of the value of c at p (left bytes there), or -1 when it runs past the end */
+static Py_ssize_t sql_size(const SqlColumn *c, const unsigned char *p, Py_ssize_t left) {
+    Py_ssize_t n;
+    switch (c->kind) {
+    case K_INT: n = c->p1; break;
+    case K_FLOAT: n = 4; break;
+    case K_DOUBLE: n = 8; break;
+    case K_YEAR: n = 1; break;
+    case K_BIT: n = c->p1; break;
+    case K_DATE: n = 3; break;
+    case K_DATETIME2: n = 5 + (c->p1 + 1) / 2; break;
+    case K_TIMESTAMP2: n = 4 + (c->p1 + 1) / 2; break;
+    case K_TIME2: n = 3 + (c->p1 + 1) / 2; break;
+    case K_DECIMAL: n = c->size; break;
+    case K_STRING: {
+        if (c->p1 > left) return -1;
+        uint64_t len = le(p, c->p1);
+        if (len > (uint64_t)(left - c->p1)) return -1;
+        return c->p1 + (Py_ssize_t)len;
+    }
+    default: return -1;
+    }
+    return n > left ? -1 : n;
+}
+
+/* the SQL literal of a value (its `used` bytes at p) into t (room checked by the caller); NULL to fall back */
+static char *sql_value(const SqlColumn *c, const unsigned char *p, Py_ssize_t used, char *t) {
+    switch (c->kind) {
+    case K_INT: {
+        uint64_t u = le(p, c->p1);
+        int bits = 8 * c->p1;
+        if (!c->p2 && u >> (bits - 1)) { /* signed and negative */
+            *t++ = '-';
+            return put_u64(t, bits == 64 ? (~u + 1) : ((uint64_t)1 << bits) - u);
+        }
+        return put_u64(t, u);
+    }
+    case K_FLOAT: case K_DOUBLE: {
+        double d = c->kind == K_FLOAT ? PyFloat_Unpack4((const char *)p, 1) : PyFloat_Unpack8((const char *)p, 1);
+        if (!isfinite(d)) return NULL;
+        if (d == 0 && signbit(d)) return put(t, "-0e0", 4);
+        char *r = PyOS_double_to_string(d, 'r', 0, Py_DTSF_ADD_DOT_0, NULL); /* repr() */
+        if (r == NULL) {
+            PyErr_Clear();
+            return NULL;
+        }
+        size_t n = strlen(r);
+        t = put(t, r, (Py_ssize_t)n);
+        PyMem_Free(r);
+        return t;
+    }
+    case K_YEAR: return put_u64(t, p[0] ? 1900 + (uint64_t)p[0] : 0);
+    case K_BIT:
+        if (c->p2 < 64 && (be(p, c->p1) >> c->p2)) return NULL; /* bits past the width: MalformedError */
+        return put_bits(t, p, c->p1, c->p2);
+    case K_DATE: {
+        uint64_t u = le(p, 3), y = u >> 9, m = u >> 5 & 15, d = u & 31;
+        if (m > 12 || y > 9999) return NULL;
+        *t++ = '\'';
+        t = put_fixed(t, y, 4);
+        *t++ = '-';
+        t = put_fixed(t, m, 2);
+        *t++ = '-';
+        t = put_fixed(t, d, 2);
+        *t++ = '\'';
+        return t;
+    }
+    case K_DATETIME2: { /* the dump's text of it is the SQL literal */
+        Py_ssize_t ignored;
+        TextColumn tc = {.kind = K_DATETIME2, .p1 = c->p1};
+        return value_text(&tc, p, used, t, &ignored);
+    }
+    case K_TIME2: {
+        Py_ssize_t ignored;
+        TextColumn tc = {.kind = K_TIME2, .p1 = c->p1};
+        return value_text(&tc, p, used, t, &ignored);
+    }
+    case K_DECIMAL: {
+        Py_ssize_t ignored;
+        TextColumn tc = {.kind = K_DECIMAL, .p1 = c->p1, .p2 = c->p2, .size = c->size, .ngroups = c->ngroups};
+        memcpy(tc.gbytes, c->gbytes, sizeof tc.gbytes);
+        memcpy(tc.gdigits, c->gdigits, sizeof tc.gdigits);
+        return value_text(&tc, p, used, t, &ignored);
+    }
+    case K_TIMESTAMP2: { /* in UTC: the session the SQL sets up */
+        int fb = (c->p1 + 1) / 2;
+        static const long unit[4] = {1, 10000, 100, 1};
+        uint64_t secs = be(p, 4);
+        long us = (long)be(p + 4, fb) * unit[fb];
+        if (us > 999999) return NULL;
+        int y = 0, mo = 0, d = 0;
+        uint64_t sod = secs % 86400;
+        if (secs || us) civil_from_days((int64_t)(secs / 86400), &y, &mo, &d);
+        else sod = 0; /* the zero TIMESTAMP: '0000-00-00 00:00:00' */
+        *t++ = '\'';
+        t = put_fixed(t, (uint64_t)y, 4);
+        *t++ = '-';
+        t = put_fixed(t, (uint64_t)mo, 2);
+        *t++ = '-';
+        t = put_fixed(t, (uint64_t)d, 2);
+        *t++ = ' ';
+        t = put_fixed(t, sod / 3600, 2);
+        *t++ = ':';
+        t = put_fixed(t, sod / 60 % 60, 2);
+        *t++ = ':';
+        t = put_fixed(t, sod % 60, 2);
+        t = put_fraction(t, us, c->p1);
+        *t++ = '\'';
+        return t;
+    }
+    default: return NULL;
+    }
+}
+
+static int sql_string(Out *o, const SqlColumn *c, const unsigned char *p, Py_ssize_t used) {
+    const unsigned char *s = p + c->p1, *end = p + used;
+    Py_ssize_t n = end - s, pad = c->p3 > n ? c->p3 - n : 0;
+    if (out_room(o, c->prefix_len + 2 * (n + pad) + 4) < 0) return -1;
+    char *t = put(o->p + o->n, c->prefix, c->prefix_len);
+    if (c->p2) { /* X'hex' */
+        static const char hex[] = "0123456789abcdef";
+        *t++ = 'X';
+        *t++ = '\'';
+        for (; s < end; s++) {
+            *t++ = hex[*s >> 4];
+            *t++ = hex[*s & 15];
+        }
+        for (Py_ssize_t k = 0; k < pad; k++) {
+            *t++ = '0';
+            *t++ = '0';
+        }
+        *t++ = '\'';
+    } else {
+        *t++ = '\'';
+        while (s < end) {
+            const unsigned char *run = s;
+            while (s < end && *s != 0 && *s != '\n' && *s != '\r' && *s != 26 && *s != '\'' && *s != '\\') s++;
+            t = put(t, (const char *)run, s - run);
+            if (s < end) {
+                *t++ = '\\';
+                *t++ = *s == 0 ? '0' : *s == '\n' ? 'n' : *s == '\r' ? 'r' : *s == 26 ? 'Z' : (char)*s;
+                s++;
+            }
+        }
+        *t++ = '\'';
+    }
+    o->n = t - o->p;
+    return 0;
+}
+
+static void SqlPlan_dealloc(SqlPlan *self) {
+    PyMem_Free(self->images[0].cols);
+    PyMem_Free(self->images[1].cols);
+    PyMem_Free(self->pieces);
+    PyMem_Free(self->span_cols);
+    Py_XDECREF(self->spec);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int parse_sql_column(SqlColumn *c, PyObject *item) {
+    PyObject *prefix;
+    if (!PyArg_ParseTuple(item, "iiiiS", &c->kind, &c->p1, &c->p2, &c->p3, &prefix)) return -1;
+    c->prefix = PyBytes_AS_STRING(prefix);
+    c->prefix_len = PyBytes_GET_SIZE(prefix);
+    int ok;
+    switch (c->kind) {
+    case K_INT: ok = c->p1 == 1 || c->p1 == 2 || c->p1 == 3 || c->p1 == 4 || c->p1 == 8; break;
+    case K_FLOAT: case K_DOUBLE: case K_YEAR: case K_DATE: ok = 1; break;
+    case K_BIT: ok = c->p1 >= 0 && c->p1 <= 8 && c->p2 >= 8 * c->p1 - 7 && c->p2 <= 8 * c->p1; break;
+    case K_DATETIME2: case K_TIMESTAMP2: case K_TIME2: ok = c->p1 >= 0 && c->p1 <= 6; break;
+    case K_STRING: ok = c->p1 >= 1 && c->p1 <= 4 && c->p3 >= 0; break;
+    case K_DECIMAL:
+        ok = c->p1 >= 1 && c->p2 >= 0 && c->p2 <= c->p1 &&
+             decimal_layout(c->p1 - c->p2, c->p2, c->gbytes, c->gdigits, &c->ngroups, &c->size) == 0;
+        break;
+    default: ok = 0;
+    }
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "a column the SQL plan does not write");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *SqlPlan_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    PyObject *images, *pieces;
+    static char *kwlist[] = {"images", "pieces", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!", kwlist, &PyTuple_Type, &images, &PyTuple_Type, &pieces))
+        return NULL;
+    Py_ssize_t nimages = PyTuple_GET_SIZE(images);
+    if (nimages != 1 && nimages != 2) {
+        PyErr_SetString(PyExc_ValueError, "one image (insert, delete) or two (update)");
+        return NULL;
+    }
+    SqlPlan *self = (SqlPlan *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->spec = PyTuple_Pack(2, images, pieces);
+    if (self->spec == NULL) goto error;
+    self->nimages = nimages;
+    for (Py_ssize_t i = 0; i < nimages; i++) {
+        PyObject *cols = PyTuple_GET_ITEM(images, i);
+        if (!PyTuple_Check(cols)) {
+            PyErr_SetString(PyExc_TypeError, "an image is a tuple of columns");
+            goto error;
+        }
+        SqlImage *im = &self->images[i];
+        im->ncols = PyTuple_GET_SIZE(cols);
+        im->nbytes = (im->ncols + 7) / 8;
+        im->first = self->nspans;
+        self->nspans += im->ncols;
+        im->cols = PyMem_Calloc(im->ncols ? im->ncols : 1, sizeof(SqlColumn));
+        if (im->cols == NULL) {
+            PyErr_NoMemory();
+            goto error;
+        }
+        for (Py_ssize_t k = 0; k < im->ncols; k++)
+            if (parse_sql_column(&im->cols[k], PyTuple_GET_ITEM(cols, k)) < 0) goto error;
+    }
+    self->span_cols = PyMem_Calloc(self->nspans ? self->nspans : 1, sizeof(SqlColumn *));
+    self->npieces = PyTuple_GET_SIZE(pieces);
+    self->pieces = PyMem_Calloc(self->npieces ? self->npieces : 1, sizeof(SqlPiece));
+    if (self->span_cols == NULL || self->pieces == NULL) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    for (Py_ssize_t i = 0; i < nimages; i++)
+        for (Py_ssize_t k = 0; k < self->images[i].ncols; k++)
+            self->span_cols[self->images[i].first + k] = &self->images[i].cols[k];
+    for (Py_ssize_t k = 0; k < self->npieces; k++) {
+        PyObject *item = PyTuple_GET_ITEM(pieces, k);
+        SqlPiece *pc = &self->pieces[k];
+        if (PyBytes_Check(item)) {
+            pc->text = PyBytes_AS_STRING(item);
+            pc->len = PyBytes_GET_SIZE(item);
+        } else if (!PyArg_ParseTuple(item, "ni", &pc->span, &pc->mode) || pc->span < 0 || pc->span >= self->nspans ||
+                   pc->mode < 0 || pc->mode > 1) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a piece is bytes or (span, mode)");
+            goto error;
+        }
+    }
+    return (PyObject *)self;
+error:
+    Py_DECREF(self);
+    return NULL;
+}
+
+/* SqlPlan.text(buf, comment): (statements, row changes), or None for the Python path */
+static PyObject *SqlPlan_text(SqlPlan *self, PyObject *args) {
+    PyObject *bufobj;
+    const char *comment;
+    Py_ssize_t comment_len;
+    if (!PyArg_ParseTuple(args, "O!y#", &PyBytes_Type, &bufobj, &comment, &comment_len)) return NULL;
+    const unsigned char *buf = (const unsigned char *)PyBytes_AS_STRING(bufobj);
+    Py_ssize_t len = PyBytes_GET_SIZE(bufobj), pos = 0, count = 0;
+    Out o = {NULL, 0, 0};
+    Span *spans = PyMem_Calloc(self->nspans ? self->nspans : 1, sizeof(Span));
+    if (spans == NULL) return PyErr_NoMemory();
+    if (len == 0) goto fallback;
+    while (pos < len) {
+        for (Py_ssize_t i = 0; i < self->nimages; i++) { /* where each value is */
+            SqlImage *im = &self->images[i];
+            if (im->ncols == 0 || im->nbytes > len - pos) goto fallback;
+            const unsigned char *nulls = buf + pos;
+            pos += im->nbytes;
+            for (Py_ssize_t k = 0; k < im->ncols; k++) {
+                Span *sp = &spans[im->first + k];
+                if (nulls[k >> 3] & (1 << (k & 7))) {
+                    sp->used = -1;
+                    continue;
+                }
+                Py_ssize_t n = sql_size(&im->cols[k], buf + pos, len - pos);
+                if (n < 0) goto fallback;
+                sp->start = pos;
+                sp->used = n;
+                pos += n;
+            }
+        }
+        for (Py_ssize_t k = 0; k < self->npieces; k++) { /* the statement */
+            SqlPiece *pc = &self->pieces[k];
+            if (pc->text != NULL) {
+                if (out_room(&o, pc->len) < 0) goto fallback;
+                o.n = put(o.p + o.n, pc->text, pc->len) - o.p;
+                continue;
+            }
+            Span *sp = &spans[pc->span];
+            const SqlColumn *c = self->span_cols[pc->span];
+            if (sp->used < 0) {
+                const char *null = pc->mode ? " IS NULL" : "NULL";
+                Py_ssize_t n = (Py_ssize_t)strlen(null);
+                if (out_room(&o, n) < 0) goto fallback;
+                o.n = put(o.p + o.n, null, n) - o.p;
+                continue;
+            }
+            if (pc->mode) {
+                if (out_room(&o, 1) < 0) goto fallback;
+                o.p[o.n++] = '=';
+            }
+            if (c->kind == K_STRING) {
+                if (sql_string(&o, c, buf + sp->start, sp->used) < 0) goto fallback;
+                continue;
+            }
+            if (out_room(&o, c->prefix_len + VALUE_TEXT_MAX) < 0) goto fallback;
+            char *t = put(o.p + o.n, c->prefix, c->prefix_len);
+            t = sql_value(c, buf + sp->start, sp->used, t);
+            if (t == NULL) goto fallback;
+            o.n = t - o.p;
+        }
+        if (out_room(&o, comment_len) < 0) goto fallback;
+        o.n = put(o.p + o.n, comment, comment_len) - o.p;
+        count++;
+    }
+    PyMem_Free(spans);
+    PyObject *text = PyBytes_FromStringAndSize(o.p, o.n);
+    PyMem_Free(o.p);
+    if (text == NULL) return NULL;
+    return Py_BuildValue("(Nn)", text, count);
+fallback:
+    PyMem_Free(spans);
+    PyMem_Free(o.p);
+    if (PyErr_Occurred()) return NULL; /* MemoryError */
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef SqlPlan_methods[] = {
+    {"text", (PyCFunction)SqlPlan_text, METH_VARARGS,
+     "text(buf, comment) -> (statements, row changes), or None when the Python writer must write the event"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject SqlPlanType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "binlake._speedups.SqlPlan",
+    .tp_basicsize = sizeof(SqlPlan),
+    .tp_dealloc = (destructor)SqlPlan_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "SqlPlan(images, pieces): the replay SQL of one layout's row images",
+    .tp_methods = SqlPlan_methods,
+    .tp_new = SqlPlan_new,
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "binlake._speedups",
-    .m_doc = "The compiled row-image decoder of binlake.rowdecoder and row-image printer of "
-              "binlake.render.dump.rowtext; K_* are the kinds of their column plans.",
+    .m_doc = "The compiled row-image decoder of binlake.rowdecoder, row-image printer of binlake.render.dump.rowtext "
+              "and replay-SQL writer of binlake.render.changes.sql; K_* are the kinds of their column plans.",
     .m_size = -1,
 };
 
@@ -984,12 +1371,13 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     Decimal = PyObject_GetAttrString(decimal, "Decimal");
     Py_DECREF(decimal);
     if (Decimal == NULL) return NULL;
-    if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&TextPlanType) < 0) return NULL;
+    if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&TextPlanType) < 0 || PyType_Ready(&SqlPlanType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     /* the kinds, for the Python side that builds the plans (binlake.rowdecoder, binlake.render.dump.rowtext) */
     if (PyModule_AddObjectRef(m, "Plan", (PyObject *)&PlanType) < 0 ||
-        PyModule_AddObjectRef(m, "TextPlan", (PyObject *)&TextPlanType) < 0 || PyModule_AddIntMacro(m, K_PY) < 0 ||
+        PyModule_AddObjectRef(m, "TextPlan", (PyObject *)&TextPlanType) < 0 ||
+        PyModule_AddObjectRef(m, "SqlPlan", (PyObject *)&SqlPlanType) < 0 || PyModule_AddIntMacro(m, K_PY) < 0 ||
         PyModule_AddIntMacro(m, K_INT) < 0 || PyModule_AddIntMacro(m, K_FLOAT) < 0 ||
         PyModule_AddIntMacro(m, K_DOUBLE) < 0 || PyModule_AddIntMacro(m, K_YEAR) < 0 ||
         PyModule_AddIntMacro(m, K_BIT) < 0 || PyModule_AddIntMacro(m, K_DATE) < 0 ||

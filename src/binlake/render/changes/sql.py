@@ -59,7 +59,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from binlake._compiled import compiled
 from binlake.changes.records import RowsChange, Statement, TableInfo, Transaction
 from binlake.coltypes import Column, ColumnType
 from binlake.events.load import ExecuteLoadQueryEvent, FileBlockEvent
@@ -71,10 +73,14 @@ from binlake.render.dump.query import (
     load_query,
     session_statements,
 )
+from binlake.rowdecoder import fixed_kinds
 from binlake.values import collations, typed
-from binlake.values.json_binary import to_text
+from binlake.values.json_binary import JsonDiff, JsonDiffOperation, to_text
+from binlake.values.numeric import bit_width
 from binlake.values.row import ABSENT
+from binlake.values.strings import BLOB_TYPES, VARLEN_TYPES, length_bytes
 from binlake.values.temporal import render_datetime, render_time
+from binlake.wire import bits_lsb_first
 
 __all__ = ["ROW_SESSION", "SqlOptions", "SqlWriter", "sql_literal"]
 
@@ -193,7 +199,8 @@ def sql_literal(col: Column, type_name: str | None = None) -> Callable[[object],
     if real in (T.FLOAT, T.DOUBLE):
         return _real  # type: ignore[return-value]
     if real == T.BIT:
-        return lambda v: f"b'{v:b}'"
+        bits = bit_width(col)
+        return lambda v: f"b'{v:0{bits}b}'"
     if real in (T.DATE, T.NEWDATE):
         return _date
     if real in (T.TIME, T.TIME2):
@@ -204,7 +211,7 @@ def sql_literal(col: Column, type_name: str | None = None) -> Callable[[object],
         return _members(col.enum_values) if col.enum_values is not None else str
     if real == T.SET:
         return _set_members(col.set_values) if col.set_values is not None else str
-    if real == T.JSON:
+    if real == T.JSON:  # MySQL's binary JSON
         return lambda v: f"CAST({_quote_text(to_text(v))} AS JSON)"  # type: ignore[arg-type]
     if real in (T.GEOMETRY, T.VECTOR):
         return lambda v: "X'" + v.hex() + "'"  # type: ignore[attr-defined]
@@ -239,6 +246,9 @@ class _Columns:
         self.literals = [
             sql_literal(col, ddl[i].type_name if ddl is not None else None) for i, col in enumerate(info.columns)
         ]
+        for i, col in enumerate(info.columns):
+            if col.real_type_code == T.JSON:  # a partial update (MySQL) logs diffs: applied to the column itself
+                self.literals[i] = _json_or_diffs(self.names[i], self.literals[i])
         self.generated = [
             ddl is not None and _GENERATED.search(ddl[i].definition) is not None for i in range(len(ddl or ()))
         ]
@@ -255,6 +265,33 @@ class _Columns:
         of a system-versioned table's key), else every column the image holds."""
         key = [i for i in self.info.key if not self.generated[i]]
         return key if key and all(present[i] for i in key) else self.writable(present)
+
+
+def _json_or_diffs(name: str, document: Callable[[object], str] | None) -> Callable[[object], str]:
+    """A JSON column's literal, or for the diffs of a MySQL partial update (PARTIAL_UPDATE_ROWS_EVENT) the calls
+    that make them on the column's value: ``JSON_REPLACE(`j`, '$.a', CAST('1' AS JSON))``, one call per diff in
+    order (an INSERT whose path ends in ``]`` is ``JSON_ARRAY_INSERT``, as ``Json_diff_vector`` applies it)."""
+    assert document is not None
+
+    def literal(v: object) -> str:
+        if not isinstance(v, list):
+            return document(v)
+        expr = name
+        for diff in v:
+            assert isinstance(diff, JsonDiff)
+            path = _quote_text(diff.path)
+            if diff.operation == JsonDiffOperation.REMOVE:
+                expr = f"JSON_REMOVE({expr}, {path})"
+                continue
+            value = f"CAST({_quote_text(to_text(diff.value or b''))} AS JSON)"
+            if diff.operation == JsonDiffOperation.REPLACE:
+                func = "JSON_REPLACE"
+            else:
+                func = "JSON_ARRAY_INSERT" if diff.path.endswith("]") else "JSON_INSERT"
+            expr = f"{func}({expr}, {path}, {value})"
+        return expr
+
+    return literal
 
 
 def _value(cols: _Columns, i: int, var: str, env: dict[str, object]) -> str:
@@ -317,6 +354,103 @@ def _statement_function(cols: _Columns, kind: str, before: bytes, after: bytes) 
     return fn
 
 
+# -- the compiled writer (binlake._speedups.SqlPlan) ------------------------------------------------------------------
+
+if TYPE_CHECKING:
+    from binlake import _speedups
+    from binlake._speedups import SqlPlan
+else:  # the compiled SQL writer (src/binlake/_speedups.c), when it was built and is not turned off
+    _speedups = compiled("_speedups")
+    SqlPlan = getattr(_speedups, "SqlPlan", None)
+
+_INT_SIZES: dict[int, int] = {T.TINY: 1, T.SHORT: 2, T.INT24: 3, T.LONG: 4, T.LONGLONG: 8}
+_STRINGS = (VARLEN_TYPES | BLOB_TYPES) - {T.VARCHAR_COMPRESSED, T.BLOB_COMPRESSED}
+
+
+def _c_column(col: Column) -> tuple[int, int, int, int, bytes] | None:
+    """The compiled writer's plan of one column, as :func:`sql_literal` writes it; ``None`` for a type it does not
+    write (ENUM, SET, JSON, GEOMETRY, compressed columns, the old temporal layouts: the Python writer does)."""
+    assert _speedups is not None
+    real = col.real_type_code
+    size = _INT_SIZES.get(real)
+    if size is not None:
+        return (_speedups.K_INT, size, int(bool(col.unsigned)), 0, b"")
+    fixed = fixed_kinds(_speedups).get(real)
+    if fixed is not None:
+        p1, p2 = fixed[1](col)
+        return (fixed[0], p1, p2, 0, b"")
+    if real not in _STRINGS:
+        return None
+    cs = collations.charset_name(col.charset) if col.charset is not None else None
+    lb = length_bytes(col)
+    if cs in _UTF8:
+        return (_speedups.K_STRING, lb, 0, 0, b"")
+    if cs in _SINGLE_BYTE_ASCII:
+        return (_speedups.K_STRING, lb, 0, 0, f"_{cs}".encode())
+    if cs is None or cs == "binary":
+        pad = col.length if cs == "binary" and real == T.STRING and col.length else 0
+        return (_speedups.K_STRING, lb, 1, pad or 0, b"")
+    return (_speedups.K_STRING, lb, 1, 0, f"_{cs} ".encode())
+
+
+def _sql_plan(cols: _Columns, kind: str, before: bytes, after: bytes) -> SqlPlan | None:
+    """The compiled twin of :func:`_statement_function` for rows events whose images hold ``before``/``after``
+    (``None`` where it does not write every column, or the extension is not there)."""
+    if SqlPlan is None or (cols.sequence and kind == "insert"):
+        return None
+    images: list[tuple[tuple[int, int, int, int, bytes], ...]] = []
+    spans: dict[tuple[str, int], int] = {}
+    order = (
+        [("b", before), ("a", after)] if kind == "update" else [("a", after)] if kind == "insert" else [("b", before)]
+    )
+    for name, present in order:
+        specs = []
+        for i, here in enumerate(present):
+            if here:
+                spec = _c_column(cols.info.columns[i])
+                if spec is None:
+                    return None
+                spans[(name, i)] = len(spans)
+                specs.append(spec)
+        images.append(tuple(specs))
+    pieces: list[bytes | tuple[int, int]] = []
+
+    def text(t: str) -> None:
+        pieces.append(t.encode("utf-8", "surrogateescape"))
+
+    def joined(items: list[int], head: Callable[[int], str], var: str, mode: int, sep: str) -> None:
+        for n, i in enumerate(items):
+            text((sep if n else "") + head(i))
+            pieces.append((spans[(var, i)], mode))
+
+    table = cols.info.qualified
+    if kind == "insert":
+        writable = cols.writable(after)
+        text(f"INSERT INTO {table}({', '.join(cols.names[i] for i in writable)}) VALUES (")
+        joined(writable, lambda i: "", "a", 0, ", ")
+        text(");")
+    elif kind == "delete":
+        text(f"DELETE FROM {table} WHERE ")
+        joined(cols.key(before), lambda i: cols.names[i], "b", 1, " AND ")
+        text(" LIMIT 1;")
+    else:
+        text(f"UPDATE {table} SET ")
+        joined(cols.writable(after), lambda i: f"{cols.names[i]}=", "a", 0, ", ")
+        text(" WHERE ")
+        joined(cols.key(before), lambda i: cols.names[i], "b", 1, " AND ")
+        text(" LIMIT 1;")
+    merged: list[bytes | tuple[int, int]] = []
+    for piece in pieces:  # constants side by side become one
+        if isinstance(piece, bytes) and merged and isinstance(merged[-1], bytes):
+            merged[-1] += piece
+        else:
+            merged.append(piece)
+    try:
+        return SqlPlan(tuple(images), tuple(merged))
+    except ValueError:  # a length or precision the compiled writer does not take
+        return None
+
+
 # -- the writer -----------------------------------------------------------------------------------------------------
 
 
@@ -342,20 +476,24 @@ class SqlWriter:
         self._columns: dict[int, tuple[TableInfo, _Columns]] = {}
         self._statements: dict[tuple[int, str, bytes, bytes], tuple[TableInfo, _Statement]] = {}
         self._held: list[Transaction] = []  # flashback: every transaction, undone at the end
-        self._out: list[str] = []
+        self._out: list[bytes] = []
+        self._plans: dict[tuple[int, str, bytes, bytes | None], tuple[TableInfo, SqlPlan | None]] = {}
         self._size = 0
 
     # -- output
 
     def _emit(self, text: str) -> None:
-        self._out.append(text)
-        self._size += len(text)
+        self._emit_bytes(text.encode("utf-8", "surrogateescape"))
+
+    def _emit_bytes(self, data: bytes) -> None:
+        self._out.append(data)
+        self._size += len(data)
         if self._size > 1 << 20:
             self.flush()
 
     def flush(self) -> None:
         if self._out:
-            self.write("".join(self._out).encode("utf-8", "surrogateescape"))
+            self.write(b"".join(self._out))
             self._out.clear()
             self._size = 0
 
@@ -394,10 +532,16 @@ class SqlWriter:
             self._emit(f"# made by a trigger, which the target runs:{comment}")
             return
         self._rows_session(item.flags)
+        versioned = _versioning(item.table)
+        if versioned is None and not item.event.partial:
+            plan = self._plan_of(item)
+            done = plan.text(item.event.rows_data, comment.encode("utf-8", "surrogateescape")) if plan else None
+            if done is not None:
+                self._emit_bytes(done[0])
+                return
         rows = item.stored_rows()
         if not rows:
             return
-        versioned = _versioning(item.table)
         if versioned is None:
             stmt = self._statement_of(item.table, item.kind, *rows[0])
             self._emit("".join([stmt(b, a, comment) for b, a in rows]))
@@ -411,6 +555,27 @@ class SqlWriter:
             self._state.timestamp = None
             self._emit(self._statement_of(item.table, kind, before, after)(before, after, comment))
 
+    def _plan_of(self, item: RowsChange) -> SqlPlan | None:
+        """The compiled writer of the event's layout (cached), ``None`` where the Python writer writes it."""
+        ev = item.event
+        key = (id(item.table), item.kind, ev.columns_before, ev.columns_after)
+        hit = self._plans.get(key)
+        if hit is None or hit[0] is not item.table:
+            if len(self._plans) >= 4096:
+                self._plans.clear()
+            n = ev.column_count
+            first = bytes(bits_lsb_first(ev.columns_before, n))
+            second = bytes(bits_lsb_first(ev.columns_after, n)) if ev.columns_after is not None else first
+            before, after = (first, second) if item.kind == "update" else (first, first)
+            hit = self._plans[key] = (item.table, _sql_plan(self._columns_of(item.table), item.kind, before, after))
+        return hit[1]
+
+    def _columns_of(self, info: TableInfo) -> _Columns:
+        cols = self._columns.get(id(info))
+        if cols is None or cols[0] is not info:
+            cols = self._columns[id(info)] = (info, _Columns(info))
+        return cols[1]
+
     def _statement_of(self, info: TableInfo, kind: str, before: object, after: object) -> _Statement:
         """The statement writer of ``kind`` for images with the columns ``before`` and ``after`` hold."""
         b = bytes(v is not ABSENT for v in before) if isinstance(before, tuple) else b""
@@ -421,10 +586,7 @@ class SqlWriter:
             if len(self._statements) >= 4096:
                 self._statements.clear()
                 self._columns.clear()
-            cols = self._columns.get(id(info))
-            if cols is None or cols[0] is not info:
-                cols = self._columns[id(info)] = (info, _Columns(info))
-            hit = self._statements[key] = (info, _statement_function(cols[1], kind, b, a))
+            hit = self._statements[key] = (info, _statement_function(self._columns_of(info), kind, b, a))
         return hit[1]
 
     def _open(self, trx: Transaction, opening: str | None) -> None:

@@ -53,13 +53,13 @@ Example::
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
 import math
 import re
 import struct
 import time
 import uuid
+from binascii import b2a_base64
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -195,7 +195,7 @@ def _upper_escapes(line: str) -> str:
 
 
 def _b64(raw: bytes) -> str:
-    return '"' + base64.b64encode(raw).decode("ascii") + '"'
+    return '"' + b2a_base64(raw, newline=False).decode("ascii") + '"'
 
 
 def _connect_decimal(n: int) -> str:
@@ -216,12 +216,9 @@ def _epoch_day(v: object, fallback: str) -> str:
     return fallback
 
 
-def _epoch_us(v: dt.datetime) -> int:
-    return (
-        (v.toordinal() - _EPOCH_ORDINAL) * _US_PER_DAY
-        + ((v.hour * 60 + v.minute) * 60 + v.second) * 1_000_000
-        + v.microsecond
-    )
+_EPOCH_NAIVE = dt.datetime(1970, 1, 1)
+_ONE_US = dt.timedelta(microseconds=1)
+_ONE_MS = dt.timedelta(milliseconds=1)
 
 
 def _text_value(v: object) -> str:
@@ -279,8 +276,8 @@ def value_encoder(col: Column, type_name: str | None = None) -> Callable[[object
     if real in (T.DATETIME, T.DATETIME2):
         fallback = "null" if nullable else "0"
         if (col.fsp or 0) <= 3:
-            return lambda v: str(_epoch_us(v) // 1000) if isinstance(v, dt.datetime) else fallback
-        return lambda v: str(_epoch_us(v)) if isinstance(v, dt.datetime) else fallback
+            return lambda v: str((v - _EPOCH_NAIVE) // _ONE_MS) if v.__class__ is dt.datetime else fallback
+        return lambda v: str((v - _EPOCH_NAIVE) // _ONE_US) if v.__class__ is dt.datetime else fallback
     if real in (T.TIMESTAMP, T.TIMESTAMP2):
         fsp = col.fsp or 0
         zero = "null" if nullable else '"1970-01-01T00:00:00Z"'

@@ -1355,11 +1355,516 @@ static PyTypeObject SqlPlanType = {
     .tp_new = SqlPlan_new,
 };
 
+/* ---- JsonPlan: the Debezium JSON of `binlake changes` ---------------------------------------------------------
+ *
+ * JsonPlan(images, objects) is built once per table layout, change kind and columns present by
+ * binlake.render.changes.debezium: per row image (the binlog's order) per present column (kind, p1, p2, p3), and per
+ * side of the record (before, after) its object as (key, span) pairs or None (null).  JsonPlan.text(buf, source,
+ * after_row, txn, total, mine, tail) writes the line of every row change of one rows event, as DebeziumEncoder.rows
+ * writes it: {"before":...,"after":..., + source + the row's index + after_row + ,"transaction": and the block
+ * (txn None: null; else {"id":txn,"total_order":total+i+1,"data_collection_order":mine+i+1}) + tail.  Values as
+ * binlake.render.changes.debezium.value_encoder writes them: integers (p2: unsigned; p3 1: BIGINT UNSIGNED as a
+ * Connect Decimal, base64 of its two's-complement bytes; p3 2: BOOLEAN), YEAR (0 is 1900), BIT(1) as a boolean and
+ * BIT(n) as base64 of its little-endian bytes, DATE as epoch days, DATETIME as epoch milliseconds (fsp <= 3) or
+ * microseconds, TIMESTAMP as an ISO-8601 UTC string with fsp digits, TIME as microseconds, DECIMAL as a string
+ * (no negative zero), zero and invalid dates as null or (p3 1: NOT NULL) the epoch, UTF-8 text (p2 0) as a JSON
+ * string (control characters as upper-case \u00XX), binary strings (p2 1) as base64 padded to p3 bytes.  It returns
+ * (bytes, row changes), or None for anything it does not write the same way for sure (text that is not UTF-8):
+ * the caller writes that event on the Python path.
+ */
+
+typedef struct {
+    const char *key; /* '"name":' with its leading '{' or ',' (borrowed from JsonPlan.spec) */
+    Py_ssize_t key_len, span;
+} JsonField;
+
+typedef struct {
+    Py_ssize_t nfields; /* -1: the side is null */
+    JsonField *fields;
+} JsonObject;
+
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t nimages, nspans;
+    SqlImage images[2];
+    SqlColumn **span_cols;
+    JsonObject sides[2]; /* before, after */
+    PyObject *spec;
+} JsonPlan;
+
+static char *put_i64(char *t, int64_t v) {
+    if (v < 0) {
+        *t++ = '-';
+        return put_u64(t, (uint64_t)0 - (uint64_t)v);
+    }
+    return put_u64(t, (uint64_t)v);
+}
+
+static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static char *put_b64(char *t, const unsigned char *s, Py_ssize_t n) {
+    *t++ = '"';
+    Py_ssize_t i = 0;
+    for (; i + 2 < n; i += 3) {
+        uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
+        *t++ = B64[v >> 18];
+        *t++ = B64[v >> 12 & 63];
+        *t++ = B64[v >> 6 & 63];
+        *t++ = B64[v & 63];
+    }
+    if (i < n) {
+        uint32_t v = (uint32_t)s[i] << 16 | (i + 1 < n ? (uint32_t)s[i + 1] << 8 : 0);
+        *t++ = B64[v >> 18];
+        *t++ = B64[v >> 12 & 63];
+        *t++ = i + 1 < n ? B64[v >> 6 & 63] : '=';
+        *t++ = '=';
+    }
+    *t++ = '"';
+    return t;
+}
+
+/* days from the proleptic Gregorian y/m/d to 1970-01-01 (H. Hinnant's days_from_civil) */
+static int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static inline int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
+
+/* the JSON of a non-string value (its `used` bytes at p) into t; NULL to fall back */
+static char *json_value(const SqlColumn *c, const unsigned char *p, Py_ssize_t used, char *t) {
+    const char *fallback = c->p3 ? "0" : "null";
+    switch (c->kind) {
+    case K_INT: {
+        uint64_t u = le(p, c->p1);
+        int bits = 8 * c->p1;
+        if (c->p3 == 2) return u ? put(t, "true", 4) : put(t, "false", 5);
+        if (c->p3 == 1) { /* BigInteger.toByteArray(): the fewest bytes holding the value and a sign bit */
+            unsigned char b[9];
+            int n = 1;
+            for (uint64_t v = u; v >> 7; v >>= 8) n++;
+            for (int k = 0; k < n; k++) b[n - 1 - k] = (unsigned char)(k < 8 ? u >> (8 * k) : 0);
+            return put_b64(t, b, n);
+        }
+        if (!c->p2 && u >> (bits - 1)) {
+            *t++ = '-';
+            return put_u64(t, bits == 64 ? (~u + 1) : ((uint64_t)1 << bits) - u);
+        }
+        return put_u64(t, u);
+    }
+    case K_YEAR: return put_u64(t, 1900 + (uint64_t)p[0]);
+    case K_BIT: {
+        if (c->p2 < 64 && (be(p, c->p1) >> c->p2)) return NULL;
+        if (c->p2 == 1) return p[0] ? put(t, "true", 4) : put(t, "false", 5);
+        unsigned char b[8];
+        for (int k = 0; k < c->p1; k++) b[k] = p[c->p1 - 1 - k];
+        return put_b64(t, b, c->p1);
+    }
+    case K_DATE: {
+        uint64_t u = le(p, 3), y = u >> 9, m = u >> 5 & 15, d = u & 31;
+        if (m > 12 || y > 9999) return NULL;
+        if (!valid_date((int64_t)y, (int64_t)m, (int64_t)d)) return put(t, fallback, (Py_ssize_t)strlen(fallback));
+        return put_i64(t, days_from_civil((int64_t)y, (int64_t)m, (int64_t)d));
+    }
+    case K_DATETIME2: {
+        int fb = (c->p1 + 1) / 2;
+        static const long unit[4] = {1, 10000, 100, 1};
+        int64_t v = (int64_t)be(p, 5) - 0x8000000000LL;
+        long us = (long)be(p + 5, fb) * unit[fb];
+        if (v < 0) return NULL;
+        int64_t ymd = v >> 17, ym = ymd >> 5;
+        int64_t y = ym / 13, mo = ym % 13, d = ymd & 31, h = v >> 12 & 31, mi = v >> 6 & 63, s = v & 63;
+        if (y > 9999 || mo > 12 || h > 23 || mi > 59 || s > 59 || us > 999999) return NULL;
+        if (!valid_date(y, mo, d)) return put(t, fallback, (Py_ssize_t)strlen(fallback));
+        int64_t total = ((days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60 + s;
+        total = total * 1000000 + us;
+        return put_i64(t, c->p1 <= 3 ? floor_div(total, 1000) : total);
+    }
+    case K_TIMESTAMP2: {
+        int fb = (c->p1 + 1) / 2;
+        static const long unit[4] = {1, 10000, 100, 1};
+        uint64_t secs = be(p, 4);
+        long us = (long)be(p + 4, fb) * unit[fb];
+        if (us > 999999) return NULL;
+        if (!secs && !us) {
+            const char *zero = c->p3 ? "\"1970-01-01T00:00:00Z\"" : "null";
+            return put(t, zero, (Py_ssize_t)strlen(zero));
+        }
+        int y, mo, d;
+        civil_from_days((int64_t)(secs / 86400), &y, &mo, &d);
+        uint64_t sod = secs % 86400;
+        *t++ = '"';
+        t = put_fixed(t, (uint64_t)y, 4);
+        *t++ = '-';
+        t = put_fixed(t, (uint64_t)mo, 2);
+        *t++ = '-';
+        t = put_fixed(t, (uint64_t)d, 2);
+        *t++ = 'T';
+        t = put_fixed(t, sod / 3600, 2);
+        *t++ = ':';
+        t = put_fixed(t, sod / 60 % 60, 2);
+        *t++ = ':';
+        t = put_fixed(t, sod % 60, 2);
+        t = put_fraction(t, us, c->p1);
+        *t++ = 'Z';
+        *t++ = '"';
+        return t;
+    }
+    case K_TIME2: {
+        int64_t h, mi, s, us;
+        int negative;
+        if (!time2_fields(p, c->p1, &h, &mi, &s, &us, &negative)) return NULL;
+        int64_t total = ((h * 60 + mi) * 60 + s) * 1000000 + us;
+        return put_i64(t, negative ? -total : total);
+    }
+    case K_DECIMAL: {
+        Py_ssize_t ignored;
+        TextColumn tc = {.kind = K_DECIMAL, .p1 = c->p1, .p2 = c->p2, .size = c->size, .ngroups = c->ngroups};
+        memcpy(tc.gbytes, c->gbytes, sizeof tc.gbytes);
+        memcpy(tc.gdigits, c->gdigits, sizeof tc.gdigits);
+        *t++ = '"';
+        char *start = t;
+        t = value_text(&tc, p, used, t, &ignored);
+        if (t == NULL) return NULL;
+        if (*start == '-') { /* BigDecimal has no negative zero */
+            char *q = start + 1;
+            while (q < t && (*q == '0' || *q == '.')) q++;
+            if (q == t) {
+                memmove(start, start + 1, t - start - 1);
+                t--;
+            }
+        }
+        *t++ = '"';
+        return t;
+    }
+    default: return NULL;
+    }
+}
+
+/* the length of the UTF-8 character at s (strict: no overlong forms, no surrogates), 0 when it is none */
+static int utf8_char(const unsigned char *s, const unsigned char *end) {
+    unsigned char c = s[0];
+    if (c < 0x80) return 1;
+    int n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
+    if (n == 0 || c > 0xF4 || end - s < n) return 0;
+    for (int k = 1; k < n; k++)
+        if ((s[k] & 0xC0) != 0x80) return 0;
+    if (n == 3 && ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] >= 0xA0))) return 0;
+    if (n == 4 && ((c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] >= 0x90))) return 0;
+    return n;
+}
+
+static int json_string(Out *o, const SqlColumn *c, const unsigned char *p, Py_ssize_t used) {
+    const unsigned char *s = p + c->p1, *end = p + used;
+    Py_ssize_t n = end - s;
+    if (c->p2) { /* base64 of the bytes, BINARY(n) padded with zero bytes */
+        Py_ssize_t pad = c->p3 > n ? c->p3 - n : 0;
+        if (out_room(o, 4 * ((n + pad) / 3 + 1) + 2) < 0) return -1;
+        if (pad) {
+            unsigned char *b = PyMem_Calloc(n + pad, 1);
+            if (b == NULL) return -1;
+            memcpy(b, s, n);
+            o->n = put_b64(o->p + o->n, b, n + pad) - o->p;
+            PyMem_Free(b);
+        } else {
+            o->n = put_b64(o->p + o->n, s, n) - o->p;
+        }
+        return 0;
+    }
+    if (out_room(o, 6 * n + 2) < 0) return -1;
+    char *t = o->p + o->n;
+    *t++ = '"';
+    while (s < end) {
+        const unsigned char *run = s;
+        while (s < end && *s >= 0x20 && *s != '"' && *s != '\\' && *s < 0x80) s++;
+        t = put(t, (const char *)run, s - run);
+        if (s == end) break;
+        if (*s >= 0x80) {
+            int k = utf8_char(s, end);
+            if (k == 0) return 1; /* not UTF-8: the Python path decodes it */
+            t = put(t, (const char *)s, k);
+            s += k;
+            continue;
+        }
+        static const char hex[] = "0123456789ABCDEF";
+        *t++ = '\\';
+        switch (*s) {
+        case '"': *t++ = '"'; break;
+        case '\\': *t++ = '\\'; break;
+        case '\n': *t++ = 'n'; break;
+        case '\r': *t++ = 'r'; break;
+        case '\t': *t++ = 't'; break;
+        case '\b': *t++ = 'b'; break;
+        case '\f': *t++ = 'f'; break;
+        default:
+            *t++ = 'u';
+            *t++ = '0';
+            *t++ = '0';
+            *t++ = hex[*s >> 4];
+            *t++ = hex[*s & 15];
+        }
+        s++;
+    }
+    *t++ = '"';
+    o->n = t - o->p;
+    return 0;
+}
+
+static void JsonPlan_dealloc(JsonPlan *self) {
+    PyMem_Free(self->images[0].cols);
+    PyMem_Free(self->images[1].cols);
+    PyMem_Free(self->span_cols);
+    PyMem_Free(self->sides[0].fields);
+    PyMem_Free(self->sides[1].fields);
+    Py_XDECREF(self->spec);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int parse_json_column(SqlColumn *c, PyObject *item) {
+    if (!PyArg_ParseTuple(item, "iiii", &c->kind, &c->p1, &c->p2, &c->p3)) return -1;
+    c->prefix = "";
+    int ok;
+    switch (c->kind) {
+    case K_INT: ok = c->p1 == 1 || c->p1 == 2 || c->p1 == 3 || c->p1 == 4 || c->p1 == 8; break;
+    case K_YEAR: case K_DATE: ok = 1; break;
+    case K_BIT: ok = c->p1 >= 1 && c->p1 <= 8 && c->p2 >= 8 * c->p1 - 7 && c->p2 <= 8 * c->p1; break;
+    case K_DATETIME2: case K_TIMESTAMP2: case K_TIME2: ok = c->p1 >= 0 && c->p1 <= 6; break;
+    case K_STRING: ok = c->p1 >= 1 && c->p1 <= 4 && c->p3 >= 0; break;
+    case K_DECIMAL:
+        ok = c->p1 >= 1 && c->p2 >= 0 && c->p2 <= c->p1 &&
+             decimal_layout(c->p1 - c->p2, c->p2, c->gbytes, c->gdigits, &c->ngroups, &c->size) == 0;
+        break;
+    default: ok = 0;
+    }
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "a column the JSON plan does not write");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *JsonPlan_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    PyObject *images, *objects;
+    static char *kwlist[] = {"images", "objects", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!", kwlist, &PyTuple_Type, &images, &PyTuple_Type, &objects))
+        return NULL;
+    Py_ssize_t nimages = PyTuple_GET_SIZE(images);
+    if ((nimages != 1 && nimages != 2) || PyTuple_GET_SIZE(objects) != 2) {
+        PyErr_SetString(PyExc_ValueError, "one image or two, and two sides");
+        return NULL;
+    }
+    JsonPlan *self = (JsonPlan *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->spec = PyTuple_Pack(2, images, objects);
+    if (self->spec == NULL) goto error;
+    self->nimages = nimages;
+    for (Py_ssize_t i = 0; i < nimages; i++) {
+        PyObject *cols = PyTuple_GET_ITEM(images, i);
+        if (!PyTuple_Check(cols)) {
+            PyErr_SetString(PyExc_TypeError, "an image is a tuple of columns");
+            goto error;
+        }
+        SqlImage *im = &self->images[i];
+        im->ncols = PyTuple_GET_SIZE(cols);
+        im->nbytes = (im->ncols + 7) / 8;
+        im->first = self->nspans;
+        self->nspans += im->ncols;
+        im->cols = PyMem_Calloc(im->ncols ? im->ncols : 1, sizeof(SqlColumn));
+        if (im->cols == NULL) {
+            PyErr_NoMemory();
+            goto error;
+        }
+        for (Py_ssize_t k = 0; k < im->ncols; k++)
+            if (parse_json_column(&im->cols[k], PyTuple_GET_ITEM(cols, k)) < 0) goto error;
+    }
+    self->span_cols = PyMem_Calloc(self->nspans ? self->nspans : 1, sizeof(SqlColumn *));
+    if (self->span_cols == NULL) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    for (Py_ssize_t i = 0; i < nimages; i++)
+        for (Py_ssize_t k = 0; k < self->images[i].ncols; k++)
+            self->span_cols[self->images[i].first + k] = &self->images[i].cols[k];
+    for (int side = 0; side < 2; side++) {
+        PyObject *obj = PyTuple_GET_ITEM(objects, side);
+        JsonObject *jo = &self->sides[side];
+        if (obj == Py_None) {
+            jo->nfields = -1;
+            continue;
+        }
+        if (!PyTuple_Check(obj)) {
+            PyErr_SetString(PyExc_TypeError, "a side is None or a tuple of (key, span)");
+            goto error;
+        }
+        jo->nfields = PyTuple_GET_SIZE(obj);
+        jo->fields = PyMem_Calloc(jo->nfields ? jo->nfields : 1, sizeof(JsonField));
+        if (jo->fields == NULL) {
+            PyErr_NoMemory();
+            goto error;
+        }
+        for (Py_ssize_t k = 0; k < jo->nfields; k++) {
+            PyObject *key;
+            JsonField *f = &jo->fields[k];
+            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(obj, k), "Sn", &key, &f->span)) goto error;
+            if (f->span < 0 || f->span >= self->nspans) {
+                PyErr_SetString(PyExc_ValueError, "a span past the columns");
+                goto error;
+            }
+            f->key = PyBytes_AS_STRING(key);
+            f->key_len = PyBytes_GET_SIZE(key);
+        }
+    }
+    return (PyObject *)self;
+error:
+    Py_DECREF(self);
+    return NULL;
+}
+
+/* one side's object of the current row; 0, -1 on MemoryError, 1 to fall back */
+static int json_object(JsonPlan *self, JsonObject *jo, Span *spans, const unsigned char *buf, Out *o) {
+    if (jo->nfields < 0) {
+        if (out_room(o, 4) < 0) return -1;
+        o->n = put(o->p + o->n, "null", 4) - o->p;
+        return 0;
+    }
+    if (jo->nfields == 0) {
+        if (out_room(o, 2) < 0) return -1;
+        o->n = put(o->p + o->n, "{}", 2) - o->p;
+        return 0;
+    }
+    for (Py_ssize_t k = 0; k < jo->nfields; k++) {
+        JsonField *f = &jo->fields[k];
+        if (out_room(o, f->key_len + VALUE_TEXT_MAX) < 0) return -1;
+        o->n = put(o->p + o->n, f->key, f->key_len) - o->p;
+        Span *sp = &spans[f->span];
+        const SqlColumn *c = self->span_cols[f->span];
+        if (sp->used < 0) {
+            o->n = put(o->p + o->n, "null", 4) - o->p;
+            continue;
+        }
+        if (c->kind == K_STRING) {
+            int r = json_string(o, c, buf + sp->start, sp->used);
+            if (r != 0) return r;
+            continue;
+        }
+        char *t = json_value(c, buf + sp->start, sp->used, o->p + o->n);
+        if (t == NULL) return 1;
+        o->n = t - o->p;
+    }
+    if (out_room(o, 1) < 0) return -1;
+    o->p[o->n++] = '}';
+    return 0;
+}
+
+/* JsonPlan.text(buf, source, after_row, txn, total, mine, tail): (lines, row changes), or None */
+static PyObject *JsonPlan_text(JsonPlan *self, PyObject *args) {
+    PyObject *bufobj, *txnobj;
+    const char *source, *after_row, *tail;
+    Py_ssize_t source_len, after_row_len, tail_len, total, mine;
+    if (!PyArg_ParseTuple(args, "O!y#y#Onny#", &PyBytes_Type, &bufobj, &source, &source_len, &after_row,
+                          &after_row_len, &txnobj, &total, &mine, &tail, &tail_len))
+        return NULL;
+    const char *txn = NULL;
+    Py_ssize_t txn_len = 0;
+    if (txnobj != Py_None) {
+        if (!PyBytes_Check(txnobj)) {
+            PyErr_SetString(PyExc_TypeError, "txn is bytes or None");
+            return NULL;
+        }
+        txn = PyBytes_AS_STRING(txnobj);
+        txn_len = PyBytes_GET_SIZE(txnobj);
+    }
+    const unsigned char *buf = (const unsigned char *)PyBytes_AS_STRING(bufobj);
+    Py_ssize_t len = PyBytes_GET_SIZE(bufobj), pos = 0, count = 0;
+    Out o = {NULL, 0, 0};
+    Span *spans = PyMem_Calloc(self->nspans ? self->nspans : 1, sizeof(Span));
+    if (spans == NULL) return PyErr_NoMemory();
+    if (len == 0) goto fallback;
+    while (pos < len) {
+        for (Py_ssize_t i = 0; i < self->nimages; i++) {
+            SqlImage *im = &self->images[i];
+            if (im->ncols == 0 || im->nbytes > len - pos) goto fallback;
+            const unsigned char *nulls = buf + pos;
+            pos += im->nbytes;
+            for (Py_ssize_t k = 0; k < im->ncols; k++) {
+                Span *sp = &spans[im->first + k];
+                if (nulls[k >> 3] & (1 << (k & 7))) {
+                    sp->used = -1;
+                    continue;
+                }
+                Py_ssize_t n = sql_size(&im->cols[k], buf + pos, len - pos);
+                if (n < 0) goto fallback;
+                sp->start = pos;
+                sp->used = n;
+                pos += n;
+            }
+        }
+        if (out_room(&o, 12) < 0) goto fallback;
+        o.n = put(o.p + o.n, "{\"before\":", 10) - o.p;
+        if (json_object(self, &self->sides[0], spans, buf, &o) != 0) goto fallback;
+        if (out_room(&o, 10) < 0) goto fallback;
+        o.n = put(o.p + o.n, ",\"after\":", 9) - o.p;
+        if (json_object(self, &self->sides[1], spans, buf, &o) != 0) goto fallback;
+        if (out_room(&o, 1 + source_len + 24 + after_row_len + 16 + txn_len + 90 + tail_len) < 0) goto fallback;
+        char *t = o.p + o.n;
+        *t++ = ',';
+        t = put(t, source, source_len);
+        t = put_u64(t, (uint64_t)count);
+        t = put(t, after_row, after_row_len);
+        t = put(t, ",\"transaction\":", 15);
+        if (txn == NULL) {
+            t = put(t, "null", 4);
+        } else {
+            t = put(t, "{\"id\":", 6);
+            t = put(t, txn, txn_len);
+            t = put(t, ",\"total_order\":", 15);
+            t = put_u64(t, (uint64_t)(total + count + 1));
+            t = put(t, ",\"data_collection_order\":", 25);
+            t = put_u64(t, (uint64_t)(mine + count + 1));
+            *t++ = '}';
+        }
+        t = put(t, tail, tail_len);
+        o.n = t - o.p;
+        count++;
+    }
+    PyMem_Free(spans);
+    PyObject *text = PyBytes_FromStringAndSize(o.p, o.n);
+    PyMem_Free(o.p);
+    if (text == NULL) return NULL;
+    return Py_BuildValue("(Nn)", text, count);
+fallback:
+    PyMem_Free(spans);
+    PyMem_Free(o.p);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef JsonPlan_methods[] = {
+    {"text", (PyCFunction)JsonPlan_text, METH_VARARGS,
+     "text(buf, source, after_row, txn, total, mine, tail) -> (lines, row changes), or None for the Python path"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject JsonPlanType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "binlake._speedups.JsonPlan",
+    .tp_basicsize = sizeof(JsonPlan),
+    .tp_dealloc = (destructor)JsonPlan_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "JsonPlan(images, objects): the Debezium JSON of one layout's row images",
+    .tp_methods = JsonPlan_methods,
+    .tp_new = JsonPlan_new,
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "binlake._speedups",
-    .m_doc = "The compiled row-image decoder of binlake.rowdecoder, row-image printer of binlake.render.dump.rowtext "
-              "and replay-SQL writer of binlake.render.changes.sql; K_* are the kinds of their column plans.",
+    .m_doc = "The compiled row-image decoder of binlake.rowdecoder, row-image printer of binlake.render.dump.rowtext, "
+             "replay-SQL writer of binlake.render.changes.sql and Debezium JSON writer of "
+             "binlake.render.changes.debezium; K_* are the kinds of their column plans.",
     .m_size = -1,
 };
 
@@ -1371,13 +1876,16 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     Decimal = PyObject_GetAttrString(decimal, "Decimal");
     Py_DECREF(decimal);
     if (Decimal == NULL) return NULL;
-    if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&TextPlanType) < 0 || PyType_Ready(&SqlPlanType) < 0) return NULL;
+    if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&TextPlanType) < 0 || PyType_Ready(&SqlPlanType) < 0 ||
+        PyType_Ready(&JsonPlanType) < 0)
+        return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     /* the kinds, for the Python side that builds the plans (binlake.rowdecoder, binlake.render.dump.rowtext) */
     if (PyModule_AddObjectRef(m, "Plan", (PyObject *)&PlanType) < 0 ||
         PyModule_AddObjectRef(m, "TextPlan", (PyObject *)&TextPlanType) < 0 ||
-        PyModule_AddObjectRef(m, "SqlPlan", (PyObject *)&SqlPlanType) < 0 || PyModule_AddIntMacro(m, K_PY) < 0 ||
+        PyModule_AddObjectRef(m, "SqlPlan", (PyObject *)&SqlPlanType) < 0 ||
+        PyModule_AddObjectRef(m, "JsonPlan", (PyObject *)&JsonPlanType) < 0 || PyModule_AddIntMacro(m, K_PY) < 0 ||
         PyModule_AddIntMacro(m, K_INT) < 0 || PyModule_AddIntMacro(m, K_FLOAT) < 0 ||
         PyModule_AddIntMacro(m, K_DOUBLE) < 0 || PyModule_AddIntMacro(m, K_YEAR) < 0 ||
         PyModule_AddIntMacro(m, K_BIT) < 0 || PyModule_AddIntMacro(m, K_DATE) < 0 ||

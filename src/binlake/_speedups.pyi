@@ -30,6 +30,18 @@ class SqlPlan:
     ) -> None: ...
     def text(self, buf: bytes, comment: bytes) -> tuple[bytes, int] | None: ...
 
+_JsonColumn = tuple[int, int, int, int]
+
+class JsonPlan:
+    def __init__(
+        self,
+        images: tuple[tuple[_JsonColumn, ...], ...],
+        objects: tuple[tuple[tuple[bytes, int], ...] | None, tuple[tuple[bytes, int], ...] | None],
+    ) -> None: ...
+    def text(
+        self, buf: bytes, source: bytes, after_row: bytes, txn: bytes | None, total: int, mine: int, tail: bytes
+    ) -> tuple[bytes, int] | None: ...
+
 # The change kind of a Plan (its mode)
 MODE_INSERT: int
 MODE_DELETE: int

@@ -26,6 +26,7 @@ from tests.changes.conftest import binlake_changes
 
 from binlake.changes import ChangeStream, FileSource, RowsChange, TableInfo
 from binlake.coltypes import ColumnType
+from binlake.render.changes import debezium
 from binlake.render.changes.debezium import DebeziumEncoder
 from binlake.testing.mariadb import MariaDBServer, WorkloadBinlogs
 
@@ -96,7 +97,9 @@ def _state(files: list[Path], db: str) -> dict[str, tuple[TableInfo, list[dict[s
     tables: dict[str, tuple[TableInfo, list[dict[str, Any]]]] = {}
     encoder = DebeziumEncoder()
     for trx in ChangeStream(FileSource([str(f) for f in files])):
-        lines = iter(encoder.transaction(trx))
+        python = encoder.transaction(trx)
+        assert encoder.encode(trx) == "".join(python).encode("utf-8", "surrogateescape")  # the compiled writer's
+        lines = iter(python)
         for item in trx.items:
             if not isinstance(item, RowsChange):
                 continue
@@ -115,6 +118,8 @@ def _state(files: list[Path], db: str) -> dict[str, tuple[TableInfo, list[dict[s
                         rows.insert(at, {**old, **after})
                 elif after is not None:
                     rows.append(after)
+    if debezium.JsonPlan is not None:  # the compiled writer wrote some (and wrote them as the Python writer)
+        assert any(plan is not None for _, plan in encoder._plans.values())
     return tables
 
 

@@ -128,19 +128,17 @@ def _file_source(args: argparse.Namespace) -> EventSource:
     )
 
 
-def write_changes(transactions: Iterator[Transaction], fmt: str, out: BinaryIO, args: argparse.Namespace) -> int:
-    """Write the transactions in ``fmt``; the number of row changes written."""
-    rows = 0
+def write_changes(transactions: Iterator[Transaction], fmt: str, out: BinaryIO, args: argparse.Namespace) -> None:
+    """Write the transactions in ``fmt`` (``debezium`` or ``sql``, with ``args``' options)."""
     if fmt == "debezium":
         from binlake.render.changes.debezium import DebeziumEncoder, DebeziumOptions
 
         encoder = DebeziumEncoder(DebeziumOptions(name=args.name, processing_time=args.processing_time))
         for trx in transactions:
-            lines = encoder.transaction(trx)
-            if lines:
-                out.write("".join(lines).encode("utf-8", "surrogateescape"))
-                rows += len(lines)
-        return rows
+            data = encoder.encode(trx)
+            if data:
+                out.write(data)
+        return
     from binlake.render.changes.sql import SqlOptions, SqlWriter
 
     def write(data: bytes) -> None:
@@ -153,7 +151,6 @@ def write_changes(transactions: Iterator[Transaction], fmt: str, out: BinaryIO, 
             writer.transaction(trx)
     finally:
         writer.finish()
-    return rows
 
 
 def changes_main(args: argparse.Namespace) -> int:

@@ -27,6 +27,9 @@ Envelope (``io.debezium.data.Envelope``, fields in schema order, which the JSON 
 * An UPDATE stays one ``u`` event when it changes the primary key (Debezium emits ``d``, a tombstone and ``c``
   with Kafka headers, which a line of JSON has no place for); TRUNCATE is not written (``op`` ``t`` is skipped by
   Debezium's default ``skipped.operations``).
+* A MySQL partial JSON update (``binlog_row_value_options=PARTIAL_JSON``) logs the change of the document, not
+  the document: Debezium does not read these (its documentation asks for the option off); binlake leaves the
+  column out of ``after``, as it leaves out what a MINIMAL image does not log (``--format sql`` replays the change).
 
 Values (:func:`value_encoder`; the README's table lists every type): integers as numbers, BIGINT UNSIGNED as
 Connect's ``Decimal`` (base64 of the big-endian two's-complement bytes, as the JSON converter writes a Decimal),
@@ -40,15 +43,19 @@ definition order joined by ``,``, JSON as its text, GEOMETRY as ``{"wkb", "srid"
 "wkb", "srid"}`` (an SRID of 0 is ``null``).  A column a MINIMAL or NOBLOB image does not carry is left out of
 ``before``/``after``; SQL NULL is ``null``.
 
-Speed: each table layout (table map, change kind, columns present) gets one generated function that writes a
-row's JSON object in a single f-string, calling a helper only for the types that need one (numbers and strings
-are formatted inline; strings are escaped by the json module's C encoder).
+Speed: :meth:`DebeziumEncoder.encode` writes a rows event whose columns the compiled writer takes (integers,
+DECIMAL, BIT, YEAR, the MySQL 5.6+ temporal layouts, UTF-8 text, binary strings: ``binlake._speedups.JsonPlan``,
+one per table layout, change kind and columns present) straight from its stored bytes, the same bytes the Python
+writer writes (tested on every corpus binlog and the workloads' every type).  The Python writer
+(:meth:`DebeziumEncoder.transaction`, and the rest) gets one generated function per layout that writes a row's JSON
+object in a single f-string, calling a helper only for the types that need one (numbers and strings are formatted
+inline; strings are escaped by the json module's C encoder).
 
 Example::
 
     encoder = DebeziumEncoder(DebeziumOptions(name="shop"))
     for trx in ChangeStream(FileSource(paths)):
-        out.writelines(encoder.transaction(trx))
+        out.write(encoder.encode(trx))          # bytes; encoder.transaction(trx): the lines as str
 """
 
 from __future__ import annotations
@@ -60,15 +67,21 @@ import struct
 import time
 import uuid
 from binascii import b2a_base64
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from json.encoder import encode_basestring  # the C escaper of json.dumps(ensure_ascii=False)
+from typing import TYPE_CHECKING
 
+from binlake._compiled import compiled
 from binlake.changes.records import Change, RowsChange, TableInfo, Transaction
 from binlake.coltypes import Column, ColumnType
+from binlake.rowdecoder import fixed_kinds
+from binlake.values import collations
 from binlake.values.row import ABSENT
 from binlake.values.spatial import Geometry
+from binlake.values.strings import BLOB_TYPES, VARLEN_TYPES, length_bytes
+from binlake.wire import bits_lsb_first
 
 __all__ = [
     "DebeziumEncoder",
@@ -191,6 +204,8 @@ _json_str: Callable[[str], str] = _E
 
 def _upper_escapes(line: str) -> str:
     """Jackson writes the ``\\u00XX`` escapes of control characters in upper case; the json module in lower."""
+    if "\\u00" not in line:
+        return line
     return _UPPER_ESCAPE.sub(lambda m: m.group(0) if m.group(2) is None else "\\u00" + m.group(2).upper(), line)
 
 
@@ -368,6 +383,9 @@ class DebeziumEncoder:
         self._head = f'"source":{{"version":{_json_str(__version__)},"connector":'
         self._name = _json_str(self.options.name)
         self._rows: dict[tuple[int, bytes], tuple[TableInfo, RowFn]] = {}
+        self._plans: dict[tuple[int, str, bytes, bytes | None], tuple[TableInfo, JsonPlan | None]] = {}
+        self.written = 0
+        """Row changes :meth:`encode` has written."""
 
     def _writer(self, info: TableInfo, image: tuple[object, ...]) -> RowFn:
         present = tuple(v is not ABSENT for v in image)
@@ -379,19 +397,9 @@ class DebeziumEncoder:
             hit = self._rows[key] = (info, _row_function(info, present))
         return hit[1]
 
-    def rows(
-        self,
-        info: TableInfo,
-        kind: str,
-        changes: Iterable[Change],
-        src: SourceInfo,
-        txn_id: str | None,
-        orders: tuple[int, int] | None,
-    ) -> list[str]:
-        """The lines of one rows event's changes (typed images), each ending in a newline.  ``orders``: the
-        ``total_order`` and ``data_collection_order`` of its first row, minus one (``None``: no transaction
-        block, as without Debezium's transaction metadata)."""
-        op = _OPS[kind]
+    def _frame(self, kind: str, src: SourceInfo) -> tuple[str, str, str]:
+        """The text around a rows event's objects: ``source`` up to ``"row":``, the rest of ``source``, and the
+        line's end after the transaction block (``op``, the top-level times, the newline)."""
         ts_us = src.ts_us
         when_us = time.time_ns() // 1000 if self.options.processing_time else ts_us
         source = (
@@ -405,7 +413,22 @@ class DebeziumEncoder:
             f',"thread":{"null" if src.thread is None else src.thread},'
             f'"query":{"null" if src.query is None else _json_str(src.query)}}}'
         )
-        tail = f',"op":"{op}","ts_ms":{when_us // 1000},"ts_us":{when_us},"ts_ns":{when_us * 1000}}}\n'
+        tail = f',"op":"{_OPS[kind]}","ts_ms":{when_us // 1000},"ts_us":{when_us},"ts_ns":{when_us * 1000}}}\n'
+        return source, after_row, tail
+
+    def rows(
+        self,
+        info: TableInfo,
+        kind: str,
+        changes: Iterable[Change],
+        src: SourceInfo,
+        txn_id: str | None,
+        orders: tuple[int, int] | None,
+    ) -> list[str]:
+        """The lines of one rows event's changes (typed images), each ending in a newline.  ``orders``: the
+        ``total_order`` and ``data_collection_order`` of its first row, minus one (``None``: no transaction
+        block, as without Debezium's transaction metadata)."""
+        source, after_row, tail = self._frame(kind, src)
         txn = "null" if txn_id is None else _json_str(txn_id)
         if not isinstance(changes, list):
             changes = list(changes)
@@ -426,23 +449,170 @@ class DebeziumEncoder:
                 f'{{"before":{w_before(before)},"after":{w_after(after)},{source}{i}{after_row},'
                 f'"transaction":{block}{tail}'
             )
-            if "\\u00" in line:
-                line = _upper_escapes(line)
-            out.append(line)
+            out.append(_upper_escapes(line))
         return out
 
     def transaction(self, trx: Transaction) -> list[str]:
-        """Every line of a transaction's row changes, in order."""
+        """Every line of a transaction's row changes, in order (the typed values through :func:`value_encoder`)."""
         out: list[str] = []
-        total = 0
-        per_table: dict[tuple[str, str], int] = {}
-        txn_id = trx.gtid if trx.gtid is not None else f"file={trx.file},pos={trx.begin_pos}"
-        connector = trx.flavor or "mysql"
-        for item in trx.items:
-            if not isinstance(item, RowsChange):
+        orders = _Orders()
+        txn_id = _txn_id(trx)
+        for item, src in _events(trx):
+            changes = _whole(item)
+            out += self.rows(item.table, item.kind, changes, src, txn_id, orders.before(src))
+            orders.add(src, len(changes))
+        return out
+
+    def encode(self, trx: Transaction) -> bytes:
+        """:meth:`transaction`'s lines as UTF-8 (``surrogateescape``), the same bytes; the rows events of the
+        layouts the compiled writer takes (``binlake._speedups.JsonPlan``) are written from their stored bytes."""
+        out: list[bytes] = []
+        orders = _Orders()
+        txn_id = _txn_id(trx)
+        txn = _upper_escapes(_json_str(txn_id)).encode("utf-8", "surrogateescape")
+        for item, src in _events(trx):
+            total, mine = orders.before(src)
+            plan = None if item.event.partial else self._plan_of(item)
+            if plan is not None:
+                source, after_row, tail = (
+                    _upper_escapes(s).encode("utf-8", "surrogateescape") for s in self._frame(item.kind, src)
+                )
+                done = plan.text(item.event.rows_data, source, after_row, txn, total, mine, tail)
+                if done is not None:
+                    out.append(done[0])
+                    orders.add(src, done[1])
+                    continue
+            changes = _whole(item)
+            lines = self.rows(item.table, item.kind, changes, src, txn_id, (total, mine))
+            out.append("".join(lines).encode("utf-8", "surrogateescape"))
+            orders.add(src, len(changes))
+        self.written += orders.total
+        return b"".join(out)
+
+    def _plan_of(self, item: RowsChange) -> JsonPlan | None:
+        """The compiled writer of the event's layout (cached), ``None`` where the Python writer writes it."""
+        if JsonPlan is None:
+            return None
+        ev = item.event
+        key = (id(item.table), item.kind, ev.columns_before, ev.columns_after)
+        hit = self._plans.get(key)
+        if hit is None or hit[0] is not item.table:
+            if len(self._plans) >= 4096:
+                self._plans.clear()
+            n = ev.column_count
+            first = bytes(bits_lsb_first(ev.columns_before, n))
+            second = bytes(bits_lsb_first(ev.columns_after, n)) if ev.columns_after is not None else first
+            hit = self._plans[key] = (item.table, _json_plan(item.table, item.kind, first, second))
+        return hit[1]
+
+
+# -- the compiled writer (binlake._speedups.JsonPlan) -----------------------------------------------------------------
+
+if TYPE_CHECKING:
+    from binlake import _speedups
+    from binlake._speedups import JsonPlan
+else:  # the compiled JSON writer (src/binlake/_speedups.c), when it was built and is not turned off
+    _speedups = compiled("_speedups")
+    JsonPlan = getattr(_speedups, "JsonPlan", None)
+
+_INT_SIZES: dict[int, int] = {T.TINY: 1, T.SHORT: 2, T.INT24: 3, T.LONG: 4, T.LONGLONG: 8}
+_STRINGS = (VARLEN_TYPES | BLOB_TYPES) - {T.VARCHAR_COMPRESSED, T.BLOB_COMPRESSED}
+_UTF8 = frozenset({"utf8mb4", "utf8mb3", "utf8"})
+_COMPILED_FIXED = frozenset({T.YEAR, T.BIT, T.DATE, T.NEWDATE, T.DATETIME2, T.TIMESTAMP2, T.TIME2, T.NEWDECIMAL})
+
+
+def _c_json_column(col: Column, type_name: str | None) -> tuple[int, int, int, int] | None:
+    """The compiled writer's plan of one column, as :func:`value_encoder` writes it; ``None`` for a type it does not
+    write (FLOAT, DOUBLE, ENUM, SET, JSON, spatial, UUID, VECTOR, text in charsets other than UTF-8, compressed
+    columns, the old temporal layouts: the Python writer does)."""
+    assert _speedups is not None
+    real = col.real_type_code
+    size = _INT_SIZES.get(real)
+    if size is not None:
+        flag = 2 if real == T.TINY and type_name in ("bool", "boolean") else 1 if size == 8 and col.unsigned else 0
+        return (_speedups.K_INT, size, int(bool(col.unsigned)), flag)
+    not_null = int(not col.nullable)
+    if real in _COMPILED_FIXED:
+        kind, params = fixed_kinds(_speedups)[real]
+        p1, p2 = params(col)
+        if real == T.BIT and p2 != (col.bits or 1):
+            return None  # no width logged: the Python writer takes it for BIT(1)
+        if real in (T.DATETIME2, T.TIMESTAMP2) and p1 != (col.fsp or 0):
+            return None
+        return (kind, p1, p2, not_null)
+    if real not in _STRINGS or type_name == "uuid":
+        return None
+    cs = collations.charset_name(col.charset) if col.charset is not None else None
+    lb = length_bytes(col)
+    if _binary(col, type_name):
+        pad = col.length if col.charset == collations.BINARY and real == T.STRING and col.length else 0
+        return (_speedups.K_STRING, lb, 1, pad or 0)
+    if cs is None or cs in _UTF8:  # UTF-8 text, or bytes read as UTF-8 (the Python path for what is not UTF-8)
+        return (_speedups.K_STRING, lb, 0, 0)
+    return None
+
+
+def _json_plan(info: TableInfo, kind: str, before: bytes, after: bytes) -> JsonPlan | None:
+    """The compiled twin of :meth:`DebeziumEncoder.rows` for rows events of ``info`` whose images hold the columns
+    ``before`` and ``after`` flag (``None`` where it does not write every column, or the extension is not there)."""
+    if JsonPlan is None:
+        return None
+    ddl = info.ddl.columns if info.ddl is not None else None
+    images: list[tuple[tuple[int, int, int, int], ...]] = []
+    sides: list[tuple[tuple[bytes, int], ...] | None] = [None, None]
+    spans = 0
+    order = [(0, before), (1, after)] if kind == "update" else [(1, after)] if kind == "insert" else [(0, before)]
+    for side, present in order:
+        specs: list[tuple[int, int, int, int]] = []
+        fields: list[tuple[bytes, int]] = []
+        for i, here in enumerate(present):
+            if not here:
                 continue
+            col = info.columns[i]
+            spec = _c_json_column(col, ddl[i].type_name if ddl is not None else None)
+            if spec is None:
+                return None
+            key = ("{" if not fields else ",") + _upper_escapes(_json_str(info.names[i])) + ":"
+            fields.append((key.encode("utf-8", "surrogateescape"), spans))
+            specs.append(spec)
+            spans += 1
+        images.append(tuple(specs))
+        sides[side] = tuple(fields)
+    try:
+        return JsonPlan(tuple(images), (sides[0], sides[1]))
+    except ValueError:  # a length or precision the compiled writer does not take
+        return None
+
+
+def _whole(item: RowsChange) -> list[Change]:
+    """The event's changes, the JSON columns a partial update logs as changes of their document (MySQL's
+    ``PARTIAL_JSON``: lists of ``JsonDiff``) left out of its after images."""
+    changes = item.rows()
+    if not item.event.partial:
+        return changes
+    diffs = [i for i, c in enumerate(item.table.columns) if c.real_type_code == T.JSON]
+    return [
+        (
+            before,
+            None
+            if after is None
+            else tuple(ABSENT if i in diffs and type(v) is list else v for i, v in enumerate(after)),
+        )
+        for before, after in changes
+    ]
+
+
+def _txn_id(trx: Transaction) -> str:
+    """``transaction.id``: the GTID, or ``file=F,pos=P`` (its ``BEGIN``) without one."""
+    return trx.gtid if trx.gtid is not None else f"file={trx.file},pos={trx.begin_pos}"
+
+
+def _events(trx: Transaction) -> Iterator[tuple[RowsChange, SourceInfo]]:
+    """Each rows event of ``trx`` with its ``source``."""
+    connector = trx.flavor or "mysql"
+    for item in trx.items:
+        if isinstance(item, RowsChange):
             info = item.table
-            changes = item.rows()
             ts_us = trx.commit_us if trx.commit_us is not None else item.timestamp * 1_000_000
             src = SourceInfo(
                 connector,
@@ -456,12 +626,25 @@ class DebeziumEncoder:
                 trx.thread_id,
                 item.query,
             )
-            key = (info.schema, info.name)
-            mine = per_table.get(key, 0)
-            out += self.rows(info, item.kind, changes, src, txn_id, (total, mine))
-            total += len(changes)
-            per_table[key] = mine + len(changes)
-        return out
+            yield item, src
+
+
+class _Orders:
+    """``total_order`` and ``data_collection_order`` so far in one transaction."""
+
+    __slots__ = ("per_table", "total")
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.per_table: dict[tuple[str, str], int] = {}
+
+    def before(self, src: SourceInfo) -> tuple[int, int]:
+        return self.total, self.per_table.get((src.db, src.table), 0)
+
+    def add(self, src: SourceInfo, n: int) -> None:
+        self.total += n
+        key = (src.db, src.table)
+        self.per_table[key] = self.per_table.get(key, 0) + n
 
 
 def _null(_: object) -> str:

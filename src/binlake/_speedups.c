@@ -1007,14 +1007,45 @@ typedef struct {
     Py_ssize_t start, used; /* the value's bytes in the rows, or used -1 for NULL */
 } Span;
 
+/* the row images of one layout's rows events: where each present column's value is (its span) */
+typedef struct {
+    Py_ssize_t nimages, nspans;
+    SqlImage images[2];
+    SqlColumn **span_cols; /* the column of each span */
+} RowLayout;
+
 typedef struct {
     PyObject_HEAD
-    Py_ssize_t nimages, nspans, npieces;
-    SqlImage images[2];
+    RowLayout layout;
+    Py_ssize_t npieces;
     SqlPiece *pieces;
-    SqlColumn **span_cols; /* the column of each span */
     PyObject *spec;
 } SqlPlan;
+
+/* the TIMESTAMP2 value at p (fsp fraction digits) as YYYY-MM-DD<sep>HH:MM:SS[.f] in UTC, the zero value as
+   0000-00-00 00:00:00; NULL for a fraction out of range (the Python reader's MalformedError) */
+static char *put_timestamp2(char *t, const unsigned char *p, int fsp, char sep) {
+    int fb = (fsp + 1) / 2;
+    static const long unit[4] = {1, 10000, 100, 1};
+    uint64_t secs = be(p, 4);
+    long us = (long)be(p + 4, fb) * unit[fb];
+    if (us > 999999) return NULL;
+    int y = 0, mo = 0, d = 0;
+    uint64_t sod = secs % 86400;
+    if (secs || us) civil_from_days((int64_t)(secs / 86400), &y, &mo, &d);
+    t = put_fixed(t, (uint64_t)y, 4);
+    *t++ = '-';
+    t = put_fixed(t, (uint64_t)mo, 2);
+    *t++ = '-';
+    t = put_fixed(t, (uint64_t)d, 2);
+    *t++ = sep;
+    t = put_fixed(t, sod / 3600, 2);
+    *t++ = ':';
+    t = put_fixed(t, sod / 60 % 60, 2);
+    *t++ = ':';
+    t = put_fixed(t, sod % 60, 2);
+    return put_fraction(t, us, fsp);
+}
 
 /* bytes of the value of c at p (left bytes there), or -1 when it runs past the end */
 static Py_ssize_t sql_size(const SqlColumn *c, const unsigned char *p, Py_ssize_t left) {
@@ -1100,32 +1131,12 @@ static char *sql_value(const SqlColumn *c, const unsigned char *p, Py_ssize_t us
         memcpy(tc.gdigits, c->gdigits, sizeof tc.gdigits);
         return value_text(&tc, p, used, t, &ignored);
     }
-    case K_TIMESTAMP2: { /* in UTC: the session the SQL sets up */
-        int fb = (c->p1 + 1) / 2;
-        static const long unit[4] = {1, 10000, 100, 1};
-        uint64_t secs = be(p, 4);
-        long us = (long)be(p + 4, fb) * unit[fb];
-        if (us > 999999) return NULL;
-        int y = 0, mo = 0, d = 0;
-        uint64_t sod = secs % 86400;
-        if (secs || us) civil_from_days((int64_t)(secs / 86400), &y, &mo, &d);
-        else sod = 0; /* the zero TIMESTAMP: '0000-00-00 00:00:00' */
+    case K_TIMESTAMP2: /* in UTC: the session the SQL sets up */
         *t++ = '\'';
-        t = put_fixed(t, (uint64_t)y, 4);
-        *t++ = '-';
-        t = put_fixed(t, (uint64_t)mo, 2);
-        *t++ = '-';
-        t = put_fixed(t, (uint64_t)d, 2);
-        *t++ = ' ';
-        t = put_fixed(t, sod / 3600, 2);
-        *t++ = ':';
-        t = put_fixed(t, sod / 60 % 60, 2);
-        *t++ = ':';
-        t = put_fixed(t, sod % 60, 2);
-        t = put_fraction(t, us, c->p1);
+        t = put_timestamp2(t, p, c->p1, ' ');
+        if (t == NULL) return NULL;
         *t++ = '\'';
         return t;
-    }
     default: return NULL;
     }
 }
@@ -1166,13 +1177,108 @@ static int sql_string(Out *o, const SqlColumn *c, const unsigned char *p, Py_ssi
     return 0;
 }
 
+static void layout_free(RowLayout *l) {
+    PyMem_Free(l->images[0].cols);
+    PyMem_Free(l->images[1].cols);
+    PyMem_Free(l->span_cols);
+}
+
+/* the layout of `images` (one or two tuples of column specs, each read by parse): 0, or -1 with an exception set
+   (layout_free frees what it allocated) */
+static int layout_parse(RowLayout *l, PyObject *images, int (*parse)(SqlColumn *, PyObject *)) {
+    Py_ssize_t nimages = PyTuple_GET_SIZE(images);
+    if (nimages != 1 && nimages != 2) {
+        PyErr_SetString(PyExc_ValueError, "one image (insert, delete) or two (update)");
+        return -1;
+    }
+    l->nimages = nimages;
+    for (Py_ssize_t i = 0; i < nimages; i++) {
+        PyObject *cols = PyTuple_GET_ITEM(images, i);
+        if (!PyTuple_Check(cols)) {
+            PyErr_SetString(PyExc_TypeError, "an image is a tuple of columns");
+            return -1;
+        }
+        SqlImage *im = &l->images[i];
+        im->ncols = PyTuple_GET_SIZE(cols);
+        im->nbytes = (im->ncols + 7) / 8;
+        im->first = l->nspans;
+        l->nspans += im->ncols;
+        im->cols = PyMem_Calloc(im->ncols ? im->ncols : 1, sizeof(SqlColumn));
+        if (im->cols == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (Py_ssize_t k = 0; k < im->ncols; k++)
+            if (parse(&im->cols[k], PyTuple_GET_ITEM(cols, k)) < 0) return -1;
+    }
+    l->span_cols = PyMem_Calloc(l->nspans ? l->nspans : 1, sizeof(SqlColumn *));
+    if (l->span_cols == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < nimages; i++)
+        for (Py_ssize_t k = 0; k < l->images[i].ncols; k++)
+            l->span_cols[l->images[i].first + k] = &l->images[i].cols[k];
+    return 0;
+}
+
+/* the spans of the images of the row change at *pos (len bytes in buf), *pos moved past them: 0, or -1 where they
+   do not read (the caller falls back to the Python path) */
+static int layout_spans(const RowLayout *l, const unsigned char *buf, Py_ssize_t len, Py_ssize_t *pos, Span *spans) {
+    Py_ssize_t at = *pos;
+    for (Py_ssize_t i = 0; i < l->nimages; i++) {
+        const SqlImage *im = &l->images[i];
+        if (im->ncols == 0 || im->nbytes > len - at) return -1;
+        const unsigned char *nulls = buf + at;
+        at += im->nbytes;
+        for (Py_ssize_t k = 0; k < im->ncols; k++) {
+            Span *sp = &spans[im->first + k];
+            if (nulls[k >> 3] & (1 << (k & 7))) {
+                sp->used = -1;
+                continue;
+            }
+            Py_ssize_t n = sql_size(&im->cols[k], buf + at, len - at);
+            if (n < 0) return -1;
+            sp->start = at;
+            sp->used = n;
+            at += n;
+        }
+    }
+    *pos = at;
+    return 0;
+}
+
+/* SqlPlan.text's and JsonPlan.text's result, freeing o and spans: (bytes, row changes) when done, else None (the
+   Python path writes the event), or NULL with the MemoryError that stopped it */
+static PyObject *plan_result(Out *o, Span *spans, Py_ssize_t count, int done) {
+    PyMem_Free(spans);
+    PyObject *text = done ? PyBytes_FromStringAndSize(o->p, o->n) : NULL;
+    PyMem_Free(o->p);
+    if (done) return text == NULL ? NULL : Py_BuildValue("(Nn)", text, count);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
 static void SqlPlan_dealloc(SqlPlan *self) {
-    PyMem_Free(self->images[0].cols);
-    PyMem_Free(self->images[1].cols);
+    layout_free(&self->layout);
     PyMem_Free(self->pieces);
-    PyMem_Free(self->span_cols);
     Py_XDECREF(self->spec);
     Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* are the kind and parameters of c ones the plans read (DECIMAL: its digit groups laid out in c)? */
+static int plan_column_ok(SqlColumn *c) {
+    switch (c->kind) {
+    case K_INT: return c->p1 == 1 || c->p1 == 2 || c->p1 == 3 || c->p1 == 4 || c->p1 == 8;
+    case K_FLOAT: case K_DOUBLE: case K_YEAR: case K_DATE: return 1;
+    case K_BIT: return c->p1 >= 0 && c->p1 <= 8 && c->p2 >= 8 * c->p1 - 7 && c->p2 <= 8 * c->p1;
+    case K_DATETIME2: case K_TIMESTAMP2: case K_TIME2: return c->p1 >= 0 && c->p1 <= 6;
+    case K_STRING: return c->p1 >= 1 && c->p1 <= 4 && c->p3 >= 0;
+    case K_DECIMAL:
+        return c->p1 >= 1 && c->p2 >= 0 && c->p2 <= c->p1 &&
+               decimal_layout(c->p1 - c->p2, c->p2, c->gbytes, c->gdigits, &c->ngroups, &c->size) == 0;
+    default: return 0;
+    }
 }
 
 static int parse_sql_column(SqlColumn *c, PyObject *item) {
@@ -1180,20 +1286,7 @@ static int parse_sql_column(SqlColumn *c, PyObject *item) {
     if (!PyArg_ParseTuple(item, "iiiiS", &c->kind, &c->p1, &c->p2, &c->p3, &prefix)) return -1;
     c->prefix = PyBytes_AS_STRING(prefix);
     c->prefix_len = PyBytes_GET_SIZE(prefix);
-    int ok;
-    switch (c->kind) {
-    case K_INT: ok = c->p1 == 1 || c->p1 == 2 || c->p1 == 3 || c->p1 == 4 || c->p1 == 8; break;
-    case K_FLOAT: case K_DOUBLE: case K_YEAR: case K_DATE: ok = 1; break;
-    case K_BIT: ok = c->p1 >= 0 && c->p1 <= 8 && c->p2 >= 8 * c->p1 - 7 && c->p2 <= 8 * c->p1; break;
-    case K_DATETIME2: case K_TIMESTAMP2: case K_TIME2: ok = c->p1 >= 0 && c->p1 <= 6; break;
-    case K_STRING: ok = c->p1 >= 1 && c->p1 <= 4 && c->p3 >= 0; break;
-    case K_DECIMAL:
-        ok = c->p1 >= 1 && c->p2 >= 0 && c->p2 <= c->p1 &&
-             decimal_layout(c->p1 - c->p2, c->p2, c->gbytes, c->gdigits, &c->ngroups, &c->size) == 0;
-        break;
-    default: ok = 0;
-    }
-    if (!ok) {
+    if (!plan_column_ok(c)) {
         PyErr_SetString(PyExc_ValueError, "a column the SQL plan does not write");
         return -1;
     }
@@ -1205,53 +1298,24 @@ static PyObject *SqlPlan_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     static char *kwlist[] = {"images", "pieces", NULL};
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!", kwlist, &PyTuple_Type, &images, &PyTuple_Type, &pieces))
         return NULL;
-    Py_ssize_t nimages = PyTuple_GET_SIZE(images);
-    if (nimages != 1 && nimages != 2) {
-        PyErr_SetString(PyExc_ValueError, "one image (insert, delete) or two (update)");
-        return NULL;
-    }
     SqlPlan *self = (SqlPlan *)type->tp_alloc(type, 0);
     if (self == NULL) return NULL;
     self->spec = PyTuple_Pack(2, images, pieces);
-    if (self->spec == NULL) goto error;
-    self->nimages = nimages;
-    for (Py_ssize_t i = 0; i < nimages; i++) {
-        PyObject *cols = PyTuple_GET_ITEM(images, i);
-        if (!PyTuple_Check(cols)) {
-            PyErr_SetString(PyExc_TypeError, "an image is a tuple of columns");
-            goto error;
-        }
-        SqlImage *im = &self->images[i];
-        im->ncols = PyTuple_GET_SIZE(cols);
-        im->nbytes = (im->ncols + 7) / 8;
-        im->first = self->nspans;
-        self->nspans += im->ncols;
-        im->cols = PyMem_Calloc(im->ncols ? im->ncols : 1, sizeof(SqlColumn));
-        if (im->cols == NULL) {
-            PyErr_NoMemory();
-            goto error;
-        }
-        for (Py_ssize_t k = 0; k < im->ncols; k++)
-            if (parse_sql_column(&im->cols[k], PyTuple_GET_ITEM(cols, k)) < 0) goto error;
-    }
-    self->span_cols = PyMem_Calloc(self->nspans ? self->nspans : 1, sizeof(SqlColumn *));
+    if (self->spec == NULL || layout_parse(&self->layout, images, parse_sql_column) < 0) goto error;
     self->npieces = PyTuple_GET_SIZE(pieces);
     self->pieces = PyMem_Calloc(self->npieces ? self->npieces : 1, sizeof(SqlPiece));
-    if (self->span_cols == NULL || self->pieces == NULL) {
+    if (self->pieces == NULL) {
         PyErr_NoMemory();
         goto error;
     }
-    for (Py_ssize_t i = 0; i < nimages; i++)
-        for (Py_ssize_t k = 0; k < self->images[i].ncols; k++)
-            self->span_cols[self->images[i].first + k] = &self->images[i].cols[k];
     for (Py_ssize_t k = 0; k < self->npieces; k++) {
         PyObject *item = PyTuple_GET_ITEM(pieces, k);
         SqlPiece *pc = &self->pieces[k];
         if (PyBytes_Check(item)) {
             pc->text = PyBytes_AS_STRING(item);
             pc->len = PyBytes_GET_SIZE(item);
-        } else if (!PyArg_ParseTuple(item, "ni", &pc->span, &pc->mode) || pc->span < 0 || pc->span >= self->nspans ||
-                   pc->mode < 0 || pc->mode > 1) {
+        } else if (!PyArg_ParseTuple(item, "ni", &pc->span, &pc->mode) || pc->span < 0 ||
+                   pc->span >= self->layout.nspans || pc->mode < 0 || pc->mode > 1) {
             if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a piece is bytes or (span, mode)");
             goto error;
         }
@@ -1271,28 +1335,11 @@ static PyObject *SqlPlan_text(SqlPlan *self, PyObject *args) {
     const unsigned char *buf = (const unsigned char *)PyBytes_AS_STRING(bufobj);
     Py_ssize_t len = PyBytes_GET_SIZE(bufobj), pos = 0, count = 0;
     Out o = {NULL, 0, 0};
-    Span *spans = PyMem_Calloc(self->nspans ? self->nspans : 1, sizeof(Span));
+    Span *spans = PyMem_Calloc(self->layout.nspans ? self->layout.nspans : 1, sizeof(Span));
     if (spans == NULL) return PyErr_NoMemory();
     if (len == 0) goto fallback;
     while (pos < len) {
-        for (Py_ssize_t i = 0; i < self->nimages; i++) { /* where each value is */
-            SqlImage *im = &self->images[i];
-            if (im->ncols == 0 || im->nbytes > len - pos) goto fallback;
-            const unsigned char *nulls = buf + pos;
-            pos += im->nbytes;
-            for (Py_ssize_t k = 0; k < im->ncols; k++) {
-                Span *sp = &spans[im->first + k];
-                if (nulls[k >> 3] & (1 << (k & 7))) {
-                    sp->used = -1;
-                    continue;
-                }
-                Py_ssize_t n = sql_size(&im->cols[k], buf + pos, len - pos);
-                if (n < 0) goto fallback;
-                sp->start = pos;
-                sp->used = n;
-                pos += n;
-            }
-        }
+        if (layout_spans(&self->layout, buf, len, &pos, spans) < 0) goto fallback; /* where each value is */
         for (Py_ssize_t k = 0; k < self->npieces; k++) { /* the statement */
             SqlPiece *pc = &self->pieces[k];
             if (pc->text != NULL) {
@@ -1301,7 +1348,7 @@ static PyObject *SqlPlan_text(SqlPlan *self, PyObject *args) {
                 continue;
             }
             Span *sp = &spans[pc->span];
-            const SqlColumn *c = self->span_cols[pc->span];
+            const SqlColumn *c = self->layout.span_cols[pc->span];
             if (sp->used < 0) {
                 const char *null = pc->mode ? " IS NULL" : "NULL";
                 Py_ssize_t n = (Py_ssize_t)strlen(null);
@@ -1327,16 +1374,9 @@ static PyObject *SqlPlan_text(SqlPlan *self, PyObject *args) {
         o.n = put(o.p + o.n, comment, comment_len) - o.p;
         count++;
     }
-    PyMem_Free(spans);
-    PyObject *text = PyBytes_FromStringAndSize(o.p, o.n);
-    PyMem_Free(o.p);
-    if (text == NULL) return NULL;
-    return Py_BuildValue("(Nn)", text, count);
+    return plan_result(&o, spans, count, 1);
 fallback:
-    PyMem_Free(spans);
-    PyMem_Free(o.p);
-    if (PyErr_Occurred()) return NULL; /* MemoryError */
-    Py_RETURN_NONE;
+    return plan_result(&o, spans, count, 0);
 }
 
 static PyMethodDef SqlPlan_methods[] = {
@@ -1385,9 +1425,7 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD
-    Py_ssize_t nimages, nspans;
-    SqlImage images[2];
-    SqlColumn **span_cols;
+    RowLayout layout;
     JsonObject sides[2]; /* before, after */
     PyObject *spec;
 } JsonPlan;
@@ -1485,31 +1523,13 @@ static char *json_value(const SqlColumn *c, const unsigned char *p, Py_ssize_t u
         return put_i64(t, c->p1 <= 3 ? floor_div(total, 1000) : total);
     }
     case K_TIMESTAMP2: {
-        int fb = (c->p1 + 1) / 2;
-        static const long unit[4] = {1, 10000, 100, 1};
-        uint64_t secs = be(p, 4);
-        long us = (long)be(p + 4, fb) * unit[fb];
-        if (us > 999999) return NULL;
-        if (!secs && !us) {
+        if (!be(p, 4 + (c->p1 + 1) / 2)) { /* the zero TIMESTAMP */
             const char *zero = c->p3 ? "\"1970-01-01T00:00:00Z\"" : "null";
             return put(t, zero, (Py_ssize_t)strlen(zero));
         }
-        int y, mo, d;
-        civil_from_days((int64_t)(secs / 86400), &y, &mo, &d);
-        uint64_t sod = secs % 86400;
         *t++ = '"';
-        t = put_fixed(t, (uint64_t)y, 4);
-        *t++ = '-';
-        t = put_fixed(t, (uint64_t)mo, 2);
-        *t++ = '-';
-        t = put_fixed(t, (uint64_t)d, 2);
-        *t++ = 'T';
-        t = put_fixed(t, sod / 3600, 2);
-        *t++ = ':';
-        t = put_fixed(t, sod / 60 % 60, 2);
-        *t++ = ':';
-        t = put_fixed(t, sod % 60, 2);
-        t = put_fraction(t, us, c->p1);
+        t = put_timestamp2(t, p, c->p1, 'T');
+        if (t == NULL) return NULL;
         *t++ = 'Z';
         *t++ = '"';
         return t;
@@ -1615,9 +1635,7 @@ static int json_string(Out *o, const SqlColumn *c, const unsigned char *p, Py_ss
 }
 
 static void JsonPlan_dealloc(JsonPlan *self) {
-    PyMem_Free(self->images[0].cols);
-    PyMem_Free(self->images[1].cols);
-    PyMem_Free(self->span_cols);
+    layout_free(&self->layout);
     PyMem_Free(self->sides[0].fields);
     PyMem_Free(self->sides[1].fields);
     Py_XDECREF(self->spec);
@@ -1627,20 +1645,7 @@ static void JsonPlan_dealloc(JsonPlan *self) {
 static int parse_json_column(SqlColumn *c, PyObject *item) {
     if (!PyArg_ParseTuple(item, "iiii", &c->kind, &c->p1, &c->p2, &c->p3)) return -1;
     c->prefix = "";
-    int ok;
-    switch (c->kind) {
-    case K_INT: ok = c->p1 == 1 || c->p1 == 2 || c->p1 == 3 || c->p1 == 4 || c->p1 == 8; break;
-    case K_YEAR: case K_DATE: ok = 1; break;
-    case K_BIT: ok = c->p1 >= 1 && c->p1 <= 8 && c->p2 >= 8 * c->p1 - 7 && c->p2 <= 8 * c->p1; break;
-    case K_DATETIME2: case K_TIMESTAMP2: case K_TIME2: ok = c->p1 >= 0 && c->p1 <= 6; break;
-    case K_STRING: ok = c->p1 >= 1 && c->p1 <= 4 && c->p3 >= 0; break;
-    case K_DECIMAL:
-        ok = c->p1 >= 1 && c->p2 >= 0 && c->p2 <= c->p1 &&
-             decimal_layout(c->p1 - c->p2, c->p2, c->gbytes, c->gdigits, &c->ngroups, &c->size) == 0;
-        break;
-    default: ok = 0;
-    }
-    if (!ok) {
+    if (c->kind == K_FLOAT || c->kind == K_DOUBLE || (c->kind == K_BIT && c->p1 < 1) || !plan_column_ok(c)) {
         PyErr_SetString(PyExc_ValueError, "a column the JSON plan does not write");
         return -1;
     }
@@ -1652,43 +1657,14 @@ static PyObject *JsonPlan_new(PyTypeObject *type, PyObject *args, PyObject *kwds
     static char *kwlist[] = {"images", "objects", NULL};
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!", kwlist, &PyTuple_Type, &images, &PyTuple_Type, &objects))
         return NULL;
-    Py_ssize_t nimages = PyTuple_GET_SIZE(images);
-    if ((nimages != 1 && nimages != 2) || PyTuple_GET_SIZE(objects) != 2) {
-        PyErr_SetString(PyExc_ValueError, "one image or two, and two sides");
+    if (PyTuple_GET_SIZE(objects) != 2) {
+        PyErr_SetString(PyExc_ValueError, "two sides: before and after");
         return NULL;
     }
     JsonPlan *self = (JsonPlan *)type->tp_alloc(type, 0);
     if (self == NULL) return NULL;
     self->spec = PyTuple_Pack(2, images, objects);
-    if (self->spec == NULL) goto error;
-    self->nimages = nimages;
-    for (Py_ssize_t i = 0; i < nimages; i++) {
-        PyObject *cols = PyTuple_GET_ITEM(images, i);
-        if (!PyTuple_Check(cols)) {
-            PyErr_SetString(PyExc_TypeError, "an image is a tuple of columns");
-            goto error;
-        }
-        SqlImage *im = &self->images[i];
-        im->ncols = PyTuple_GET_SIZE(cols);
-        im->nbytes = (im->ncols + 7) / 8;
-        im->first = self->nspans;
-        self->nspans += im->ncols;
-        im->cols = PyMem_Calloc(im->ncols ? im->ncols : 1, sizeof(SqlColumn));
-        if (im->cols == NULL) {
-            PyErr_NoMemory();
-            goto error;
-        }
-        for (Py_ssize_t k = 0; k < im->ncols; k++)
-            if (parse_json_column(&im->cols[k], PyTuple_GET_ITEM(cols, k)) < 0) goto error;
-    }
-    self->span_cols = PyMem_Calloc(self->nspans ? self->nspans : 1, sizeof(SqlColumn *));
-    if (self->span_cols == NULL) {
-        PyErr_NoMemory();
-        goto error;
-    }
-    for (Py_ssize_t i = 0; i < nimages; i++)
-        for (Py_ssize_t k = 0; k < self->images[i].ncols; k++)
-            self->span_cols[self->images[i].first + k] = &self->images[i].cols[k];
+    if (self->spec == NULL || layout_parse(&self->layout, images, parse_json_column) < 0) goto error;
     for (int side = 0; side < 2; side++) {
         PyObject *obj = PyTuple_GET_ITEM(objects, side);
         JsonObject *jo = &self->sides[side];
@@ -1710,7 +1686,7 @@ static PyObject *JsonPlan_new(PyTypeObject *type, PyObject *args, PyObject *kwds
             PyObject *key;
             JsonField *f = &jo->fields[k];
             if (!PyArg_ParseTuple(PyTuple_GET_ITEM(obj, k), "Sn", &key, &f->span)) goto error;
-            if (f->span < 0 || f->span >= self->nspans) {
+            if (f->span < 0 || f->span >= self->layout.nspans) {
                 PyErr_SetString(PyExc_ValueError, "a span past the columns");
                 goto error;
             }
@@ -1741,7 +1717,7 @@ static int json_object(JsonPlan *self, JsonObject *jo, Span *spans, const unsign
         if (out_room(o, f->key_len + VALUE_TEXT_MAX) < 0) return -1;
         o->n = put(o->p + o->n, f->key, f->key_len) - o->p;
         Span *sp = &spans[f->span];
-        const SqlColumn *c = self->span_cols[f->span];
+        const SqlColumn *c = self->layout.span_cols[f->span];
         if (sp->used < 0) {
             o->n = put(o->p + o->n, "null", 4) - o->p;
             continue;
@@ -1781,28 +1757,11 @@ static PyObject *JsonPlan_text(JsonPlan *self, PyObject *args) {
     const unsigned char *buf = (const unsigned char *)PyBytes_AS_STRING(bufobj);
     Py_ssize_t len = PyBytes_GET_SIZE(bufobj), pos = 0, count = 0;
     Out o = {NULL, 0, 0};
-    Span *spans = PyMem_Calloc(self->nspans ? self->nspans : 1, sizeof(Span));
+    Span *spans = PyMem_Calloc(self->layout.nspans ? self->layout.nspans : 1, sizeof(Span));
     if (spans == NULL) return PyErr_NoMemory();
     if (len == 0) goto fallback;
     while (pos < len) {
-        for (Py_ssize_t i = 0; i < self->nimages; i++) {
-            SqlImage *im = &self->images[i];
-            if (im->ncols == 0 || im->nbytes > len - pos) goto fallback;
-            const unsigned char *nulls = buf + pos;
-            pos += im->nbytes;
-            for (Py_ssize_t k = 0; k < im->ncols; k++) {
-                Span *sp = &spans[im->first + k];
-                if (nulls[k >> 3] & (1 << (k & 7))) {
-                    sp->used = -1;
-                    continue;
-                }
-                Py_ssize_t n = sql_size(&im->cols[k], buf + pos, len - pos);
-                if (n < 0) goto fallback;
-                sp->start = pos;
-                sp->used = n;
-                pos += n;
-            }
-        }
+        if (layout_spans(&self->layout, buf, len, &pos, spans) < 0) goto fallback;
         if (out_room(&o, 12) < 0) goto fallback;
         o.n = put(o.p + o.n, "{\"before\":", 10) - o.p;
         if (json_object(self, &self->sides[0], spans, buf, &o) != 0) goto fallback;
@@ -1831,16 +1790,9 @@ static PyObject *JsonPlan_text(JsonPlan *self, PyObject *args) {
         o.n = t - o.p;
         count++;
     }
-    PyMem_Free(spans);
-    PyObject *text = PyBytes_FromStringAndSize(o.p, o.n);
-    PyMem_Free(o.p);
-    if (text == NULL) return NULL;
-    return Py_BuildValue("(Nn)", text, count);
+    return plan_result(&o, spans, count, 1);
 fallback:
-    PyMem_Free(spans);
-    PyMem_Free(o.p);
-    if (PyErr_Occurred()) return NULL;
-    Py_RETURN_NONE;
+    return plan_result(&o, spans, count, 0);
 }
 
 static PyMethodDef JsonPlan_methods[] = {

@@ -119,7 +119,7 @@ def _state(files: list[Path], db: str) -> dict[str, tuple[TableInfo, list[dict[s
                 elif after is not None:
                     rows.append(after)
     if debezium.JsonPlan is not None:  # the compiled writer wrote some (and wrote them as the Python writer)
-        assert any(plan is not None for _, plan in encoder._plans.values())
+        assert encoder.plans.compiled() > 0
     return tables
 
 

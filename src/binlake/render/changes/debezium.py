@@ -73,15 +73,15 @@ from decimal import Decimal
 from json.encoder import encode_basestring  # the C escaper of json.dumps(ensure_ascii=False)
 from typing import TYPE_CHECKING
 
-from binlake._compiled import compiled
 from binlake.changes.records import Change, RowsChange, TableInfo, Transaction
 from binlake.coltypes import Column, ColumnType
+from binlake.render.changes.plans import INT_SIZES, STRINGS, UTF8, PlanCache
+from binlake.render.changes.plans import speedups as _speedups
 from binlake.rowdecoder import fixed_kinds
 from binlake.values import collations
 from binlake.values.row import ABSENT
 from binlake.values.spatial import Geometry
-from binlake.values.strings import BLOB_TYPES, VARLEN_TYPES, length_bytes
-from binlake.wire import bits_lsb_first
+from binlake.values.strings import length_bytes
 
 __all__ = [
     "DebeziumEncoder",
@@ -383,7 +383,7 @@ class DebeziumEncoder:
         self._head = f'"source":{{"version":{_json_str(__version__)},"connector":'
         self._name = _json_str(self.options.name)
         self._rows: dict[tuple[int, bytes], tuple[TableInfo, RowFn]] = {}
-        self._plans: dict[tuple[int, str, bytes, bytes | None], tuple[TableInfo, JsonPlan | None]] = {}
+        self.plans: PlanCache[JsonPlan] = PlanCache(lambda item, before, after: _json_plan(item, before, after))
         self.written = 0
         """Row changes :meth:`encode` has written."""
 
@@ -472,7 +472,7 @@ class DebeziumEncoder:
         txn = _upper_escapes(_json_str(txn_id)).encode("utf-8", "surrogateescape")
         for item, src in _events(trx):
             total, mine = orders.before(src)
-            plan = None if item.event.partial else self._plan_of(item)
+            plan = None if item.event.partial else self.plans.get(item)
             if plan is not None:
                 source, after_row, tail = (
                     _upper_escapes(s).encode("utf-8", "surrogateescape") for s in self._frame(item.kind, src)
@@ -489,35 +489,14 @@ class DebeziumEncoder:
         self.written += orders.total
         return b"".join(out)
 
-    def _plan_of(self, item: RowsChange) -> JsonPlan | None:
-        """The compiled writer of the event's layout (cached), ``None`` where the Python writer writes it."""
-        if JsonPlan is None:
-            return None
-        ev = item.event
-        key = (id(item.table), item.kind, ev.columns_before, ev.columns_after)
-        hit = self._plans.get(key)
-        if hit is None or hit[0] is not item.table:
-            if len(self._plans) >= 4096:
-                self._plans.clear()
-            n = ev.column_count
-            first = bytes(bits_lsb_first(ev.columns_before, n))
-            second = bytes(bits_lsb_first(ev.columns_after, n)) if ev.columns_after is not None else first
-            hit = self._plans[key] = (item.table, _json_plan(item.table, item.kind, first, second))
-        return hit[1]
-
 
 # -- the compiled writer (binlake._speedups.JsonPlan) -----------------------------------------------------------------
 
 if TYPE_CHECKING:
-    from binlake import _speedups
     from binlake._speedups import JsonPlan
-else:  # the compiled JSON writer (src/binlake/_speedups.c), when it was built and is not turned off
-    _speedups = compiled("_speedups")
+else:
     JsonPlan = getattr(_speedups, "JsonPlan", None)
 
-_INT_SIZES: dict[int, int] = {T.TINY: 1, T.SHORT: 2, T.INT24: 3, T.LONG: 4, T.LONGLONG: 8}
-_STRINGS = (VARLEN_TYPES | BLOB_TYPES) - {T.VARCHAR_COMPRESSED, T.BLOB_COMPRESSED}
-_UTF8 = frozenset({"utf8mb4", "utf8mb3", "utf8"})
 _COMPILED_FIXED = frozenset({T.YEAR, T.BIT, T.DATE, T.NEWDATE, T.DATETIME2, T.TIMESTAMP2, T.TIME2, T.NEWDECIMAL})
 
 
@@ -527,7 +506,7 @@ def _c_json_column(col: Column, type_name: str | None) -> tuple[int, int, int, i
     columns, the old temporal layouts: the Python writer does)."""
     assert _speedups is not None
     real = col.real_type_code
-    size = _INT_SIZES.get(real)
+    size = INT_SIZES.get(real)
     if size is not None:
         flag = 2 if real == T.TINY and type_name in ("bool", "boolean") else 1 if size == 8 and col.unsigned else 0
         return (_speedups.K_INT, size, int(bool(col.unsigned)), flag)
@@ -540,23 +519,25 @@ def _c_json_column(col: Column, type_name: str | None) -> tuple[int, int, int, i
         if real in (T.DATETIME2, T.TIMESTAMP2) and p1 != (col.fsp or 0):
             return None
         return (kind, p1, p2, not_null)
-    if real not in _STRINGS or type_name == "uuid":
+    if real not in STRINGS or type_name == "uuid":
         return None
     cs = collations.charset_name(col.charset) if col.charset is not None else None
     lb = length_bytes(col)
     if _binary(col, type_name):
         pad = col.length if col.charset == collations.BINARY and real == T.STRING and col.length else 0
         return (_speedups.K_STRING, lb, 1, pad or 0)
-    if cs is None or cs in _UTF8:  # UTF-8 text, or bytes read as UTF-8 (the Python path for what is not UTF-8)
+    if cs is None or cs in UTF8:  # UTF-8 text, or bytes read as UTF-8 (the Python path for what is not UTF-8)
         return (_speedups.K_STRING, lb, 0, 0)
     return None
 
 
-def _json_plan(info: TableInfo, kind: str, before: bytes, after: bytes) -> JsonPlan | None:
-    """The compiled twin of :meth:`DebeziumEncoder.rows` for rows events of ``info`` whose images hold the columns
-    ``before`` and ``after`` flag (``None`` where it does not write every column, or the extension is not there)."""
+def _json_plan(item: RowsChange, before: bytes, after: bytes) -> JsonPlan | None:
+    """The compiled twin of :meth:`DebeziumEncoder.rows` for rows events of ``item``'s layout whose images hold the
+    columns ``before`` and ``after`` flag (``None`` where it does not write every column, or the extension is not
+    there)."""
     if JsonPlan is None:
         return None
+    info, kind = item.table, item.kind
     ddl = info.ddl.columns if info.ddl is not None else None
     images: list[tuple[tuple[int, int, int, int], ...]] = []
     sides: list[tuple[tuple[bytes, int], ...] | None] = [None, None]

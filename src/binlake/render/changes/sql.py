@@ -61,10 +61,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from binlake._compiled import compiled
 from binlake.changes.records import RowsChange, Statement, TableInfo, Transaction
 from binlake.coltypes import Column, ColumnType
 from binlake.events.load import ExecuteLoadQueryEvent, FileBlockEvent
+from binlake.render.changes.plans import INT_SIZES, STRINGS, UTF8, PlanCache
+from binlake.render.changes.plans import speedups as _speedups
 from binlake.render.dump.printer import Session
 from binlake.render.dump.query import (
     MARIADB_OPTIONS,
@@ -78,9 +79,8 @@ from binlake.values import collations, typed
 from binlake.values.json_binary import JsonDiff, JsonDiffOperation, to_text
 from binlake.values.numeric import bit_width
 from binlake.values.row import ABSENT
-from binlake.values.strings import BLOB_TYPES, VARLEN_TYPES, length_bytes
+from binlake.values.strings import length_bytes
 from binlake.values.temporal import render_datetime, render_time
-from binlake.wire import bits_lsb_first
 
 __all__ = ["ROW_SESSION", "SqlOptions", "SqlWriter", "sql_literal"]
 
@@ -94,7 +94,6 @@ ROW_SESSION = (
 _ROW_SQL_MODE = 0x40000000 | 0x8000000  # MODE_NO_AUTO_VALUE_ON_ZERO | MODE_ALLOW_INVALID_DATES (sql_class.h)
 _NEEDS_ESCAPE = re.compile(rb"[\x00\n\r\x1a'\\]")
 _ESCAPES = {0: b"\\0", 10: b"\\n", 13: b"\\r", 26: b"\\Z", 39: b"\\'", 92: b"\\\\"}
-_UTF8 = frozenset({"utf8mb4", "utf8mb3", "utf8"})
 _SINGLE_BYTE_ASCII = frozenset({"latin1", "ascii"})
 _NO_FOREIGN_KEY_CHECKS_F, _RELAXED_UNIQUE_CHECKS_F = 0x2, 0x4
 _INTEGERS = frozenset({T.TINY, T.SHORT, T.INT24, T.LONG, T.LONGLONG, T.YEAR})
@@ -177,7 +176,7 @@ def _string(col: Column, type_name: str | None) -> Callable[[object], str]:
     """A string column's stored bytes as a literal in its charset (module docstring)."""
     cs = collations.charset_name(col.charset) if col.charset is not None else None
     pad = col.length if cs == "binary" and col.real_type_code == T.STRING and col.length else 0
-    if cs in _UTF8:
+    if cs in UTF8:
         return _quote  # type: ignore[return-value]
     if cs in _SINGLE_BYTE_ASCII:
         prefix = f"_{cs}"
@@ -357,14 +356,9 @@ def _statement_function(cols: _Columns, kind: str, before: bytes, after: bytes) 
 # -- the compiled writer (binlake._speedups.SqlPlan) ------------------------------------------------------------------
 
 if TYPE_CHECKING:
-    from binlake import _speedups
     from binlake._speedups import SqlPlan
-else:  # the compiled SQL writer (src/binlake/_speedups.c), when it was built and is not turned off
-    _speedups = compiled("_speedups")
+else:
     SqlPlan = getattr(_speedups, "SqlPlan", None)
-
-_INT_SIZES: dict[int, int] = {T.TINY: 1, T.SHORT: 2, T.INT24: 3, T.LONG: 4, T.LONGLONG: 8}
-_STRINGS = (VARLEN_TYPES | BLOB_TYPES) - {T.VARCHAR_COMPRESSED, T.BLOB_COMPRESSED}
 
 
 def _c_column(col: Column) -> tuple[int, int, int, int, bytes] | None:
@@ -372,18 +366,18 @@ def _c_column(col: Column) -> tuple[int, int, int, int, bytes] | None:
     write (ENUM, SET, JSON, GEOMETRY, compressed columns, the old temporal layouts: the Python writer does)."""
     assert _speedups is not None
     real = col.real_type_code
-    size = _INT_SIZES.get(real)
+    size = INT_SIZES.get(real)
     if size is not None:
         return (_speedups.K_INT, size, int(bool(col.unsigned)), 0, b"")
     fixed = fixed_kinds(_speedups).get(real)
     if fixed is not None:
         p1, p2 = fixed[1](col)
         return (fixed[0], p1, p2, 0, b"")
-    if real not in _STRINGS:
+    if real not in STRINGS:
         return None
     cs = collations.charset_name(col.charset) if col.charset is not None else None
     lb = length_bytes(col)
-    if cs in _UTF8:
+    if cs in UTF8:
         return (_speedups.K_STRING, lb, 0, 0, b"")
     if cs in _SINGLE_BYTE_ASCII:
         return (_speedups.K_STRING, lb, 0, 0, f"_{cs}".encode())
@@ -477,7 +471,9 @@ class SqlWriter:
         self._statements: dict[tuple[int, str, bytes, bytes], tuple[TableInfo, _Statement]] = {}
         self._held: list[Transaction] = []  # flashback: every transaction, undone at the end
         self._out: list[bytes] = []
-        self._plans: dict[tuple[int, str, bytes, bytes | None], tuple[TableInfo, SqlPlan | None]] = {}
+        self.plans: PlanCache[SqlPlan] = PlanCache(
+            lambda item, before, after: _sql_plan(self._columns_of(item.table), item.kind, before, after)
+        )
         self._size = 0
 
     # -- output
@@ -534,7 +530,7 @@ class SqlWriter:
         self._rows_session(item.flags)
         versioned = _versioning(item.table)
         if versioned is None and not item.event.partial:
-            plan = self._plan_of(item)
+            plan = self.plans.get(item)
             done = plan.text(item.event.rows_data, comment.encode("utf-8", "surrogateescape")) if plan else None
             if done is not None:
                 self._emit_bytes(done[0])
@@ -554,21 +550,6 @@ class SqlWriter:
             self._emit(f"SET TIMESTAMP={when};\n")  # the source's row_start/row_end: the target's too
             self._state.timestamp = None
             self._emit(self._statement_of(item.table, kind, before, after)(before, after, comment))
-
-    def _plan_of(self, item: RowsChange) -> SqlPlan | None:
-        """The compiled writer of the event's layout (cached), ``None`` where the Python writer writes it."""
-        ev = item.event
-        key = (id(item.table), item.kind, ev.columns_before, ev.columns_after)
-        hit = self._plans.get(key)
-        if hit is None or hit[0] is not item.table:
-            if len(self._plans) >= 4096:
-                self._plans.clear()
-            n = ev.column_count
-            first = bytes(bits_lsb_first(ev.columns_before, n))
-            second = bytes(bits_lsb_first(ev.columns_after, n)) if ev.columns_after is not None else first
-            before, after = (first, second) if item.kind == "update" else (first, first)
-            hit = self._plans[key] = (item.table, _sql_plan(self._columns_of(item.table), item.kind, before, after))
-        return hit[1]
 
     def _columns_of(self, info: TableInfo) -> _Columns:
         cols = self._columns.get(id(info))

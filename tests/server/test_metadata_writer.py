@@ -19,27 +19,10 @@ from binlake.render.dump import DumpOptions, dump
 from binlake.testing.mariadb import INSTALL_HINT, MariaDBServer, missing_tools
 from binlake.values.spatial import Geometry
 
+from ._oracle import FORWARD, SETUP, YR_VALUES
+
 pytestmark = pytest.mark.server
 
-GEO = (
-    "CREATE TABLE geo (id INT PRIMARY KEY, a VARCHAR(10) CHARACTER SET latin1, g GEOMETRY, "
-    "b VARCHAR(10) CHARACTER SET utf8mb4, p POINT, c TEXT CHARACTER SET ucs2, e ENUM('x','y') CHARACTER SET latin1)"
-)
-GEO_ROW = (
-    "INSERT INTO geo VALUES (1, 'é€', ST_GeomFromText('LINESTRING(1 2, 3 4)', 4326), 'ü😀', "
-    "ST_GeomFromText('POINT(5 6)'), 'ñ中', 'y')"
-)
-# where the counts fit: DEFAULT_CHARSET overrides by index that GEOMETRY columns shift when they are not counted
-GEO2 = (
-    "CREATE TABLE geo2 (id INT PRIMARY KEY, g POINT, a VARCHAR(10) CHARACTER SET latin1, "
-    "b VARCHAR(10) CHARACTER SET latin1, c VARCHAR(10) CHARACTER SET utf8mb4, d VARCHAR(10) CHARACTER SET latin1)"
-)
-GEO2_ROW = "INSERT INTO geo2 VALUES (1, ST_GeomFromText('POINT(1 1)'), 'à', 'ß', '😀€', 'ÿ')"
-YR = "CREATE TABLE yr (id INT PRIMARY KEY, y YEAR, u INT UNSIGNED, s INT, ub BIGINT UNSIGNED, t TINYINT UNSIGNED)"
-YR_ROW = "INSERT INTO yr VALUES (1, 2024, 4294967295, -1, 18446744073709551615, 255)"
-YR_VALUES = {"id": 1, "y": 2024, "u": 4294967295, "s": -1, "ub": 18446744073709551615, "t": 255}
-SETUP = f"{GEO}; {GEO_ROW}; {GEO2}; {GEO2_ROW}; {YR}; {YR_ROW}"
-FORWARD = ["--base64-output=DECODE-ROWS", "-vv", "--print-table-metadata"]
 _GEOMETRIES = {"geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon"}
 
 

@@ -20,7 +20,6 @@ Example (the seed 000 event, checksum excluded)::
 
     >>> from binlake.decoder import decode_event
     >>> from binlake.events.context import DecodeContext
-from binlake.events.format import server_version_tuple
     >>> from binlake.events.format import synthetic_fde
     >>> raw = bytes.fromhex("32103568 13 01000000 44000000 b0020000 0000 5f0000000000 0100 0c70726573656e74"
     ...     "6174696f6e00 06706572736f6e00 02 030f 02 5802 02 010100 0203fcff00 fba8d0d8")
@@ -217,7 +216,7 @@ def _names_in_charset(col: Column) -> Column:
 
 # a parser: the entry's bytes, the column views (changed in place), which columns the writer counts -> the value
 _Parser = Callable[[bytes, list[Column], MetadataWriter], object]
-# whether the writer gives column a place in a per-column entry
+# whether the writer gives a column a place in a per-column entry (SIGNEDNESS, the charset entries)
 _Counted = Callable[[Column, MetadataWriter], bool]
 
 

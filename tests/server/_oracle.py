@@ -241,10 +241,12 @@ def _bytes_literal(data: bytes) -> str:
     return "X'" + data.hex() + "'"
 
 
-def _text_values(charset: str, max_chars: int, fixed: bool) -> st.SearchStrategy[str | None]:
+def _text_values(charset: str, max_chars: int, fixed: bool, large: bool = False) -> st.SearchStrategy[str | None]:
+    """SQL literals of strings of at most ``max_chars`` characters; ``large``: also one of 70,000 bytes (a length
+    prefix of 3 bytes, and zlib at work in a COMPRESSED column)."""
     if charset == "binary":
         data = st.binary(max_size=max_chars)
-        edges = [b"", b"\0", b"\xff" * max_chars, b" ", b"a\0b"]
+        edges = [b"", b"\0", b"\xff" * max_chars, b" ", b"a\0b"] + ([bytes(range(256)) * 274] if large else [])
         return st.one_of(st.none(), st.sampled_from(edges), data).map(
             lambda b: None if b is None else _bytes_literal(b)
         )
@@ -254,6 +256,7 @@ def _text_values(charset: str, max_chars: int, fixed: bool) -> st.SearchStrategy
         text = text.map(lambda s: s.rstrip(" "))
     multibyte = [c for c in alphabet if len(c.encode(_CODECS[charset])) > 1]
     edges = ["", "a", (multibyte[-1] if multibyte else "z") * max_chars, " x"[: max(max_chars, 1)]]
+    edges += ["".join(alphabet[i % len(alphabet)] for i in range(17500))] if large else []
     return st.one_of(st.none(), st.sampled_from(edges), text).map(lambda s: None if s is None else _utf8_literal(s))
 
 
@@ -277,7 +280,8 @@ def _string_column(draw: st.DrawFn, name: str) -> Column:
         fixed = shape == "CHAR"
     ddl = type_name + ("" if binary else f" CHARACTER SET {charset}") + (" COMPRESSED" if compressed else "")
     kind = "blob" if binary else "text"
-    return Column(name, kind, ddl, _text_values(charset, n, fixed), fixed=fixed)
+    large = type_name.startswith(("MEDIUM", "LONG"))
+    return Column(name, kind, ddl, _text_values(charset, n, fixed, large), fixed=fixed)
 
 
 @st.composite
@@ -287,9 +291,10 @@ def _enum_set_column(draw: st.DrawFn, name: str) -> Column:
     charset = draw(st.sampled_from([c for c in CHARSETS if c != "binary"]))
     is_set = draw(st.booleans())
     alphabet = [c for c in _ALPHABETS[charset] if c not in ",\0 "]
-    count = draw(st.integers(1, 8 if is_set else 12))
-    # a distinct leading digit pair keeps the members distinct under every collation; no trailing space, no comma
-    names = tuple(f"{i:02d}" + draw(st.text(st.sampled_from(alphabet), max_size=4)) for i in range(count))
+    # up to 64 SET members (8 bytes), and ENUMs of more than 255 members (2-byte indexes)
+    count = draw(st.integers(1, 12) | st.sampled_from([64, 9]) if is_set else st.integers(1, 12) | st.just(300))
+    # distinct leading digits keep the members distinct under every collation; no trailing space, no comma
+    names = tuple(f"{i:03d}" + draw(st.text(st.sampled_from(alphabet), max_size=4)) for i in range(count))
     quoted = ",".join(_quoted(m) for m in names)
     ddl = ("SET" if is_set else "ENUM") + f"({quoted})" + f" CHARACTER SET {charset}"
     if is_set:
@@ -730,8 +735,8 @@ def expected_and_got(col: Column, snap: tuple[Any, ...], value: Any, metadata: s
         return server, value
     if kind in ("enum", "set"):
         index = snap[1]
-        if isinstance(value, int):  # no member names logged: the index or the bit mask
-            return int(index), value
+        if isinstance(value, int):  # no member names logged: the index or the bit mask (`set + 0` is signed)
+            return int(index) % (1 << 64), value
         if kind == "set":
             return frozenset(m for m in server.split(",") if m), frozenset(value)
         return server, value

@@ -22,26 +22,29 @@ design (README, "The lake").
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import io
 import ipaddress
 import json
 import math
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pymysql
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from binlake.events.rows import ABSENT, RowsEvent
 from binlake.reader import read_events
 from binlake.render.dump import DumpOptions, dump
-from binlake.values.spatial import Geometry
+from binlake.testing.mariadb import INSTALL_HINT, MariaDBServer, missing_tools
+from binlake.values.spatial import GEOMETRY_TYPES, Geometry
 
 # The charsets of the string, ENUM and SET columns (MariaDB names); the list grows as binlake's charset tables do.
 CHARSETS: tuple[str, ...] = ("utf8mb4", "latin1", "ucs2", "utf16", "utf32", "binary", "cp1251", "gbk", "big5")
@@ -328,16 +331,7 @@ def _json_column(name: str) -> Column:
     return Column(name, "json", "JSON", values)
 
 
-_GEOMETRY_TYPES = (
-    "GEOMETRY",
-    "POINT",
-    "LINESTRING",
-    "POLYGON",
-    "MULTIPOINT",
-    "MULTILINESTRING",
-    "MULTIPOLYGON",
-    "GEOMETRYCOLLECTION",
-)
+_GEOMETRY_TYPES = tuple(GEOMETRY_TYPES[code] for code in range(8))  # GEOMETRY, POINT, ..., GEOMETRYCOLLECTION
 _COORD = st.one_of(st.integers(-1000, 1000).map(float), st.floats(-1e6, 1e6, allow_nan=False), st.just(-0.0))
 
 
@@ -574,6 +568,20 @@ class Run:
     binlog: Path
     changes: list[Change]
     final: dict[int, Snapshot]
+
+
+@contextlib.contextmanager
+def private_oracle() -> Iterator[Oracle]:
+    """An :class:`Oracle` on a private server of its own (skips the test where MariaDB is not installed)."""
+    missing = missing_tools()
+    if missing:
+        pytest.skip(f"MariaDB server not installed ({', '.join(missing)} not found): {INSTALL_HINT}")
+    with MariaDBServer() as server:
+        oracle = Oracle(server)
+        try:
+            yield oracle
+        finally:
+            oracle.close()
 
 
 class Oracle:

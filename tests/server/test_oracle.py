@@ -19,8 +19,6 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import given, settings
 
-from binlake.testing.mariadb import INSTALL_HINT, MariaDBServer, missing_tools
-
 from . import _oracle
 
 pytestmark = pytest.mark.server
@@ -30,13 +28,8 @@ EXAMPLES = int(os.environ.get("BINLAKE_ORACLE_EXAMPLES", "150"))
 
 @pytest.fixture(scope="module")
 def oracle() -> Iterator[_oracle.Oracle]:
-    missing = missing_tools()
-    if missing:
-        pytest.skip(f"MariaDB server not installed ({', '.join(missing)} not found): {INSTALL_HINT}")
-    with MariaDBServer() as server:
-        o = _oracle.Oracle(server)
+    with _oracle.private_oracle() as o:
         yield o
-        o.close()
 
 
 def test_python_api_values_equal_select(oracle: _oracle.Oracle) -> None:

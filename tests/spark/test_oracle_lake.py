@@ -19,7 +19,6 @@ from tests.server import _oracle
 from tests.spark.test_spark import _delta
 
 from binlake.spark.names import table_dir
-from binlake.testing.mariadb import INSTALL_HINT, MariaDBServer, missing_tools
 
 pytestmark = pytest.mark.spark
 
@@ -33,13 +32,8 @@ BINARIES_ROW = {"id": 1, "b": b"\1\0\0\0", "v": b"\1\0", "i": bytes(16), "u": by
 
 @pytest.fixture(scope="module")
 def oracle() -> Iterator[_oracle.Oracle]:
-    missing = missing_tools()
-    if missing:
-        pytest.skip(f"MariaDB server not installed ({', '.join(missing)} not found): {INSTALL_HINT}")
-    with MariaDBServer() as server:
-        o = _oracle.Oracle(server)
+    with _oracle.private_oracle() as o:
         yield o
-        o.close()
 
 
 def test_lake_current_state_equals_select(spark: Any, oracle: _oracle.Oracle, tmp_path: Path) -> None:

@@ -678,6 +678,7 @@ class Tally:
     columns: int = 0
     values: int = 0
     files: int = 0
+    equal_dumps: int = 0  # files mariadb-binlog printed (and binlake dump printed the same)
     uncarried: int = 0  # lake cells no row image carried, not compared
     by_setting: dict[str, int] = field(default_factory=dict)
 
@@ -876,6 +877,7 @@ def check_dump(server: Any, path: Path, tally: Tally) -> None:
     rc, ref, err = server.mariadb_binlog(FORWARD, path)
     if rc == 0:
         assert out.getvalue() == ref, (path, err)
+        tally.equal_dumps += 1
     tally.files += 1
 
 
@@ -883,5 +885,6 @@ def summary(tally: Tally, differences: Iterable[Difference]) -> str:
     diffs = list(differences)
     settings_ = ", ".join(f"{k} {v}" for k, v in sorted(tally.by_setting.items()))
     text = f"{tally.tables} tables, {tally.columns} columns, {tally.values} values compared, {len(diffs)} differences"
-    text += f" (metadata/row image: {settings_}); {tally.files} binlog files dumped"
+    text += f" (metadata/row image: {settings_}); {tally.files} binlog files dumped, {tally.equal_dumps} equal to"
+    text += " mariadb-binlog's text (it printed the others only in part)"
     return text + (f"; {tally.uncarried} cells no row image carried" if tally.uncarried else "")

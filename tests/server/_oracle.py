@@ -4,7 +4,8 @@ returns.
 
 Hypothesis draws a :class:`Table` (an ``id`` primary key somewhere among random columns of every type MariaDB
 10.11 has: integers of every width, signed and unsigned, DECIMAL, FLOAT/DOUBLE, BIT, YEAR, the temporals with
-fractional seconds and zero dates, strings and ENUM/SET in each of :data:`CHARSETS`, COMPRESSED strings and blobs,
+fractional seconds and zero dates, strings and ENUM/SET in each of the 40 :data:`CHARSETS` (of each, the
+characters of a pool and of binlake's table of it that the server stores), COMPRESSED strings and blobs,
 JSON, the GEOMETRY family, INET4/INET6/UUID; some columns INVISIBLE, some generated VIRTUAL or STORED) and a list of
 single-row INSERT/UPDATE/DELETE statements with edge values, plus a ``binlog_row_metadata`` (FULL, MINIMAL, NO_LOG:
 a GLOBAL, set before the table's statements) and a ``binlog_row_image`` (FULL, MINIMAL, NOBLOB: per session).
@@ -44,56 +45,63 @@ from binlake.events.rows import ABSENT, RowsEvent
 from binlake.reader import read_events
 from binlake.render.dump import DumpOptions, dump
 from binlake.testing.mariadb import INSTALL_HINT, MariaDBServer, missing_tools
+from binlake.values import charmap
 from binlake.values.spatial import GEOMETRY_TYPES, Geometry
 
-# The charsets of the string, ENUM and SET columns (MariaDB names); the list grows as binlake's charset tables do.
-CHARSETS: tuple[str, ...] = ("utf8mb4", "latin1", "ucs2", "utf16", "utf32", "binary", "cp1251", "gbk", "big5")
+# The charsets of the string, ENUM and SET columns: every charset of MariaDB 10.11 (SHOW CHARACTER SET)
+CHARSETS: tuple[str, ...] = (
+    "utf8mb4", "utf8mb3", "latin1", "ucs2", "utf16", "utf16le", "utf32", "binary", "ascii", "latin2", "latin5",
+    "latin7", "cp1250", "cp1251", "cp1256", "cp1257", "cp850", "cp852", "cp866", "koi8r", "koi8u", "greek", "hebrew",
+    "tis620", "macce", "macroman", "dec8", "hp8", "swe7", "armscii8", "keybcs2", "geostd8", "big5", "gbk", "gb2312",
+    "sjis", "cp932", "ujis", "eucjpms", "euckr",
+)  # fmt: skip
 METADATA: tuple[str, ...] = ("FULL", "MINIMAL", "NO_LOG")
 ROW_IMAGES: tuple[str, ...] = ("FULL", "MINIMAL", "NOBLOB")
 DATABASE = "oracle"
 
-# Python codecs that encode exactly the characters the generator may draw for a charset (a character is drawn only
-# where the codec encodes it; the server's own mapping is the charset helper's business, binlake.values.collations)
-_CODECS = {
-    "utf8mb4": "utf-8",
-    "latin1": "cp1252",
-    "ucs2": "utf-16-be",
-    "utf16": "utf-16-be",
-    "utf32": "utf-32-be",
-    "cp1251": "cp1251",
-    "gbk": "gbk",
-    "big5": "big5",
-}
-_POOL = (
-    [chr(c) for c in range(0x20, 0x7F)]
-    + ["\t", "\n", "\r", "\0", "\\", "'", '"', "%", "_"]
-    + [chr(c) for c in range(0xA0, 0x100)]
-    + [chr(c) for c in range(0x400, 0x460)]
-    + [chr(c) for c in range(0x391, 0x3CA)]
-    + [chr(c) for c in range(0x4E00, 0x4E60)]
-    + [chr(c) for c in range(0x3041, 0x3097)]
-    + ["€", "™", "…", "–", "—", "‘", "’", "“", "”", "•", "¤", "\u00ad", "\ufffd", "\u0301", "ﬁ", "Ω", "€"]
-    + [chr(c) for c in range(0xFF01, 0xFF20)]
-    + [chr(c) for c in range(0x1F600, 0x1F610)]
-    + ["\U00020000", "\U0002a6d6", "𝄞"]
+# Characters the generator tries in every charset; server_alphabets() keeps those a charset stores
+_POOL = tuple(
+    dict.fromkeys(
+        [chr(c) for c in range(0x20, 0x7F)]
+        + ["\t", "\n", "\r", "\0", "\\", "'", '"', "%", "_"]
+        + [chr(c) for c in range(0xA0, 0x100)]
+        + [chr(c) for c in range(0x400, 0x460)]
+        + [chr(c) for c in range(0x391, 0x3CA)]
+        + [chr(c) for c in range(0x4E00, 0x4E60)]
+        + [chr(c) for c in range(0x3041, 0x3097)]
+        + ["€", "™", "…", "–", "—", "‘", "’", "“", "”", "•", "¤", "\u00ad", "\ufffd", "\u0301", "ﬁ", "Ω", "＼", "～"]
+        + [chr(c) for c in range(0xFF01, 0xFF20)]
+        + [chr(c) for c in range(0x1F600, 0x1F610)]
+        + ["\U00020000", "\U0002a6d6", "𝄞"]
+    )
 )
+_UTF8MB4 = list(_POOL)  # JSON text (MariaDB's JSON is utf8mb4)
+_ALPHABETS: dict[str, list[str]] = {}  # per charset, the characters its columns store (Oracle fills it)
 
 
-def _alphabet(charset: str) -> list[str]:
-    codec = _CODECS[charset]
-    out = []
-    for c in dict.fromkeys(_POOL):
-        if charset == "ucs2" and ord(c) > 0xFFFF:
-            continue
-        try:
-            c.encode(codec)
-        except UnicodeEncodeError:
-            continue
-        out.append(c)
+def _candidates(charset: str) -> list[str]:
+    """The pool, and for a charset binlake ships a server table for, some 400 of the characters in it."""
+    out = list(_POOL)
+    if charset in charmap.names():
+        chars = sorted(set(charmap.load(charset).codes.values()))
+        out += chars[:: max(1, len(chars) // 400)]
+    return list(dict.fromkeys(out))
+
+
+def server_alphabets(conn: Any) -> dict[str, list[str]]:
+    """Per charset, the candidate characters the server stores in it (converted to the charset, a character it
+    has no code for comes back as ``?``); what ``SELECT`` then returns for them is the oracle's business."""
+    out = {}
+    with conn.cursor() as cur:
+        for cs in CHARSETS:
+            if cs == "binary":
+                continue
+            text = "".join(_candidates(cs))
+            cur.execute(f"SELECT CONVERT(CONVERT({_utf8_literal(text)} USING {cs}) USING utf8mb4)")
+            (back,) = cur.fetchone()
+            assert len(back) == len(text), cs
+            out[cs] = [c for c, b in zip(text, back, strict=True) if b != "?" or c == "?"]
     return out
-
-
-_ALPHABETS = {cs: _alphabet(cs) for cs in _CODECS}
 
 
 # Hypothesis settings of the oracle's tests: examples are slow (a server round trip per statement), shrink them
@@ -124,6 +132,12 @@ YR_VALUES = {"id": 1, "y": 2024, "u": 4294967295, "s": -1, "ub": 184467440737095
 SETUP = f"{GEO}; {GEO_ROW}; {GEO2}; {GEO2_ROW}; {YR}; {YR_ROW}"
 
 # ---------------------------------------------------------------------------------------------- columns
+
+
+def _uniform(choices: Sequence[str]) -> st.SearchStrategy[str]:
+    """One of ``choices``, each as likely (``sampled_from`` draws the first elements far more often, and the
+    oracle needs every charset and type often)."""
+    return st.randoms(use_true_random=False).map(lambda r: r.choice(list(choices)))
 
 
 @dataclass(frozen=True)
@@ -254,13 +268,21 @@ def _text_values(charset: str, max_chars: int, fixed: bool, large: bool = False)
             lambda b: None if b is None else _bytes_literal(b)
         )
     alphabet = _ALPHABETS[charset]
-    text = st.text(st.sampled_from(alphabet), max_size=max_chars)
-    if fixed:  # the server strips the trailing spaces of CHAR values (no PAD_CHAR_TO_FULL_LENGTH)
-        text = text.map(lambda s: s.rstrip(" "))
-    multibyte = [c for c in alphabet if len(c.encode(_CODECS[charset])) > 1]
-    edges = ["", "a", (multibyte[-1] if multibyte else "z") * max_chars, " x"[: max(max_chars, 1)]]
+    # Hypothesis draws the first elements of a list most: the non-ASCII characters come first, and every one of them
+    # is in some edge value (the alphabet cut into values of the column's size)
+    other = [c for c in alphabet if not c.isascii()]
+    text = st.text(st.sampled_from(other + [c for c in alphabet if c.isascii()]), max_size=max_chars)
+    edges = [
+        "",
+        "a",
+        " x"[: max(max_chars, 1)],
+        *("".join(other[i : i + max_chars]) for i in range(0, len(other), max_chars)),
+    ]
     edges += ["".join(alphabet[i % len(alphabet)] for i in range(17500))] if large else []
-    return st.one_of(st.none(), st.sampled_from(edges), text).map(lambda s: None if s is None else _utf8_literal(s))
+    values = st.one_of(st.sampled_from(edges), text)
+    if fixed:  # the server strips the trailing spaces of CHAR values (no PAD_CHAR_TO_FULL_LENGTH)
+        values = values.map(lambda s: s.rstrip(" "))
+    return st.one_of(st.none(), values).map(lambda s: None if s is None else _utf8_literal(s))
 
 
 _TEXT_TYPES = {"TINY": 60, "": 80, "MEDIUM": 80, "LONG": 80}
@@ -268,7 +290,7 @@ _TEXT_TYPES = {"TINY": 60, "": 80, "MEDIUM": 80, "LONG": 80}
 
 @st.composite
 def _string_column(draw: st.DrawFn, name: str) -> Column:
-    charset = draw(st.sampled_from(CHARSETS))
+    charset = draw(_uniform(CHARSETS))
     shape = draw(st.sampled_from(["CHAR", "VARCHAR", "TEXT"]))
     binary = charset == "binary"
     compressed = shape != "CHAR" and draw(st.integers(0, 5)) == 0
@@ -291,9 +313,9 @@ def _string_column(draw: st.DrawFn, name: str) -> Column:
 def _enum_set_column(draw: st.DrawFn, name: str) -> Column:
     # not binary: binlake gives the member names of a binary ENUM/SET as str where SELECT gives bytes (the member
     # names' decoding belongs to binlake.values.enum_set; reported, not compared here)
-    charset = draw(st.sampled_from([c for c in CHARSETS if c != "binary"]))
+    charset = draw(_uniform([c for c in CHARSETS if c != "binary"]))
     is_set = draw(st.booleans())
-    alphabet = [c for c in _ALPHABETS[charset] if c not in ",\0 "]
+    alphabet = sorted((c for c in _ALPHABETS[charset] if c not in ",\0 "), key=str.isascii)  # non-ASCII first
     # up to 64 SET members (8 bytes), and ENUMs of more than 255 members (2-byte indexes)
     count = draw(st.integers(1, 12) | st.sampled_from([64, 9]) if is_set else st.integers(1, 12) | st.just(300))
     # distinct leading digits keep the members distinct under every collation; no trailing space, no comma
@@ -317,10 +339,10 @@ _JSON = st.recursive(
     | st.booleans()
     | st.integers(-(1 << 63), (1 << 64) - 1)
     | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(st.sampled_from(_ALPHABETS["utf8mb4"]), max_size=8),
+    | st.text(st.sampled_from(_UTF8MB4), max_size=8),
     lambda children: (
         st.lists(children, max_size=4)
-        | st.dictionaries(st.text(st.sampled_from(_ALPHABETS["utf8mb4"]), max_size=5), children, max_size=4)
+        | st.dictionaries(st.text(st.sampled_from(_UTF8MB4), max_size=5), children, max_size=4)
     ),
     max_leaves=12,
 )
@@ -367,7 +389,7 @@ def _wkt(draw: st.DrawFn, kind: str) -> str:
 
 @st.composite
 def _geometry_column(draw: st.DrawFn, name: str) -> Column:
-    kind = draw(st.sampled_from(_GEOMETRY_TYPES))
+    kind = draw(_uniform(_GEOMETRY_TYPES))
     srid = st.sampled_from([0, 4326, 3857, 1, 2147483647])
     literal = st.builds(lambda wkt, s: f"ST_GeomFromText('{wkt}', {s})", _wkt(kind), srid)
     return Column(name, "geometry", kind, st.one_of(st.none(), literal))
@@ -414,7 +436,7 @@ def _fraction(fsp: int) -> st.SearchStrategy[str]:
 
 @st.composite
 def _temporal_column(draw: st.DrawFn, name: str) -> Column:
-    kind = draw(st.sampled_from(["date", "datetime", "timestamp", "time"]))
+    kind = draw(_uniform(["date", "datetime", "timestamp", "time"]))
     fsp = 0 if kind == "date" else draw(st.integers(0, 6))
     ddl = kind.upper() + (f"({fsp})" if fsp else "") + (" NULL" if kind == "timestamp" else "")
     clock = st.times().map(lambda t: t.strftime("%H:%M:%S"))
@@ -462,6 +484,8 @@ _MAKERS: dict[str, Callable[[str], st.SearchStrategy[Column]]] = {
     "uuid": lambda n: st.just(_net_column(n, "uuid")),
     "temporal": _temporal_column,
 }
+# every kind, strings three times and ENUM/SET twice: forty charsets share them
+_KINDS = [*sorted(_MAKERS), "string", "string", "enumset"]
 _GENERATED = [  # (kind, type, expression of the id): VIRTUAL or STORED columns
     ("int", "BIGINT", "`id` * 7 - 3"),
     ("text", "VARCHAR(30) CHARACTER SET utf8mb4", "CONCAT('g', `id`, 'é')"),
@@ -506,7 +530,7 @@ class Table:
 @st.composite
 def tables(draw: st.DrawFn, name: str) -> Table:
     """A random table named ``name`` with its statements and binlog settings."""
-    kinds = draw(st.lists(st.sampled_from(sorted(_MAKERS)), min_size=3, max_size=16))
+    kinds = draw(st.lists(_uniform(_KINDS), min_size=3, max_size=16))
     columns = [draw(_MAKERS[k](f"c{i}_{k}")) for i, k in enumerate(kinds)]
     for i in range(draw(st.integers(0, 2))):
         kind, type_name, expr = draw(st.sampled_from(_GENERATED))
@@ -540,8 +564,8 @@ def tables(draw: st.DrawFn, name: str) -> Table:
         tuple(columns),
         invisible,
         tuple(ops),
-        draw(st.sampled_from(METADATA)),
-        draw(st.sampled_from(ROW_IMAGES)),
+        draw(_uniform(METADATA)),
+        draw(_uniform(ROW_IMAGES)),
     )
 
 
@@ -591,6 +615,8 @@ class Oracle:
         self.server = server
         self.conn = pymysql.connect(host="127.0.0.1", port=server.port, user="root", charset="utf8mb4", autocommit=True)
         self._sql(f"CREATE DATABASE IF NOT EXISTS `{DATABASE}`")
+        if not _ALPHABETS:
+            _ALPHABETS.update(server_alphabets(self.conn))
         self._sql("SET time_zone = '+00:00'")
 
     def close(self) -> None:

@@ -315,3 +315,34 @@ def test_the_decoder_tells_the_tracker_of_server_starts(corpus_dir: Path) -> Non
     assert s.temporary.state.tables == ((1, 7, "d", "t"),)
     s.observe(query("RENAME TABLE t TO t_old", (1, 7), thread_specific=False))  # the temporary t
     assert s.column_names("d", "t") == ("id", "v")
+
+
+# -- across batches and splits (the ingest's driver) --------------------------------------------------------------
+
+
+def test_the_state_crosses_batches_and_splits_as_records() -> None:
+    """The batch manifest keeps the schema state (tables and temporary tables), the DDL with the temporary tables of
+    its session, and the temporary tables where each split starts; a task's tracker_at rebuilds them exactly.
+    Records of version 1 (before temporary tables were tracked) still load."""
+    from binlake.spark.statements import Statement, tracker_at, tracker_from_json, tracker_to_json
+
+    s = tracker_with(("CREATE TEMPORARY TABLE t (id INT)", (1, 7)))
+    state = json.loads(json.dumps(tracker_to_json(s)))
+    back = tracker_from_json(state)
+    assert back.tables == s.tables and back.temporary.state == s.temporary.state
+    assert tracker_from_json(state["tables"]).temporary.state == TemporaryState()  # version 1: a list of tables
+    with pytest.raises(ValueError, match="version"):
+        tracker_from_json({**state, "version": 99})
+
+    ddl = Statement("ddl", 10, "f.000001", 400, "d", 0, "DROP TABLE t, u", scope=(("d", "t"),))  # t: temporary
+    later = TemporaryState(((1, 7, "d", "x"),))
+    snapshot = Statement("temporary", 19, "f.000001", 2, temporary=later)
+    statements = [Statement.from_json(json.loads(json.dumps(x.to_json()))) for x in (ddl, snapshot)]
+    assert statements == [ddl, snapshot]
+    at = tracker_at(state, statements, 15)
+    assert at.column_names("d", "t") == ("id", "v") and at.table("d", "u") is None
+    assert at.temporary.state == s.temporary.state
+    assert tracker_at(state, statements, 20).temporary.state == later
+    v1 = ["rename", 5, "f.000001", 300, "d", 0, "RENAME TABLE a TO b", [[["d", "a"], ["d", "b"]]], "", False]
+    pairs = ((("d", "a"), ("d", "b")),)
+    assert Statement.from_json(v1) == Statement("rename", 5, "f.000001", 300, "d", 0, "RENAME TABLE a TO b", pairs)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.sqlgen import gap, kw
+from tests.sqlgen import joined, kw
 
 from binlake.events.base import EventHeader, EventType
 from binlake.events.format import FormatDescriptionEvent
@@ -90,16 +90,6 @@ def ref(draw: st.DrawFn, db: str) -> tuple[str, TableRef]:
     return written, (db, name)
 
 
-def join(draw: st.DrawFn, *parts: str) -> str:
-    out = draw(gap(required=False))
-    for i, p in enumerate(parts):
-        if i:
-            needed = not (out[-1:] in "(),." or p[:1] in "(),.")
-            out += draw(gap(required=needed)) if needed or draw(st.booleans()) else ""
-        out += p
-    return out
-
-
 @st.composite
 def op(draw: st.DrawFn) -> Op:
     kind = draw(st.sampled_from(["create", "create", "drop_temporary", "drop", "rename", "alter", "truncate", "start"]))
@@ -114,7 +104,7 @@ def op(draw: st.DrawFn) -> Op:
         words += [draw(kw("TEMPORARY")), draw(kw("TABLE"))]
         words += [draw(kw("IF")), draw(kw("NOT")), draw(kw("EXISTS"))] if draw(st.booleans()) else []
         tail = draw(st.sampled_from(["(id INT)", "LIKE d.base", "SELECT 1 AS id"])).split()
-        return Op(kind, session, db, join(draw, *words, text, *tail), flag, (name,))
+        return Op(kind, session, db, joined(draw, *words, text, *tail), flag, (name,))
     if kind in ("drop_temporary", "drop"):
         refs = draw(st.lists(ref(db), min_size=1, max_size=3, unique_by=lambda r: r[1]))
         words = [draw(kw("DROP"))]
@@ -123,23 +113,23 @@ def op(draw: st.DrawFn) -> Op:
         words += [draw(kw("TABLE"))] + ([draw(kw("IF")), draw(kw("EXISTS"))] if draw(st.booleans()) else [])
         listed = ",".join(text for text, _ in refs).split(",")
         parts = [p for i, text in enumerate(listed) for p in ([","] if i else []) + [text]]
-        return Op(kind, session, db, join(draw, *words, *parts), flag, tuple(name for _, name in refs))
+        return Op(kind, session, db, joined(draw, *words, *parts), flag, tuple(name for _, name in refs))
     if kind == "rename":
         pairs = draw(st.lists(st.tuples(ref(db), ref(db)), min_size=1, max_size=3))
         parts = [draw(kw("RENAME")), draw(kw("TABLE"))]
         for i, ((a, _), (b, _)) in enumerate(pairs):
             parts += ([","] if i else []) + [a, draw(kw("TO")), b]
         names = tuple(n for (_, a), (_, b) in pairs for n in (a, b))
-        return Op(kind, session, db, join(draw, *parts), flag, names)
+        return Op(kind, session, db, joined(draw, *parts), flag, names)
     text, name = draw(ref(db))
     if kind == "alter":
         if draw(st.booleans()):
             to_text, to = draw(ref(db))
-            sql = join(draw, draw(kw("ALTER")), draw(kw("TABLE")), text, draw(kw("RENAME")), draw(kw("TO")), to_text)
+            sql = joined(draw, draw(kw("ALTER")), draw(kw("TABLE")), text, draw(kw("RENAME")), draw(kw("TO")), to_text)
             return Op("alter_rename", session, db, sql, flag, (name, to))
-        return Op(kind, session, db, join(draw, draw(kw("ALTER")), draw(kw("TABLE")), text, "ADD", "c", "INT"), flag,
-                  (name,))  # fmt: skip
-    return Op(kind, session, db, join(draw, draw(kw("TRUNCATE")), text), flag, (name,))
+        sql = joined(draw, draw(kw("ALTER")), draw(kw("TABLE")), text, "ADD", "c", "INT")
+        return Op(kind, session, db, sql, flag, (name,))
+    return Op(kind, session, db, joined(draw, draw(kw("TRUNCATE")), text), flag, (name,))
 
 
 def run_model(model: Model, o: Op) -> set[TableRef]:

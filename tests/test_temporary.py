@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.sqlgen import joined, kw
 
+from binlake.errors import UnsupportedError
 from binlake.events.base import EventHeader, EventType
 from binlake.events.format import FormatDescriptionEvent
 from binlake.events.query import QueryEvent
@@ -321,8 +322,10 @@ def test_the_state_crosses_batches_and_splits_as_records() -> None:
     back = tracker_from_json(state)
     assert back.tables == s.tables and back.temporary.state == s.temporary.state
     assert tracker_from_json(state["tables"]).temporary.state == TemporaryState()  # version 1: a list of tables
-    with pytest.raises(ValueError, match="version"):
+    with pytest.raises(UnsupportedError, match="version 99"):
         tracker_from_json({**state, "version": 99})
+    with pytest.raises(UnsupportedError, match="version 7"):
+        Statement.from_json({"version": 7, "kind": "ddl"})
 
     ddl = Statement("ddl", 10, "f.000001", 400, "d", 0, "DROP TABLE t, u", scope=(("d", "t"),))  # t: temporary
     later = TemporaryState(((1, 7, "d", "x"),))

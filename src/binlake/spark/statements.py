@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from binlake.decoder import Decryptor
-from binlake.errors import BinlogError
+from binlake.errors import BinlogError, UnsupportedError
 from binlake.events.base import Event, EventType
 from binlake.events.context import DecodeOptions
 from binlake.events.format import FormatDescriptionEvent, StartV3Event
@@ -117,8 +117,8 @@ class Statement:
     temporary: TemporaryState | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"version": self.VERSION, "kind": self.kind, "seq": self.seq, "file": self.file,
-                               "pos": self.pos}  # fmt: skip
+        out: dict[str, Any] = {"version": self.VERSION, "kind": self.kind, "seq": self.seq}
+        out.update(file=self.file, pos=self.pos)
         if self.kind in ("ddl", "rename"):
             out.update(db=self.db, sql_mode=self.sql_mode, query=self.query)
         if self.pairs:
@@ -137,7 +137,10 @@ class Statement:
             pairs = tuple((_ref(a), _ref(b)) for a, b in v[7])
             return cls(v[0], int(v[1]), v[2], v[3], v[4], v[5], v[6], pairs, v[8], v[9])
         if v.get("version") != cls.VERSION:
-            raise ValueError(f"a statement record of version {v.get('version')!r}, not {cls.VERSION}")
+            raise UnsupportedError(
+                f"a statement record of version {v.get('version')!r} (this binlake reads "
+                f"version {cls.VERSION}): written by another binlake"
+            )
         temporary = v.get("temporary")
         return cls(
             v["kind"],
@@ -384,7 +387,10 @@ def tracker_from_json(state: dict[str, Any] | Sequence[Any]) -> SchemaTracker:
     key]``) were tracked with none."""
     if isinstance(state, dict):
         if state.get("version") != SCHEMA_STATE_VERSION:
-            raise ValueError(f"a schema state of version {state.get('version')!r}, not {SCHEMA_STATE_VERSION}")
+            raise UnsupportedError(
+                f"a schema state of version {state.get('version')!r} (this binlake reads "
+                f"version {SCHEMA_STATE_VERSION}): written by another binlake"
+            )
         temporary: TemporaryState | None = TemporaryState.from_json(state["temporary"])
         rows: Sequence[Any] = state["tables"]
     else:

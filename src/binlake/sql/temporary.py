@@ -59,6 +59,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from binlake.errors import UnsupportedError
 from binlake.sql.cursor import Cursor, Unread, create_head, drop_tables
 from binlake.sql.lexer import leading_keyword, tokens
 from binlake.sql.statements import NO_TEMPORARY, Scope, folded, is_ddl, moves
@@ -100,7 +101,10 @@ class TemporaryState:
     @classmethod
     def from_json(cls, v: dict[str, Any]) -> TemporaryState:
         if v.get("version") != cls.VERSION:
-            raise ValueError(f"temporary-table state of version {v.get('version')!r}, not {cls.VERSION}")
+            raise UnsupportedError(
+                f"a temporary-table state of version {v.get('version')!r} (this binlake reads "
+                f"version {cls.VERSION}): written by another binlake"
+            )
         tables = tuple((int(a), int(b), str(c), str(d)) for a, b, c, d in v["tables"])
         return cls(tables, tuple((int(a), int(b)) for a, b in v["starts"]))
 

@@ -195,14 +195,15 @@ def _split_from(v: list[Any]) -> Split:
 
 
 def _schema_after(manifest: dict[str, Any] | None, seed: str | None) -> SchemaTracker:
-    """The schema where the next batch starts: the last batch's start state and DDL, over the ``--schema`` seed."""
+    """The schema where the next batch starts: the last batch's start state and DDL, over the ``--schema`` seed, and
+    the sessions' temporary tables where the last batch ended."""
     tracker = SchemaTracker.from_sql(seed) if seed else SchemaTracker()
     if manifest is None:
         return tracker
     ddl = [Statement.from_json(v) for v in manifest.get("statements", [])]
     last = tracker_at(manifest.get("schema", []), ddl, 1 << 200)
     known = last.tables
-    return SchemaTracker({**{k: v for k, v in tracker.tables.items() if k not in known}, **known})
+    return SchemaTracker({**{k: v for k, v in tracker.tables.items() if k not in known}, **known}, last.temporary.state)
 
 
 def ingest(
@@ -309,7 +310,7 @@ def _run_batch(
     statements = [Statement.from_json(v) for v in manifest.get("statements", [])]
     outcomes = {s.xid: s.rolled_back for s in statements if s.kind == "xa"}
     renames = [s for s in statements if s.kind == "rename"]
-    ddl = [s for s in statements if s.kind == "ddl"]
+    ddl = [s for s in statements if s.kind in ("ddl", "temporary")]  # what tracker_at follows
     shutil.rmtree(staging_dir(lake, batch), ignore_errors=True)  # an interrupted attempt's
     progress.log(f"batch {batch}: {len(splits)} splits of {len({s.file.name for s in splits})} files")
 

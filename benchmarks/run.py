@@ -9,7 +9,8 @@
 2. Runs, ``--runs`` times each on the warm file (the median is reported): ``mariadb-binlog`` (plain and
    ``--base64-output=DECODE-ROWS -vv``), python-mysql-replication streaming the same file from the server over
    127.0.0.1 and reading every value, binlake decoding every value in one Python process (typed and raw), and the
-   ``binlake dump``, ``binlake stats`` and ``binlake ingest`` (Spark ``local[2]``) commands.  Each command is a
+   ``binlake dump``, ``binlake changes`` (``--format sql`` and Debezium JSON), ``binlake stats`` and ``binlake
+   ingest`` (Spark ``local[2]``) commands.  Each command is a
    child process; its CPU time and peak memory come from ``os.wait4`` (the largest process' max RSS) and from
    sampling the RSS of its whole process tree (Spark's JVM and Python workers).
 3. Prints a table (seconds, rows/s, MB/s, peak RSS, how many times faster binlake is than each peer) and, with
@@ -570,6 +571,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 True,
             ),
             ("binlake dump", False, lambda: [sys.executable, "-m", "binlake", "dump", str(big)], big, False),
+            (
+                "binlake changes --format sql",
+                False,
+                lambda: [sys.executable, "-m", "binlake", "changes", "--format", "sql", str(big)],
+                big,
+                False,
+            ),
+            (
+                "binlake changes --format debezium",
+                False,
+                lambda: [sys.executable, "-m", "binlake", "changes", str(big)],
+                big,
+                False,
+            ),
             ("binlake stats", False, lambda: [sys.executable, "-m", "binlake", "stats", str(big)], big, False),
             (f"binlake ingest {args.master}", False, ingest_cmd, big, False),
             (

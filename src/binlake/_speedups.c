@@ -968,11 +968,855 @@ static PyTypeObject TextPlanType = {
     .tp_new = TextPlan_new,
 };
 
+/* ---- SqlPlan: the replay SQL of `binlake changes --format sql` ----------------------------------------------
+ *
+ * SqlPlan(images, pieces) is built once per table layout, change kind and columns present by
+ * binlake.render.changes.sql: per row image (in the binlog's order: the before image first) per present column
+ * (kind, p1, p2, p3, prefix); and the statement as pieces, each a constant text (bytes) or (span, mode): the value of
+ * the span-th present column of all images, as a literal (mode 0, NULL as "NULL") or as a WHERE comparison (mode 1:
+ * "=literal", or " IS NULL").  SqlPlan.text(buf, comment) writes the statement of every row change of one rows event,
+ * each followed by comment, the SQL literals binlake.render.changes.sql.sql_literal writes of the stored values:
+ * integers (p2: unsigned), FLOAT and DOUBLE as Python's repr ("-0e0" for a negative zero), YEAR as its number, BIT
+ * as b'...' of every bit, DATE 'YYYY-MM-DD', DATETIME and TIMESTAMP (in UTC) 'YYYY-MM-DD HH:MM:SS.f', TIME
+ * '[-]HH:MM:SS.f', DECIMAL with every fraction digit, strings (p2 0) quoted with \0 \n \r \Z \' \\ escaped after
+ * their prefix (an introducer such as "_latin1"), or (p2 1) as prefix + X'hex' padded with zero bytes to p3.  It
+ * returns (bytes, row changes), or None for anything it does not write the same way for sure: the caller writes that
+ * event on the Python path.
+ */
+
+typedef struct {
+    int kind, p1, p2, p3;
+    const char *prefix; /* borrowed from SqlPlan.spec */
+    Py_ssize_t prefix_len;
+    int size, ngroups; /* DECIMAL */
+    unsigned char gbytes[MAX_DECIMAL_GROUPS], gdigits[MAX_DECIMAL_GROUPS];
+} SqlColumn;
+
+typedef struct {
+    Py_ssize_t ncols, nbytes, first; /* first: the span of its first column */
+    SqlColumn *cols;
+} SqlImage;
+
+typedef struct {
+    const char *text; /* a constant, or NULL for a value */
+    Py_ssize_t len, span;
+    int mode;
+} SqlPiece;
+
+typedef struct {
+    Py_ssize_t start, used; /* the value's bytes in the rows, or used -1 for NULL */
+} Span;
+
+/* the row images of one layout's rows events: where each present column's value is (its span) */
+typedef struct {
+    Py_ssize_t nimages, nspans;
+    SqlImage images[2];
+    SqlColumn **span_cols; /* the column of each span */
+} RowLayout;
+
+typedef struct {
+    PyObject_HEAD
+    RowLayout layout;
+    Py_ssize_t npieces;
+    SqlPiece *pieces;
+    PyObject *spec;
+} SqlPlan;
+
+/* the TIMESTAMP2 value at p (fsp fraction digits) as YYYY-MM-DD<sep>HH:MM:SS[.f] in UTC, the zero value as
+   0000-00-00 00:00:00; NULL for a fraction out of range (the Python reader's MalformedError) */
+static char *put_timestamp2(char *t, const unsigned char *p, int fsp, char sep) {
+    int fb = (fsp + 1) / 2;
+    static const long unit[4] = {1, 10000, 100, 1};
+    uint64_t secs = be(p, 4);
+    long us = (long)be(p + 4, fb) * unit[fb];
+    if (us > 999999) return NULL;
+    int y = 0, mo = 0, d = 0;
+    uint64_t sod = secs % 86400;
+    if (secs || us) civil_from_days((int64_t)(secs / 86400), &y, &mo, &d);
+    t = put_fixed(t, (uint64_t)y, 4);
+    *t++ = '-';
+    t = put_fixed(t, (uint64_t)mo, 2);
+    *t++ = '-';
+    t = put_fixed(t, (uint64_t)d, 2);
+    *t++ = sep;
+    t = put_fixed(t, sod / 3600, 2);
+    *t++ = ':';
+    t = put_fixed(t, sod / 60 % 60, 2);
+    *t++ = ':';
+    t = put_fixed(t, sod % 60, 2);
+    return put_fraction(t, us, fsp);
+}
+
+/* bytes of the value of c at p (left bytes there), or -1 when it runs past the end */
+static Py_ssize_t sql_size(const SqlColumn *c, const unsigned char *p, Py_ssize_t left) {
+    Py_ssize_t n;
+    switch (c->kind) {
+    case K_INT: n = c->p1; break;
+    case K_FLOAT: n = 4; break;
+    case K_DOUBLE: n = 8; break;
+    case K_YEAR: n = 1; break;
+    case K_BIT: n = c->p1; break;
+    case K_DATE: n = 3; break;
+    case K_DATETIME2: n = 5 + (c->p1 + 1) / 2; break;
+    case K_TIMESTAMP2: n = 4 + (c->p1 + 1) / 2; break;
+    case K_TIME2: n = 3 + (c->p1 + 1) / 2; break;
+    case K_DECIMAL: n = c->size; break;
+    case K_STRING: {
+        if (c->p1 > left) return -1;
+        uint64_t len = le(p, c->p1);
+        if (len > (uint64_t)(left - c->p1)) return -1;
+        return c->p1 + (Py_ssize_t)len;
+    }
+    default: return -1;
+    }
+    return n > left ? -1 : n;
+}
+
+/* the SQL literal of a value (its `used` bytes at p) into t (room checked by the caller); NULL to fall back */
+static char *sql_value(const SqlColumn *c, const unsigned char *p, Py_ssize_t used, char *t) {
+    switch (c->kind) {
+    case K_INT: {
+        uint64_t u = le(p, c->p1);
+        int bits = 8 * c->p1;
+        if (!c->p2 && u >> (bits - 1)) { /* signed and negative */
+            *t++ = '-';
+            return put_u64(t, bits == 64 ? (~u + 1) : ((uint64_t)1 << bits) - u);
+        }
+        return put_u64(t, u);
+    }
+    case K_FLOAT: case K_DOUBLE: {
+        double d = c->kind == K_FLOAT ? PyFloat_Unpack4((const char *)p, 1) : PyFloat_Unpack8((const char *)p, 1);
+        if (!isfinite(d)) return NULL;
+        if (d == 0 && signbit(d)) return put(t, "-0e0", 4);
+        char *r = PyOS_double_to_string(d, 'r', 0, Py_DTSF_ADD_DOT_0, NULL); /* repr() */
+        if (r == NULL) {
+            PyErr_Clear();
+            return NULL;
+        }
+        size_t n = strlen(r);
+        t = put(t, r, (Py_ssize_t)n);
+        PyMem_Free(r);
+        return t;
+    }
+    case K_YEAR: return put_u64(t, p[0] ? 1900 + (uint64_t)p[0] : 0);
+    case K_BIT:
+        if (c->p2 < 64 && (be(p, c->p1) >> c->p2)) return NULL; /* bits past the width: MalformedError */
+        return put_bits(t, p, c->p1, c->p2);
+    case K_DATE: {
+        uint64_t u = le(p, 3), y = u >> 9, m = u >> 5 & 15, d = u & 31;
+        if (m > 12 || y > 9999) return NULL;
+        *t++ = '\'';
+        t = put_fixed(t, y, 4);
+        *t++ = '-';
+        t = put_fixed(t, m, 2);
+        *t++ = '-';
+        t = put_fixed(t, d, 2);
+        *t++ = '\'';
+        return t;
+    }
+    case K_DATETIME2: { /* the dump's text of it is the SQL literal */
+        Py_ssize_t ignored;
+        TextColumn tc = {.kind = K_DATETIME2, .p1 = c->p1};
+        return value_text(&tc, p, used, t, &ignored);
+    }
+    case K_TIME2: {
+        Py_ssize_t ignored;
+        TextColumn tc = {.kind = K_TIME2, .p1 = c->p1};
+        return value_text(&tc, p, used, t, &ignored);
+    }
+    case K_DECIMAL: {
+        Py_ssize_t ignored;
+        TextColumn tc = {.kind = K_DECIMAL, .p1 = c->p1, .p2 = c->p2, .size = c->size, .ngroups = c->ngroups};
+        memcpy(tc.gbytes, c->gbytes, sizeof tc.gbytes);
+        memcpy(tc.gdigits, c->gdigits, sizeof tc.gdigits);
+        return value_text(&tc, p, used, t, &ignored);
+    }
+    case K_TIMESTAMP2: /* in UTC: the session the SQL sets up */
+        *t++ = '\'';
+        t = put_timestamp2(t, p, c->p1, ' ');
+        if (t == NULL) return NULL;
+        *t++ = '\'';
+        return t;
+    default: return NULL;
+    }
+}
+
+static int sql_string(Out *o, const SqlColumn *c, const unsigned char *p, Py_ssize_t used) {
+    const unsigned char *s = p + c->p1, *end = p + used;
+    Py_ssize_t n = end - s, pad = c->p3 > n ? c->p3 - n : 0;
+    if (out_room(o, c->prefix_len + 2 * (n + pad) + 4) < 0) return -1;
+    char *t = put(o->p + o->n, c->prefix, c->prefix_len);
+    if (c->p2) { /* X'hex' */
+        static const char hex[] = "0123456789abcdef";
+        *t++ = 'X';
+        *t++ = '\'';
+        for (; s < end; s++) {
+            *t++ = hex[*s >> 4];
+            *t++ = hex[*s & 15];
+        }
+        for (Py_ssize_t k = 0; k < pad; k++) {
+            *t++ = '0';
+            *t++ = '0';
+        }
+        *t++ = '\'';
+    } else {
+        *t++ = '\'';
+        while (s < end) {
+            const unsigned char *run = s;
+            while (s < end && *s != 0 && *s != '\n' && *s != '\r' && *s != 26 && *s != '\'' && *s != '\\') s++;
+            t = put(t, (const char *)run, s - run);
+            if (s < end) {
+                *t++ = '\\';
+                *t++ = *s == 0 ? '0' : *s == '\n' ? 'n' : *s == '\r' ? 'r' : *s == 26 ? 'Z' : (char)*s;
+                s++;
+            }
+        }
+        *t++ = '\'';
+    }
+    o->n = t - o->p;
+    return 0;
+}
+
+static void layout_free(RowLayout *l) {
+    PyMem_Free(l->images[0].cols);
+    PyMem_Free(l->images[1].cols);
+    PyMem_Free(l->span_cols);
+}
+
+/* the layout of `images` (one or two tuples of column specs, each read by parse): 0, or -1 with an exception set
+   (layout_free frees what it allocated) */
+static int layout_parse(RowLayout *l, PyObject *images, int (*parse)(SqlColumn *, PyObject *)) {
+    Py_ssize_t nimages = PyTuple_GET_SIZE(images);
+    if (nimages != 1 && nimages != 2) {
+        PyErr_SetString(PyExc_ValueError, "one image (insert, delete) or two (update)");
+        return -1;
+    }
+    l->nimages = nimages;
+    for (Py_ssize_t i = 0; i < nimages; i++) {
+        PyObject *cols = PyTuple_GET_ITEM(images, i);
+        if (!PyTuple_Check(cols)) {
+            PyErr_SetString(PyExc_TypeError, "an image is a tuple of columns");
+            return -1;
+        }
+        SqlImage *im = &l->images[i];
+        im->ncols = PyTuple_GET_SIZE(cols);
+        im->nbytes = (im->ncols + 7) / 8;
+        im->first = l->nspans;
+        l->nspans += im->ncols;
+        im->cols = PyMem_Calloc(im->ncols ? im->ncols : 1, sizeof(SqlColumn));
+        if (im->cols == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (Py_ssize_t k = 0; k < im->ncols; k++)
+            if (parse(&im->cols[k], PyTuple_GET_ITEM(cols, k)) < 0) return -1;
+    }
+    l->span_cols = PyMem_Calloc(l->nspans ? l->nspans : 1, sizeof(SqlColumn *));
+    if (l->span_cols == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < nimages; i++)
+        for (Py_ssize_t k = 0; k < l->images[i].ncols; k++)
+            l->span_cols[l->images[i].first + k] = &l->images[i].cols[k];
+    return 0;
+}
+
+/* the spans of the images of the row change at *pos (len bytes in buf), *pos moved past them: 0, or -1 where they
+   do not read (the caller falls back to the Python path) */
+static int layout_spans(const RowLayout *l, const unsigned char *buf, Py_ssize_t len, Py_ssize_t *pos, Span *spans) {
+    Py_ssize_t at = *pos;
+    for (Py_ssize_t i = 0; i < l->nimages; i++) {
+        const SqlImage *im = &l->images[i];
+        if (im->ncols == 0 || im->nbytes > len - at) return -1;
+        const unsigned char *nulls = buf + at;
+        at += im->nbytes;
+        for (Py_ssize_t k = 0; k < im->ncols; k++) {
+            Span *sp = &spans[im->first + k];
+            if (nulls[k >> 3] & (1 << (k & 7))) {
+                sp->used = -1;
+                continue;
+            }
+            Py_ssize_t n = sql_size(&im->cols[k], buf + at, len - at);
+            if (n < 0) return -1;
+            sp->start = at;
+            sp->used = n;
+            at += n;
+        }
+    }
+    *pos = at;
+    return 0;
+}
+
+/* SqlPlan.text's and JsonPlan.text's result, freeing o and spans: (bytes, row changes) when done, else None (the
+   Python path writes the event), or NULL with the MemoryError that stopped it */
+static PyObject *plan_result(Out *o, Span *spans, Py_ssize_t count, int done) {
+    PyMem_Free(spans);
+    PyObject *text = done ? PyBytes_FromStringAndSize(o->p, o->n) : NULL;
+    PyMem_Free(o->p);
+    if (done) return text == NULL ? NULL : Py_BuildValue("(Nn)", text, count);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
+static void SqlPlan_dealloc(SqlPlan *self) {
+    layout_free(&self->layout);
+    PyMem_Free(self->pieces);
+    Py_XDECREF(self->spec);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* are the kind and parameters of c ones the plans read (DECIMAL: its digit groups laid out in c)? */
+static int plan_column_ok(SqlColumn *c) {
+    switch (c->kind) {
+    case K_INT: return c->p1 == 1 || c->p1 == 2 || c->p1 == 3 || c->p1 == 4 || c->p1 == 8;
+    case K_FLOAT: case K_DOUBLE: case K_YEAR: case K_DATE: return 1;
+    case K_BIT: return c->p1 >= 0 && c->p1 <= 8 && c->p2 >= 8 * c->p1 - 7 && c->p2 <= 8 * c->p1;
+    case K_DATETIME2: case K_TIMESTAMP2: case K_TIME2: return c->p1 >= 0 && c->p1 <= 6;
+    case K_STRING: return c->p1 >= 1 && c->p1 <= 4 && c->p3 >= 0;
+    case K_DECIMAL:
+        return c->p1 >= 1 && c->p2 >= 0 && c->p2 <= c->p1 &&
+               decimal_layout(c->p1 - c->p2, c->p2, c->gbytes, c->gdigits, &c->ngroups, &c->size) == 0;
+    default: return 0;
+    }
+}
+
+static int parse_sql_column(SqlColumn *c, PyObject *item) {
+    PyObject *prefix;
+    if (!PyArg_ParseTuple(item, "iiiiS", &c->kind, &c->p1, &c->p2, &c->p3, &prefix)) return -1;
+    c->prefix = PyBytes_AS_STRING(prefix);
+    c->prefix_len = PyBytes_GET_SIZE(prefix);
+    if (!plan_column_ok(c)) {
+        PyErr_SetString(PyExc_ValueError, "a column the SQL plan does not write");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *SqlPlan_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    PyObject *images, *pieces;
+    static char *kwlist[] = {"images", "pieces", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!", kwlist, &PyTuple_Type, &images, &PyTuple_Type, &pieces))
+        return NULL;
+    SqlPlan *self = (SqlPlan *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->spec = PyTuple_Pack(2, images, pieces);
+    if (self->spec == NULL || layout_parse(&self->layout, images, parse_sql_column) < 0) goto error;
+    self->npieces = PyTuple_GET_SIZE(pieces);
+    self->pieces = PyMem_Calloc(self->npieces ? self->npieces : 1, sizeof(SqlPiece));
+    if (self->pieces == NULL) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    for (Py_ssize_t k = 0; k < self->npieces; k++) {
+        PyObject *item = PyTuple_GET_ITEM(pieces, k);
+        SqlPiece *pc = &self->pieces[k];
+        if (PyBytes_Check(item)) {
+            pc->text = PyBytes_AS_STRING(item);
+            pc->len = PyBytes_GET_SIZE(item);
+        } else if (!PyArg_ParseTuple(item, "ni", &pc->span, &pc->mode) || pc->span < 0 ||
+                   pc->span >= self->layout.nspans || pc->mode < 0 || pc->mode > 1) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a piece is bytes or (span, mode)");
+            goto error;
+        }
+    }
+    return (PyObject *)self;
+error:
+    Py_DECREF(self);
+    return NULL;
+}
+
+/* SqlPlan.text(buf, comment): (statements, row changes), or None for the Python path */
+static PyObject *SqlPlan_text(SqlPlan *self, PyObject *args) {
+    PyObject *bufobj;
+    const char *comment;
+    Py_ssize_t comment_len;
+    if (!PyArg_ParseTuple(args, "O!y#", &PyBytes_Type, &bufobj, &comment, &comment_len)) return NULL;
+    const unsigned char *buf = (const unsigned char *)PyBytes_AS_STRING(bufobj);
+    Py_ssize_t len = PyBytes_GET_SIZE(bufobj), pos = 0, count = 0;
+    Out o = {NULL, 0, 0};
+    Span *spans = PyMem_Calloc(self->layout.nspans ? self->layout.nspans : 1, sizeof(Span));
+    if (spans == NULL) return PyErr_NoMemory();
+    if (len == 0) goto fallback;
+    while (pos < len) {
+        if (layout_spans(&self->layout, buf, len, &pos, spans) < 0) goto fallback; /* where each value is */
+        for (Py_ssize_t k = 0; k < self->npieces; k++) { /* the statement */
+            SqlPiece *pc = &self->pieces[k];
+            if (pc->text != NULL) {
+                if (out_room(&o, pc->len) < 0) goto fallback;
+                o.n = put(o.p + o.n, pc->text, pc->len) - o.p;
+                continue;
+            }
+            Span *sp = &spans[pc->span];
+            const SqlColumn *c = self->layout.span_cols[pc->span];
+            if (sp->used < 0) {
+                const char *null = pc->mode ? " IS NULL" : "NULL";
+                Py_ssize_t n = (Py_ssize_t)strlen(null);
+                if (out_room(&o, n) < 0) goto fallback;
+                o.n = put(o.p + o.n, null, n) - o.p;
+                continue;
+            }
+            if (pc->mode) {
+                if (out_room(&o, 1) < 0) goto fallback;
+                o.p[o.n++] = '=';
+            }
+            if (c->kind == K_STRING) {
+                if (sql_string(&o, c, buf + sp->start, sp->used) < 0) goto fallback;
+                continue;
+            }
+            if (out_room(&o, c->prefix_len + VALUE_TEXT_MAX) < 0) goto fallback;
+            char *t = put(o.p + o.n, c->prefix, c->prefix_len);
+            t = sql_value(c, buf + sp->start, sp->used, t);
+            if (t == NULL) goto fallback;
+            o.n = t - o.p;
+        }
+        if (out_room(&o, comment_len) < 0) goto fallback;
+        o.n = put(o.p + o.n, comment, comment_len) - o.p;
+        count++;
+    }
+    return plan_result(&o, spans, count, 1);
+fallback:
+    return plan_result(&o, spans, count, 0);
+}
+
+static PyMethodDef SqlPlan_methods[] = {
+    {"text", (PyCFunction)SqlPlan_text, METH_VARARGS,
+     "text(buf, comment) -> (statements, row changes), or None when the Python writer must write the event"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject SqlPlanType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "binlake._speedups.SqlPlan",
+    .tp_basicsize = sizeof(SqlPlan),
+    .tp_dealloc = (destructor)SqlPlan_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "SqlPlan(images, pieces): the replay SQL of one layout's row images",
+    .tp_methods = SqlPlan_methods,
+    .tp_new = SqlPlan_new,
+};
+
+/* ---- JsonPlan: the Debezium JSON of `binlake changes` ---------------------------------------------------------
+ *
+ * JsonPlan(images, objects) is built once per table layout, change kind and columns present by
+ * binlake.render.changes.debezium: per row image (the binlog's order) per present column (kind, p1, p2, p3), and per
+ * side of the record (before, after) its object as (key, span) pairs or None (null).  JsonPlan.text(buf, source,
+ * after_row, txn, total, mine, tail) writes the line of every row change of one rows event, as DebeziumEncoder.rows
+ * writes it: {"before":...,"after":..., + source + the row's index + after_row + ,"transaction": and the block
+ * (txn None: null; else {"id":txn,"total_order":total+i+1,"data_collection_order":mine+i+1}) + tail.  Values as
+ * binlake.render.changes.debezium.value_encoder writes them: integers (p2: unsigned; p3 1: BIGINT UNSIGNED as a
+ * Connect Decimal, base64 of its two's-complement bytes; p3 2: BOOLEAN), YEAR (0 is 1900), BIT(1) as a boolean and
+ * BIT(n) as base64 of its little-endian bytes, DATE as epoch days, DATETIME as epoch milliseconds (fsp <= 3) or
+ * microseconds, TIMESTAMP as an ISO-8601 UTC string with fsp digits, TIME as microseconds, DECIMAL as a string
+ * (no negative zero), zero and invalid dates as null or (p3 1: NOT NULL) the epoch, UTF-8 text (p2 0) as a JSON
+ * string (control characters as upper-case \u00XX), binary strings (p2 1) as base64 padded to p3 bytes.  It returns
+ * (bytes, row changes), or None for anything it does not write the same way for sure (text that is not UTF-8):
+ * the caller writes that event on the Python path.
+ */
+
+typedef struct {
+    const char *key; /* '"name":' with its leading '{' or ',' (borrowed from JsonPlan.spec) */
+    Py_ssize_t key_len, span;
+} JsonField;
+
+typedef struct {
+    Py_ssize_t nfields; /* -1: the side is null */
+    JsonField *fields;
+} JsonObject;
+
+typedef struct {
+    PyObject_HEAD
+    RowLayout layout;
+    JsonObject sides[2]; /* before, after */
+    PyObject *spec;
+} JsonPlan;
+
+static char *put_i64(char *t, int64_t v) {
+    if (v < 0) {
+        *t++ = '-';
+        return put_u64(t, (uint64_t)0 - (uint64_t)v);
+    }
+    return put_u64(t, (uint64_t)v);
+}
+
+static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static char *put_b64(char *t, const unsigned char *s, Py_ssize_t n) {
+    *t++ = '"';
+    Py_ssize_t i = 0;
+    for (; i + 2 < n; i += 3) {
+        uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
+        *t++ = B64[v >> 18];
+        *t++ = B64[v >> 12 & 63];
+        *t++ = B64[v >> 6 & 63];
+        *t++ = B64[v & 63];
+    }
+    if (i < n) {
+        uint32_t v = (uint32_t)s[i] << 16 | (i + 1 < n ? (uint32_t)s[i + 1] << 8 : 0);
+        *t++ = B64[v >> 18];
+        *t++ = B64[v >> 12 & 63];
+        *t++ = i + 1 < n ? B64[v >> 6 & 63] : '=';
+        *t++ = '=';
+    }
+    *t++ = '"';
+    return t;
+}
+
+/* days from the proleptic Gregorian y/m/d to 1970-01-01 (H. Hinnant's days_from_civil) */
+static int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static inline int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
+
+/* the JSON of a non-string value (its `used` bytes at p) into t; NULL to fall back */
+static char *json_value(const SqlColumn *c, const unsigned char *p, Py_ssize_t used, char *t) {
+    const char *fallback = c->p3 ? "0" : "null";
+    switch (c->kind) {
+    case K_INT: {
+        uint64_t u = le(p, c->p1);
+        int bits = 8 * c->p1;
+        if (c->p3 == 2) return u ? put(t, "true", 4) : put(t, "false", 5);
+        if (c->p3 == 1) { /* BigInteger.toByteArray(): the fewest bytes holding the value and a sign bit */
+            unsigned char b[9];
+            int n = 1;
+            for (uint64_t v = u; v >> 7; v >>= 8) n++;
+            for (int k = 0; k < n; k++) b[n - 1 - k] = (unsigned char)(k < 8 ? u >> (8 * k) : 0);
+            return put_b64(t, b, n);
+        }
+        if (!c->p2 && u >> (bits - 1)) {
+            *t++ = '-';
+            return put_u64(t, bits == 64 ? (~u + 1) : ((uint64_t)1 << bits) - u);
+        }
+        return put_u64(t, u);
+    }
+    case K_YEAR: return put_u64(t, 1900 + (uint64_t)p[0]);
+    case K_BIT: {
+        if (c->p2 < 64 && (be(p, c->p1) >> c->p2)) return NULL;
+        if (c->p2 == 1) return p[0] ? put(t, "true", 4) : put(t, "false", 5);
+        unsigned char b[8];
+        for (int k = 0; k < c->p1; k++) b[k] = p[c->p1 - 1 - k];
+        return put_b64(t, b, c->p1);
+    }
+    case K_DATE: {
+        uint64_t u = le(p, 3), y = u >> 9, m = u >> 5 & 15, d = u & 31;
+        if (m > 12 || y > 9999) return NULL;
+        if (!valid_date((int64_t)y, (int64_t)m, (int64_t)d)) return put(t, fallback, (Py_ssize_t)strlen(fallback));
+        return put_i64(t, days_from_civil((int64_t)y, (int64_t)m, (int64_t)d));
+    }
+    case K_DATETIME2: {
+        int fb = (c->p1 + 1) / 2;
+        static const long unit[4] = {1, 10000, 100, 1};
+        int64_t v = (int64_t)be(p, 5) - 0x8000000000LL;
+        long us = (long)be(p + 5, fb) * unit[fb];
+        if (v < 0) return NULL;
+        int64_t ymd = v >> 17, ym = ymd >> 5;
+        int64_t y = ym / 13, mo = ym % 13, d = ymd & 31, h = v >> 12 & 31, mi = v >> 6 & 63, s = v & 63;
+        if (y > 9999 || mo > 12 || h > 23 || mi > 59 || s > 59 || us > 999999) return NULL;
+        if (!valid_date(y, mo, d)) return put(t, fallback, (Py_ssize_t)strlen(fallback));
+        int64_t total = ((days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60 + s;
+        total = total * 1000000 + us;
+        return put_i64(t, c->p1 <= 3 ? floor_div(total, 1000) : total);
+    }
+    case K_TIMESTAMP2: {
+        if (!be(p, 4 + (c->p1 + 1) / 2)) { /* the zero TIMESTAMP */
+            const char *zero = c->p3 ? "\"1970-01-01T00:00:00Z\"" : "null";
+            return put(t, zero, (Py_ssize_t)strlen(zero));
+        }
+        *t++ = '"';
+        t = put_timestamp2(t, p, c->p1, 'T');
+        if (t == NULL) return NULL;
+        *t++ = 'Z';
+        *t++ = '"';
+        return t;
+    }
+    case K_TIME2: {
+        int64_t h, mi, s, us;
+        int negative;
+        if (!time2_fields(p, c->p1, &h, &mi, &s, &us, &negative)) return NULL;
+        int64_t total = ((h * 60 + mi) * 60 + s) * 1000000 + us;
+        return put_i64(t, negative ? -total : total);
+    }
+    case K_DECIMAL: {
+        Py_ssize_t ignored;
+        TextColumn tc = {.kind = K_DECIMAL, .p1 = c->p1, .p2 = c->p2, .size = c->size, .ngroups = c->ngroups};
+        memcpy(tc.gbytes, c->gbytes, sizeof tc.gbytes);
+        memcpy(tc.gdigits, c->gdigits, sizeof tc.gdigits);
+        *t++ = '"';
+        char *start = t;
+        t = value_text(&tc, p, used, t, &ignored);
+        if (t == NULL) return NULL;
+        if (*start == '-') { /* BigDecimal has no negative zero */
+            char *q = start + 1;
+            while (q < t && (*q == '0' || *q == '.')) q++;
+            if (q == t) {
+                memmove(start, start + 1, t - start - 1);
+                t--;
+            }
+        }
+        *t++ = '"';
+        return t;
+    }
+    default: return NULL;
+    }
+}
+
+/* the length of the UTF-8 character at s (strict: no overlong forms, no surrogates), 0 when it is none */
+static int utf8_char(const unsigned char *s, const unsigned char *end) {
+    unsigned char c = s[0];
+    if (c < 0x80) return 1;
+    int n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
+    if (n == 0 || c > 0xF4 || end - s < n) return 0;
+    for (int k = 1; k < n; k++)
+        if ((s[k] & 0xC0) != 0x80) return 0;
+    if (n == 3 && ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] >= 0xA0))) return 0;
+    if (n == 4 && ((c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] >= 0x90))) return 0;
+    return n;
+}
+
+static int json_string(Out *o, const SqlColumn *c, const unsigned char *p, Py_ssize_t used) {
+    const unsigned char *s = p + c->p1, *end = p + used;
+    Py_ssize_t n = end - s;
+    if (c->p2) { /* base64 of the bytes, BINARY(n) padded with zero bytes */
+        Py_ssize_t pad = c->p3 > n ? c->p3 - n : 0;
+        if (out_room(o, 4 * ((n + pad) / 3 + 1) + 2) < 0) return -1;
+        if (pad) {
+            unsigned char *b = PyMem_Calloc(n + pad, 1);
+            if (b == NULL) return -1;
+            memcpy(b, s, n);
+            o->n = put_b64(o->p + o->n, b, n + pad) - o->p;
+            PyMem_Free(b);
+        } else {
+            o->n = put_b64(o->p + o->n, s, n) - o->p;
+        }
+        return 0;
+    }
+    if (out_room(o, 6 * n + 2) < 0) return -1;
+    char *t = o->p + o->n;
+    *t++ = '"';
+    while (s < end) {
+        const unsigned char *run = s;
+        while (s < end && *s >= 0x20 && *s != '"' && *s != '\\' && *s < 0x80) s++;
+        t = put(t, (const char *)run, s - run);
+        if (s == end) break;
+        if (*s >= 0x80) {
+            int k = utf8_char(s, end);
+            if (k == 0) return 1; /* not UTF-8: the Python path decodes it */
+            t = put(t, (const char *)s, k);
+            s += k;
+            continue;
+        }
+        static const char hex[] = "0123456789ABCDEF";
+        *t++ = '\\';
+        switch (*s) {
+        case '"': *t++ = '"'; break;
+        case '\\': *t++ = '\\'; break;
+        case '\n': *t++ = 'n'; break;
+        case '\r': *t++ = 'r'; break;
+        case '\t': *t++ = 't'; break;
+        case '\b': *t++ = 'b'; break;
+        case '\f': *t++ = 'f'; break;
+        default:
+            *t++ = 'u';
+            *t++ = '0';
+            *t++ = '0';
+            *t++ = hex[*s >> 4];
+            *t++ = hex[*s & 15];
+        }
+        s++;
+    }
+    *t++ = '"';
+    o->n = t - o->p;
+    return 0;
+}
+
+static void JsonPlan_dealloc(JsonPlan *self) {
+    layout_free(&self->layout);
+    PyMem_Free(self->sides[0].fields);
+    PyMem_Free(self->sides[1].fields);
+    Py_XDECREF(self->spec);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int parse_json_column(SqlColumn *c, PyObject *item) {
+    if (!PyArg_ParseTuple(item, "iiii", &c->kind, &c->p1, &c->p2, &c->p3)) return -1;
+    c->prefix = "";
+    if (c->kind == K_FLOAT || c->kind == K_DOUBLE || (c->kind == K_BIT && c->p1 < 1) || !plan_column_ok(c)) {
+        PyErr_SetString(PyExc_ValueError, "a column the JSON plan does not write");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *JsonPlan_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    PyObject *images, *objects;
+    static char *kwlist[] = {"images", "objects", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!", kwlist, &PyTuple_Type, &images, &PyTuple_Type, &objects))
+        return NULL;
+    if (PyTuple_GET_SIZE(objects) != 2) {
+        PyErr_SetString(PyExc_ValueError, "two sides: before and after");
+        return NULL;
+    }
+    JsonPlan *self = (JsonPlan *)type->tp_alloc(type, 0);
+    if (self == NULL) return NULL;
+    self->spec = PyTuple_Pack(2, images, objects);
+    if (self->spec == NULL || layout_parse(&self->layout, images, parse_json_column) < 0) goto error;
+    for (int side = 0; side < 2; side++) {
+        PyObject *obj = PyTuple_GET_ITEM(objects, side);
+        JsonObject *jo = &self->sides[side];
+        if (obj == Py_None) {
+            jo->nfields = -1;
+            continue;
+        }
+        if (!PyTuple_Check(obj)) {
+            PyErr_SetString(PyExc_TypeError, "a side is None or a tuple of (key, span)");
+            goto error;
+        }
+        jo->nfields = PyTuple_GET_SIZE(obj);
+        jo->fields = PyMem_Calloc(jo->nfields ? jo->nfields : 1, sizeof(JsonField));
+        if (jo->fields == NULL) {
+            PyErr_NoMemory();
+            goto error;
+        }
+        for (Py_ssize_t k = 0; k < jo->nfields; k++) {
+            PyObject *key;
+            JsonField *f = &jo->fields[k];
+            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(obj, k), "Sn", &key, &f->span)) goto error;
+            if (f->span < 0 || f->span >= self->layout.nspans) {
+                PyErr_SetString(PyExc_ValueError, "a span past the columns");
+                goto error;
+            }
+            f->key = PyBytes_AS_STRING(key);
+            f->key_len = PyBytes_GET_SIZE(key);
+        }
+    }
+    return (PyObject *)self;
+error:
+    Py_DECREF(self);
+    return NULL;
+}
+
+/* one side's object of the current row; 0, -1 on MemoryError, 1 to fall back */
+static int json_object(JsonPlan *self, JsonObject *jo, Span *spans, const unsigned char *buf, Out *o) {
+    if (jo->nfields < 0) {
+        if (out_room(o, 4) < 0) return -1;
+        o->n = put(o->p + o->n, "null", 4) - o->p;
+        return 0;
+    }
+    if (jo->nfields == 0) {
+        if (out_room(o, 2) < 0) return -1;
+        o->n = put(o->p + o->n, "{}", 2) - o->p;
+        return 0;
+    }
+    for (Py_ssize_t k = 0; k < jo->nfields; k++) {
+        JsonField *f = &jo->fields[k];
+        if (out_room(o, f->key_len + VALUE_TEXT_MAX) < 0) return -1;
+        o->n = put(o->p + o->n, f->key, f->key_len) - o->p;
+        Span *sp = &spans[f->span];
+        const SqlColumn *c = self->layout.span_cols[f->span];
+        if (sp->used < 0) {
+            o->n = put(o->p + o->n, "null", 4) - o->p;
+            continue;
+        }
+        if (c->kind == K_STRING) {
+            int r = json_string(o, c, buf + sp->start, sp->used);
+            if (r != 0) return r;
+            continue;
+        }
+        char *t = json_value(c, buf + sp->start, sp->used, o->p + o->n);
+        if (t == NULL) return 1;
+        o->n = t - o->p;
+    }
+    if (out_room(o, 1) < 0) return -1;
+    o->p[o->n++] = '}';
+    return 0;
+}
+
+/* JsonPlan.text(buf, source, after_row, txn, total, mine, tail): (lines, row changes), or None */
+static PyObject *JsonPlan_text(JsonPlan *self, PyObject *args) {
+    PyObject *bufobj, *txnobj;
+    const char *source, *after_row, *tail;
+    Py_ssize_t source_len, after_row_len, tail_len, total, mine;
+    if (!PyArg_ParseTuple(args, "O!y#y#Onny#", &PyBytes_Type, &bufobj, &source, &source_len, &after_row,
+                          &after_row_len, &txnobj, &total, &mine, &tail, &tail_len))
+        return NULL;
+    const char *txn = NULL;
+    Py_ssize_t txn_len = 0;
+    if (txnobj != Py_None) {
+        if (!PyBytes_Check(txnobj)) {
+            PyErr_SetString(PyExc_TypeError, "txn is bytes or None");
+            return NULL;
+        }
+        txn = PyBytes_AS_STRING(txnobj);
+        txn_len = PyBytes_GET_SIZE(txnobj);
+    }
+    const unsigned char *buf = (const unsigned char *)PyBytes_AS_STRING(bufobj);
+    Py_ssize_t len = PyBytes_GET_SIZE(bufobj), pos = 0, count = 0;
+    Out o = {NULL, 0, 0};
+    Span *spans = PyMem_Calloc(self->layout.nspans ? self->layout.nspans : 1, sizeof(Span));
+    if (spans == NULL) return PyErr_NoMemory();
+    if (len == 0) goto fallback;
+    while (pos < len) {
+        if (layout_spans(&self->layout, buf, len, &pos, spans) < 0) goto fallback;
+        if (out_room(&o, 12) < 0) goto fallback;
+        o.n = put(o.p + o.n, "{\"before\":", 10) - o.p;
+        if (json_object(self, &self->sides[0], spans, buf, &o) != 0) goto fallback;
+        if (out_room(&o, 10) < 0) goto fallback;
+        o.n = put(o.p + o.n, ",\"after\":", 9) - o.p;
+        if (json_object(self, &self->sides[1], spans, buf, &o) != 0) goto fallback;
+        if (out_room(&o, 1 + source_len + 24 + after_row_len + 16 + txn_len + 90 + tail_len) < 0) goto fallback;
+        char *t = o.p + o.n;
+        *t++ = ',';
+        t = put(t, source, source_len);
+        t = put_u64(t, (uint64_t)count);
+        t = put(t, after_row, after_row_len);
+        t = put(t, ",\"transaction\":", 15);
+        if (txn == NULL) {
+            t = put(t, "null", 4);
+        } else {
+            t = put(t, "{\"id\":", 6);
+            t = put(t, txn, txn_len);
+            t = put(t, ",\"total_order\":", 15);
+            t = put_u64(t, (uint64_t)(total + count + 1));
+            t = put(t, ",\"data_collection_order\":", 25);
+            t = put_u64(t, (uint64_t)(mine + count + 1));
+            *t++ = '}';
+        }
+        t = put(t, tail, tail_len);
+        o.n = t - o.p;
+        count++;
+    }
+    return plan_result(&o, spans, count, 1);
+fallback:
+    return plan_result(&o, spans, count, 0);
+}
+
+static PyMethodDef JsonPlan_methods[] = {
+    {"text", (PyCFunction)JsonPlan_text, METH_VARARGS,
+     "text(buf, source, after_row, txn, total, mine, tail) -> (lines, row changes), or None for the Python path"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject JsonPlanType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "binlake._speedups.JsonPlan",
+    .tp_basicsize = sizeof(JsonPlan),
+    .tp_dealloc = (destructor)JsonPlan_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "JsonPlan(images, objects): the Debezium JSON of one layout's row images",
+    .tp_methods = JsonPlan_methods,
+    .tp_new = JsonPlan_new,
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "binlake._speedups",
-    .m_doc = "The compiled row-image decoder of binlake.rowdecoder and row-image printer of "
-              "binlake.render.dump.rowtext; K_* are the kinds of their column plans.",
+    .m_doc = "The compiled row-image decoder of binlake.rowdecoder, row-image printer of binlake.render.dump.rowtext, "
+             "replay-SQL writer of binlake.render.changes.sql and Debezium JSON writer of "
+             "binlake.render.changes.debezium; K_* are the kinds of their column plans.",
     .m_size = -1,
 };
 
@@ -984,12 +1828,16 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     Decimal = PyObject_GetAttrString(decimal, "Decimal");
     Py_DECREF(decimal);
     if (Decimal == NULL) return NULL;
-    if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&TextPlanType) < 0) return NULL;
+    if (PyType_Ready(&PlanType) < 0 || PyType_Ready(&TextPlanType) < 0 || PyType_Ready(&SqlPlanType) < 0 ||
+        PyType_Ready(&JsonPlanType) < 0)
+        return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     /* the kinds, for the Python side that builds the plans (binlake.rowdecoder, binlake.render.dump.rowtext) */
     if (PyModule_AddObjectRef(m, "Plan", (PyObject *)&PlanType) < 0 ||
-        PyModule_AddObjectRef(m, "TextPlan", (PyObject *)&TextPlanType) < 0 || PyModule_AddIntMacro(m, K_PY) < 0 ||
+        PyModule_AddObjectRef(m, "TextPlan", (PyObject *)&TextPlanType) < 0 ||
+        PyModule_AddObjectRef(m, "SqlPlan", (PyObject *)&SqlPlanType) < 0 ||
+        PyModule_AddObjectRef(m, "JsonPlan", (PyObject *)&JsonPlanType) < 0 || PyModule_AddIntMacro(m, K_PY) < 0 ||
         PyModule_AddIntMacro(m, K_INT) < 0 || PyModule_AddIntMacro(m, K_FLOAT) < 0 ||
         PyModule_AddIntMacro(m, K_DOUBLE) < 0 || PyModule_AddIntMacro(m, K_YEAR) < 0 ||
         PyModule_AddIntMacro(m, K_BIT) < 0 || PyModule_AddIntMacro(m, K_DATE) < 0 ||

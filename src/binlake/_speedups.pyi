@@ -1,5 +1,6 @@
-"""Types of the compiled row decoder and row printer (``_speedups.c``), used by :mod:`binlake.rowdecoder` and
-:mod:`binlake.render.dump.rowtext` when it is built."""
+"""Types of the compiled row decoder, row printer and SQL writer (``_speedups.c``), used by
+:mod:`binlake.rowdecoder`, :mod:`binlake.render.dump.rowtext` and :mod:`binlake.render.changes.sql` when it is
+built."""
 
 from collections.abc import Callable
 
@@ -20,6 +21,26 @@ _TextColumn = tuple[int, int, int, bytes, bytes, bytes]
 class TextPlan:
     def __init__(self, images: tuple[tuple[bytes, tuple[_TextColumn, ...]], ...]) -> None: ...
     def text(self, buf: bytes, head: bytes) -> tuple[str, int] | None: ...
+
+_SqlColumn = tuple[int, int, int, int, bytes]
+
+class SqlPlan:
+    def __init__(
+        self, images: tuple[tuple[_SqlColumn, ...], ...], pieces: tuple[bytes | tuple[int, int], ...]
+    ) -> None: ...
+    def text(self, buf: bytes, comment: bytes) -> tuple[bytes, int] | None: ...
+
+_JsonColumn = tuple[int, int, int, int]
+
+class JsonPlan:
+    def __init__(
+        self,
+        images: tuple[tuple[_JsonColumn, ...], ...],
+        objects: tuple[tuple[tuple[bytes, int], ...] | None, tuple[tuple[bytes, int], ...] | None],
+    ) -> None: ...
+    def text(
+        self, buf: bytes, source: bytes, after_row: bytes, txn: bytes | None, total: int, mine: int, tail: bytes
+    ) -> tuple[bytes, int] | None: ...
 
 # The change kind of a Plan (its mode)
 MODE_INSERT: int

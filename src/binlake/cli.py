@@ -48,6 +48,13 @@ COMMANDS: dict[str, Command] = {
     ),
     # -- registration point: `binlake dump` (render/dump/) ---------------------------------------------------------
     "dump": Command("binlake.render.dump", "add_dump_arguments", "dump_main", "print events and rows as text"),
+    # -- registration point: `binlake changes` (render/changes/; the change stream: changes/) ----------------------
+    "changes": Command(
+        "binlake.render.changes",
+        "add_changes_arguments",
+        "changes_main",
+        "row changes as Debezium JSON, or SQL that replays or undoes them",
+    ),
     # -- registration point: `binlake stats` (render/stats.py) -----------------------------------------------------
     "stats": Command("binlake.render.stats", "add_stats_arguments", "stats_main", "summarise binlogs"),
     # -- registration point: `binlake ingest` (PySpark; needs the `spark` extra) -----------------------------------

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from binlake.changes.filters import ChangeFilter
 from binlake.coltypes import Column, ColumnType
 from binlake.decoder import decode_event
 from binlake.events.context import DecodeContext
@@ -83,14 +84,14 @@ def test_example_flashback_inverts_every_change() -> None:
 def test_positions_and_filters() -> None:
     positions = [h.pos for h in walk_headers(EXAMPLE)]
     start, stop = positions[5], positions[40]
-    text = _dump(DumpOptions(start_position=start, stop_position=stop))
+    text = _dump(DumpOptions(filter=ChangeFilter(start_position=start, stop_position=stop)))
     at = [int(m) for m in re.findall(r"^# at (\d+)$", text, re.M)]
     assert at == positions[5:40]
     assert "Start: binlog v 4" not in text  # the format description is read, not printed (as the tool)
-    only_orders = _dump(DumpOptions(table="orders"))
+    only_orders = _dump(DumpOptions(filter=ChangeFilter(tables=("orders",))))
     assert "### INSERT INTO `shop`.`orders`" in only_orders
     assert "`shop`.`customers`" not in only_orders.replace("#Q>", "")
-    assert "### " not in _dump(DumpOptions(database="no_such_db")).replace("### ALTER", "")
+    assert "### " not in _dump(DumpOptions(filter=ChangeFilter(databases=("no_such_db",)))).replace("### ALTER", "")
 
 
 def _table_map(types: bytes, meta: bytes, nulls: bytes, optional: bytes, ncols: int) -> TableMapEvent:

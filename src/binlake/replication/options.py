@@ -199,18 +199,22 @@ class _RefusePassword(argparse.Action):
         parser.error(f"no password on the command line: use --password-file FILE, ${PASSWORD_ENV} or the prompt")
 
 
-def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags of :class:`ConnectionOptions`, in a group of their own."""
+def add_connection_arguments(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
+    """The flags of :class:`ConnectionOptions`, in a group of their own.  ``required=False`` for a command that
+    reads a server only when ``--host`` is given (it then checks ``--user`` and ``--server-id`` itself:
+    :func:`connection_from_args` does)."""
     g = parser.add_argument_group("server connection (the password: --password-file, $BINLAKE_PASSWORD or a prompt)")
     g.add_argument("--password", "--passwd", nargs="?", action=_RefusePassword, help=argparse.SUPPRESS)
-    g.add_argument("--host", required=True, help="the server to read from")
+    g.add_argument("--host", required=required, help="the server to read from")
     g.add_argument("--port", type=int, default=3306, help="its TCP port (default 3306)")
-    g.add_argument("--user", required=True, help="a user with REPLICATION SLAVE (and REPLICATION CLIENT to list logs)")
+    g.add_argument(
+        "--user", required=required, help="a user with REPLICATION SLAVE (and REPLICATION CLIENT to list logs)"
+    )
     g.add_argument("--password-file", type=Path, metavar="FILE", help="read the password from FILE's first line")
     g.add_argument(
         "--server-id",
         type=int,
-        required=True,
+        required=required,
         metavar="N",
         help="this replica's server id, 1..4294967295, unique among the server's replicas (two connections with"
         " one id cut each other off)",
@@ -236,6 +240,9 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
 def connection_from_args(args: argparse.Namespace, *, follow: bool = True) -> ConnectionOptions:
     """The :class:`ConnectionOptions` of flags added by :func:`add_connection_arguments` (``follow``: the command
     keeps running, which makes the default number of retries unlimited)."""
+    missing = [flag for flag, value in (("--user", args.user), ("--server-id", args.server_id)) if value is None]
+    if missing:
+        raise ReplicationError(f"reading a server needs {' and '.join(missing)}")
     mode = cast(SslMode, args.ssl_mode.lower() if args.ssl_mode else ("verify_ca" if args.ssl_ca else "preferred"))
     retries = args.retries if args.retries is not None else (None if follow else 5)
     options = ConnectionOptions(

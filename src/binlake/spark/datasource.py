@@ -1,7 +1,9 @@
 """The ``binlake`` Python data source: binlog files as Spark DataFrames.
 
 Options (case-insensitive): ``view`` = ``events`` | ``tablemaps`` | ``changes`` (default ``changes``);
-``splitBytes`` = target bytes per partition (default 64 MiB).  The path is a file, a folder or a glob.
+``splitBytes`` = target bytes per partition (default 64 MiB).  The path is a file, a folder or a glob.  The
+``changes`` view's last column, ``debezium``, is each row change as the Debezium JSON ``binlake changes`` writes
+(:mod:`binlake.spark.debezium`), ready for Spark's Kafka or file sinks.
 
 Planning runs on the driver: one partition per file, large files cut at transaction boundaries by a header-only
 walk (:mod:`binlake.spark.plan`), so every core decodes part of one big binlog.  Each partition decodes its byte
@@ -23,14 +25,17 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from binlake.schema import SchemaTracker
 from binlake.spark.arrow import CHANGES, EVENTS, TABLEMAPS, change_batch, event_batch, tablemap_batch
+from binlake.spark.debezium import SplitJson, connector_of
 from binlake.spark.extract import Changes, EventRecord, TableMapRecord, decode_split, map_id
 from binlake.spark.plan import DEFAULT_SPLIT_BYTES, Split, list_binlogs, plan_splits
 
 __all__ = ["BATCH_ROWS", "BinlakeDataSource", "read_split"]
 
 BATCH_ROWS = 8192
-VIEWS = {"events": EVENTS, "tablemaps": TABLEMAPS, "changes": CHANGES}
+CHANGES_VIEW = CHANGES.append(pa.field("debezium", pa.string()))
+VIEWS = {"events": EVENTS, "tablemaps": TABLEMAPS, "changes": CHANGES_VIEW}
 
 
 class SplitPartition(InputPartition):
@@ -61,17 +66,28 @@ def read_split(split: Split, view: str, batch_rows: int = BATCH_ROWS) -> Iterato
         ch_buf: list[Changes] = []
         ids: dict[int, str] = {}
         rows = 0
-        for rec in decode_split(split, tablemaps=False):
-            if isinstance(rec, Changes):
+        tracker = SchemaTracker()  # the decoder follows the split's DDL in it; the JSON names columns by it
+        json = SplitJson(split.file.name, connector_of(split.file.path), tracker)
+        lines: list[str] = []
+        for rec in decode_split(split, tablemaps=False, schema=tracker):
+            if isinstance(rec, EventRecord):
+                json.see(rec)
+            elif isinstance(rec, Changes):
                 if id(rec.table_map) not in ids:
                     ids[id(rec.table_map)] = map_id(rec.table_map)
                 ch_buf.append(rec)
+                lines += json.lines(rec)
                 rows += len(rec.rows)
                 if rows >= batch_rows:
-                    yield change_batch(split.file, ch_buf, ids)
-                    ch_buf, rows, ids = [], 0, {}  # ids of table maps no longer held could be reused
+                    yield _with_json(change_batch(split.file, ch_buf, ids), lines)
+                    ch_buf, rows, ids, lines = [], 0, {}, []  # ids of table maps no longer held could be reused
         if ch_buf:
-            yield change_batch(split.file, ch_buf, ids)
+            yield _with_json(change_batch(split.file, ch_buf, ids), lines)
+
+
+def _with_json(batch: pa.RecordBatch, lines: list[str]) -> pa.RecordBatch:
+    """The ``changes`` view's batch with its ``debezium`` column (one line per row, in the batch's order)."""
+    return batch.append_column("debezium", pa.array(lines, pa.string()))
 
 
 class _Reader(DataSourceReader):

@@ -42,6 +42,7 @@ import sys
 from collections.abc import Iterable
 from typing import BinaryIO
 
+from binlake.changes.filters import filter_from_args
 from binlake.decoder import Decryptor
 from binlake.errors import BinlogError
 from binlake.events.context import DecodeOptions
@@ -72,7 +73,7 @@ def dump(
     files = list(files)
     schema = SchemaTracker.from_sql(decode.schema_sql) if decode.schema_sql else SchemaTracker()
     for n, path in enumerate(files):  # one schema for the run: DDL in one file applies to the next
-        start = options.start_position if n == 0 else None
+        start = options.filter.start_position if n == 0 else None
         last = n == len(files) - 1
         try:
             for ev in open_log(
@@ -93,12 +94,7 @@ def dump(
 def dump_main(args: argparse.Namespace) -> int:
     """Run ``binlake dump`` with parsed arguments."""
     options = DumpOptions(
-        start_position=args.start_position,
-        stop_position=args.stop_position,
-        start_datetime=args.start_datetime,
-        stop_datetime=args.stop_datetime,
-        database=args.database,
-        table=args.table,
+        filter=filter_from_args(args),
         flashback=args.flashback,
         table_metadata=not args.flashback if args.table_metadata is None else args.table_metadata,
         on_error=args.on_error,

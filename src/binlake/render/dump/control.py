@@ -39,7 +39,8 @@ _TYPE_STR: dict[int, str] = {E.START_ENCRYPTION_EVENT: "Start_encryption"}
 
 def _fde(printer: TextPrinter, ev: Event) -> None:
     assert isinstance(ev, FormatDescriptionEvent)
-    if printer.options.start_position is not None and printer.options.start_position > 4 and ev.header.pos == 4:
+    start = printer.options.filter.start_position
+    if start is not None and start > 4 and ev.header.pos == 4:
         return  # read only for its format (check_header): --base64-output=DECODE-ROWS does not print it
     t = time.localtime(ev.header.timestamp)
     created = f"{t.tm_year % 100:02d}{t.tm_mon:02d}{t.tm_mday:02d} {t.tm_hour:2d}:{t.tm_min:02d}:{t.tm_sec:02d}"

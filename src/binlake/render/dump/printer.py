@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from binlake.coltypes import Column
 from binlake.events.base import Event, RawEvent
 from binlake.events.format import FormatDescriptionEvent
+from binlake.events.gtid import GtidEvent, MariaGtid, MariaGtidEvent
 from binlake.events.rows import RowsEvent
 from binlake.events.table_map import OptionalField
 from binlake.render.dump import control, query, rows, transaction
@@ -37,14 +38,15 @@ from binlake.render.dump.query import MARIADB_OPTIONS
 from binlake.render.dump.quoting import DELIM
 from binlake.render.dump.rows import rows_event
 from binlake.render.dump.rowtext import TextPlan, _RowsText
+from binlake.transactions import Transactions
 
-__all__ = ["Handler", "TextPrinter"]
+__all__ = ["Handler", "Session", "TextPrinter"]
 
 FLUSH_AT = 1 << 20  # characters of text gathered before a write to the output
 
 
 @dataclass(slots=True)
-class _Session:
+class Session:
     """``PRINT_EVENT_INFO``: what was printed last, so that SET statements repeat only on change."""
 
     db: str = ""
@@ -72,7 +74,7 @@ class TextPrinter:
 
     write: Callable[[str], None]
     options: DumpOptions = field(default_factory=DumpOptions)
-    session: _Session = field(default_factory=_Session)
+    session: Session = field(default_factory=Session)
     _out: list[str] = field(default_factory=list)
     _size: int = 0
     _head: list[str] = field(default_factory=list)  # head_cache: headers waiting for the end of a statement
@@ -93,6 +95,8 @@ class TextPrinter:
         default_factory=dict
     )
     _started: bool = False  # --start-datetime reached
+    _trx: Transactions | None = None  # --include-gtids/--exclude-gtids: where transactions start and end
+    _skipping: bool = False  # the transaction being read is outside the GTID sets
     _ts_cache: tuple[int, str] = (-1, "")
     _checksum_on: bool = True
     _options_mask: int = 0xFFFFFFFF  # options_written_to_bin_log of the format description in force
@@ -163,17 +167,20 @@ class TextPrinter:
         """Print one event; ``False`` when ``--stop-position``/``--stop-datetime`` ends the dump here."""
         h = ev.header
         opts = self.options
+        f = opts.filter
         if isinstance(ev, FormatDescriptionEvent):
             self._checksum_on = ev.checksum_alg == 1
             self._options_mask = 0xFFFFFFFF if ev.is_mariadb else ~sum(MARIADB_OPTIONS) & 0xFFFFFFFF
         elif not self._started:
-            if opts.start_datetime is not None and h.timestamp < opts.start_datetime:
+            if f.start_datetime is not None and h.timestamp < f.start_datetime:
                 return True
             self._started = True  # from the first event past --start-datetime on, print everything
-        if (opts.stop_datetime is not None and h.timestamp >= opts.stop_datetime) or (
-            opts.stop_position is not None and h.in_payload is None and h.pos >= opts.stop_position
+        if (f.stop_datetime is not None and h.timestamp >= f.stop_datetime) or (
+            f.stop_position is not None and h.in_payload is None and h.pos >= f.stop_position
         ):
             return False
+        if f.selects_gtids and self._outside_gtids(ev):
+            return True
         if not opts.flashback and h.in_payload is None:
             self._emit(f"# at {h.pos}\n")
         handler = _HANDLERS.get(h.type_code)
@@ -184,6 +191,23 @@ class TextPrinter:
         else:
             unknown_event(self, ev)
         return True
+
+    def _outside_gtids(self, ev: Event) -> bool:
+        """``--include-gtids``/``--exclude-gtids``: is ``ev`` in a transaction the GTID sets leave out?"""
+        trx = self._trx
+        if trx is None:
+            trx = self._trx = Transactions()
+        step = trx.event(ev)
+        if step.begins:
+            key: MariaGtid | tuple[str, str | None, int] | None = None
+            if isinstance(ev, MariaGtidEvent):
+                key = ev.gtid
+            elif isinstance(ev, GtidEvent) and not ev.anonymous:
+                key = (ev.uuid, ev.tag, ev.gno)
+            self._skipping = not self.options.filter.wants_gtid(key)
+        elif not step.inside:
+            self._skipping = False
+        return self._skipping
 
 
 Handler = Callable[[TextPrinter, Event], None]

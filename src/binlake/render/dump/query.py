@@ -2,8 +2,9 @@
 statement its context (INTVAR, RAND, USER_VAR, the LOAD DATA file blocks).
 
 ``Query_log_event::print_query_header``/``print`` (``sql/log_event_client.cc``): the ``SET`` statements of the
-session state repeat only where it changed since the last statement printed (the printer's :class:`_Session`,
-``PRINT_EVENT_INFO`` in MariaDB).  :data:`HANDLERS` is this family's part of the printer's dispatch table.
+session state repeat only where it changed since the last statement printed (the printer's
+:class:`~binlake.render.dump.printer.Session`, ``PRINT_EVENT_INFO`` in MariaDB).  :data:`HANDLERS` is this
+family's part of the printer's dispatch table.
 
 Example (corpus-bin.000009 of the corpus, some lines left out)::
 
@@ -40,9 +41,16 @@ from binlake.render.dump.transaction import (
 from binlake.values import collations, reader_for
 
 if TYPE_CHECKING:
-    from binlake.render.dump.printer import Handler, TextPrinter
+    from binlake.render.dump.printer import Handler, Session, TextPrinter
 
-__all__ = ["HANDLERS", "MARIADB_OPTIONS"]
+__all__ = [
+    "HANDLERS",
+    "MARIADB_OPTIONS",
+    "context_statement",
+    "load_file_name",
+    "load_query",
+    "session_statements",
+]
 
 T = ColumnType
 E = EventType
@@ -52,6 +60,7 @@ _THREAD_SPECIFIC_F = 0x4
 _SUPPRESS_USE_F = 0x8
 _SKIP_REPLICATION_F = 0x400
 # (Q_FLAGS2 bit, printed inverted, session variable) in print_query_header's order
+_NOT_AUTOCOMMIT = 1 << 19
 _FLAGS2_PRINTED = (
     (1 << 26, True, "foreign_key_checks"),
     (1 << 14, False, "sql_auto_is_null"),
@@ -95,7 +104,8 @@ def _query(printer: TextPrinter, ev: Event) -> None:
     state = printer.session
     is_xa = bool(state.gtid_flags2 & (_FL_PREPARED_XA | _FL_COMPLETED_XA))
     trans = _is_trans_keyword(ev.query_raw, is_xa)
-    if not trans and printer.options.database is not None and ev.db != printer.options.database:
+    f = printer.options.filter
+    if not trans and (not f.wants_database(ev.db) or not f.wants_op("statement")):
         return
     suppress_use = trans or bool(ev.header.flags & _SUPPRESS_USE_F)
     _skip_replication(printer, ev)
@@ -118,72 +128,13 @@ def _query(printer: TextPrinter, ev: Event) -> None:
         state.db = ev.db
         if ev.db and different:
             out.append(f"use {backtick(ev.db)}{DELIM}\n")
-    micro = ev.status("HRNOW")
-    frac = f".{micro:06d}" if isinstance(micro, int) and 0 < micro <= 999999 else ""
-    out.append(f"SET TIMESTAMP={ev.header.timestamp}{frac}{DELIM}\n")
-    if state.thread_id is None or (ev.header.flags & _THREAD_SPECIFIC_F and ev.thread_id != state.thread_id):
-        out.append(f"SET @@session.pseudo_thread_id={ev.thread_id}{DELIM}\n")
-        state.thread_id = ev.thread_id
-    flags2 = ev.status("FLAGS2")
-    if isinstance(flags2, int):
-        changed = 0xFFFFFFFF if state.flags2 is None else state.flags2 ^ flags2
-        if changed:
-            sets = []
-            for bit, inverted, var in _FLAGS2_PRINTED:
-                if changed & bit & (printer._options_mask if bit in MARIADB_OPTIONS else bit):
-                    sets.append(f"@@session.{var}={int(bool(flags2 & bit) != inverted)}")
-            out.append(f"SET {', '.join(sets)}{DELIM}\n")
-            state.flags2 = flags2
-    sql_mode = ev.status("SQL_MODE")
-    if isinstance(sql_mode, int) and sql_mode != state.sql_mode:
-        out.append(f"SET @@session.sql_mode={sql_mode}{DELIM}\n")
-        state.sql_mode = sql_mode
-    auto = ev.status("AUTO_INCREMENT")
-    auto_inc = auto if isinstance(auto, tuple) else (1, 1)
-    if auto_inc != state.auto_increment:
-        out.append(
-            f"SET @@session.auto_increment_increment={auto_inc[0]}, "
-            f"@@session.auto_increment_offset={auto_inc[1]}{DELIM}\n"
-        )
-        state.auto_increment = auto_inc
-    charset = ev.status("CHARSET")
-    if isinstance(charset, tuple) and charset != state.charset:
-        cs = collations.charset_name(charset[0])
-        out.append(f"/*!\\C {cs} */{DELIM}\n" if cs is not None else "# Ignored (Unknown charset) ")
-        out.append(
-            f"SET @@session.character_set_client={cs or 'Unknown'},@@session.collation_connection={charset[1]},"
-            f"@@session.collation_server={charset[2]}{DELIM}\n"
-        )
-        state.charset = charset
-    tz = ev.status("TIME_ZONE")
-    if isinstance(tz, str) and tz and tz != state.time_zone:
-        out.append(f"SET @@session.time_zone='{tz}'{DELIM}\n")
-        state.time_zone = tz
-    lc = ev.status("LC_TIME_NAMES")
-    lc_time = lc if isinstance(lc, int) else 0
-    if lc_time != state.lc_time_names:
-        out.append(f"SET @@session.lc_time_names={lc_time}{DELIM}\n")
-        state.lc_time_names = lc_time
-    cdb = ev.status("CHARSET_DATABASE")
-    charset_db = cdb if isinstance(cdb, int) else 0
-    if charset_db != state.charset_database:
-        out.append(f"SET @@session.collation_database={charset_db or 'DEFAULT'}{DELIM}\n")
-        state.charset_database = charset_db
+    out.extend(f"{stmt}{DELIM}\n" for stmt in session_statements(state, ev, printer._options_mask))
     query = ev.query_raw.decode("utf-8", "surrogateescape")
     gtid3 = ev.status("GTID_FLAGS3")
     alter = isinstance(gtid3, tuple) and gtid3[0] & (_FL_START_ALTER | _FL_COMMIT_ALTER | _FL_ROLLBACK_ALTER)
     if isinstance(ev, ExecuteLoadQueryEvent):
-        raw = ev.query_raw
-        local = f"{_LOAD_DIR}/SQL_LOAD_MB-{ev.file_id:x}-0"
-        out.append(
-            raw[: ev.fn_pos_start].decode("utf-8", "surrogateescape")
-            + " LOCAL INFILE "
-            + pretty_str(local)
-            + (" REPLACE" if ev.dup_handling == _LOAD_DUP_REPLACE else "")
-            + " INTO"
-            + raw[ev.fn_pos_end :].decode("utf-8", "surrogateescape")
-            + f"\n{DELIM}\n# file_id: {ev.file_id} \n"
-        )
+        local = f"{_LOAD_DIR}/{load_file_name(ev)}"
+        out.append(f"{load_query(ev, local)}\n{DELIM}\n# file_id: {ev.file_id} \n")
         printer._emit("".join(out))  # Execute_load_query_log_event::print writes straight out, even under flashback
         return
     if printer.options.flashback:  # Query_log_event::print compares the text with "BEGIN" / "COMMIT" exactly
@@ -198,6 +149,95 @@ def _query(printer: TextPrinter, ev: Event) -> None:
     printer._event_text("".join(out))
 
 
+def load_file_name(ev: ExecuteLoadQueryEvent) -> str:
+    """The name ``mariadb-binlog`` gives the file of a LOAD DATA it writes out: ``SQL_LOAD_MB-<file id>-0``."""
+    return f"SQL_LOAD_MB-{ev.file_id:x}-0"
+
+
+def load_query(ev: ExecuteLoadQueryEvent, path: str) -> str:
+    """The LOAD DATA statement of ``ev`` reading the client's file ``path`` (``LOCAL INFILE 'path'``), as
+    ``Execute_load_query_log_event::print_query_header`` rewrites its file clause."""
+    raw = ev.query_raw
+    return (
+        raw[: ev.fn_pos_start].decode("utf-8", "surrogateescape")
+        + " LOCAL INFILE "
+        + pretty_str(path)
+        + (" REPLACE" if ev.dup_handling == _LOAD_DUP_REPLACE else "")
+        + " INTO"
+        + raw[ev.fn_pos_end :].decode("utf-8", "surrogateescape")
+    )
+
+
+def session_statements(
+    state: Session, ev: QueryEvent, options_mask: int, *, pseudo_thread: bool = True, autocommit: bool = True
+) -> list[str]:
+    """The ``SET`` statements that give the session of ``state`` the one ``ev`` ran in, each without its delimiter,
+    as ``Query_log_event::print_query_header`` prints them: the timestamp always, every other variable only where
+    it differs from what ``state`` says was set last (``state`` is updated).  ``options_mask``: the FLAGS2 bits
+    the format description's server logs (:data:`MARIADB_OPTIONS` only for MariaDB); ``pseudo_thread``: include
+    ``pseudo_thread_id`` (which only a privileged user may set); ``autocommit``: include ``autocommit`` (setting
+    it to 1 inside a transaction commits it)."""
+    out: list[str] = []
+    micro = ev.status("HRNOW")
+    frac = f".{micro:06d}" if isinstance(micro, int) and 0 < micro <= 999999 else ""
+    out.append(f"SET TIMESTAMP={ev.header.timestamp}{frac}")
+    if pseudo_thread and (
+        state.thread_id is None or (ev.header.flags & _THREAD_SPECIFIC_F and ev.thread_id != state.thread_id)
+    ):
+        out.append(f"SET @@session.pseudo_thread_id={ev.thread_id}")
+        state.thread_id = ev.thread_id
+    flags2 = ev.status("FLAGS2")
+    if isinstance(flags2, int):
+        changed = 0xFFFFFFFF if state.flags2 is None else state.flags2 ^ flags2
+        if changed:
+            sets = []
+            for bit, inverted, var in _FLAGS2_PRINTED:
+                if not autocommit and bit == _NOT_AUTOCOMMIT:
+                    continue
+                if changed & bit & (options_mask if bit in MARIADB_OPTIONS else bit):
+                    sets.append(f"@@session.{var}={int(bool(flags2 & bit) != inverted)}")
+            if sets:
+                out.append(f"SET {', '.join(sets)}")
+            state.flags2 = flags2
+    sql_mode = ev.status("SQL_MODE")
+    if isinstance(sql_mode, int) and sql_mode != state.sql_mode:
+        out.append(f"SET @@session.sql_mode={sql_mode}")
+        state.sql_mode = sql_mode
+    auto = ev.status("AUTO_INCREMENT")
+    auto_inc = auto if isinstance(auto, tuple) else (1, 1)
+    if auto_inc != state.auto_increment:
+        out.append(
+            f"SET @@session.auto_increment_increment={auto_inc[0]}, @@session.auto_increment_offset={auto_inc[1]}"
+        )
+        state.auto_increment = auto_inc
+    charset = ev.status("CHARSET")
+    if isinstance(charset, tuple) and charset != state.charset:
+        cs = collations.charset_name(charset[0])
+        if cs is not None:
+            out.append(f"/*!\\C {cs} */")
+        out.append(
+            ("" if cs is not None else "# Ignored (Unknown charset) ")
+            + f"SET @@session.character_set_client={cs or 'Unknown'},@@session.collation_connection={charset[1]},"
+            f"@@session.collation_server={charset[2]}"
+        )
+        state.charset = charset
+    tz = ev.status("TIME_ZONE")
+    if isinstance(tz, str) and tz and tz != state.time_zone:
+        out.append(f"SET @@session.time_zone='{tz}'")
+        state.time_zone = tz
+    lc = ev.status("LC_TIME_NAMES")
+    lc_time = lc if isinstance(lc, int) else 0
+    if lc_time != state.lc_time_names:
+        out.append(f"SET @@session.lc_time_names={lc_time}")
+        state.lc_time_names = lc_time
+    cdb = ev.status("CHARSET_DATABASE")
+    charset_db = cdb if isinstance(cdb, int) else 0
+    if charset_db != state.charset_database:
+        out.append(f"SET @@session.collation_database={charset_db or 'DEFAULT'}")
+        state.charset_database = charset_db
+    return out
+
+
 def _skip_replication(printer: TextPrinter, ev: Event) -> None:
     """``print_skip_replication_statement``: only when LOG_EVENT_SKIP_REPLICATION_F changes."""
     flag = int(bool(ev.header.flags & _SKIP_REPLICATION_F))
@@ -209,27 +249,24 @@ def _skip_replication(printer: TextPrinter, ev: Event) -> None:
 # the statement's context: Intvar_log_event, Rand_log_event, User_var_log_event ::print
 
 
-def _intvar(printer: TextPrinter, ev: Event) -> None:
-    assert isinstance(ev, IntvarEvent)
-    name = {1: "LAST_INSERT_ID", 2: "INSERT_ID"}.get(ev.kind, "INVALID_INT")
-    printer._emit(f"{printer._header(ev)}\tIntvar\nSET {name}={ev.value}{DELIM}\n")
-
-
-def _rand(printer: TextPrinter, ev: Event) -> None:
-    assert isinstance(ev, RandEvent)
-    printer._emit(f"{printer._header(ev)}\tRand\nSET @@RAND_SEED1={ev.seed1}, @@RAND_SEED2={ev.seed2}{DELIM}\n")
-
-
-def _user_var(printer: TextPrinter, ev: Event) -> None:
-    """``User_var_log_event::print``: strings in hex with their charset, numbers as the server printed them."""
+def context_statement(ev: Event, *, exact: bool = False) -> str:
+    """The ``SET`` statement (without its delimiter) that gives the next statement the context an INTVAR, RAND or
+    USER_VAR event logged for it (``Intvar_log_event::print``, ``Rand_log_event::print``,
+    ``User_var_log_event::print``): strings in hex with their charset, numbers as the server printed them (a REAL
+    with ``%.14g``; ``exact``: with every digit, so that a replay sets the same double)."""
+    if isinstance(ev, IntvarEvent):
+        name = {1: "LAST_INSERT_ID", 2: "INSERT_ID"}.get(ev.kind, "INVALID_INT")
+        return f"SET {name}={ev.value}"
+    if isinstance(ev, RandEvent):
+        return f"SET @@RAND_SEED1={ev.seed1}, @@RAND_SEED2={ev.seed2}"
     assert isinstance(ev, UserVarEvent)
     name = ev.name_raw.decode("utf-8", "surrogateescape")
-    text = f"{printer._header(ev)}\tUser_var\nSET @{backtick(name)}"
     raw = ev.value_raw
     if ev.is_null:
         value = "NULL"
     elif ev.value_type == 1:  # REAL_RESULT
-        value = _c_g(struct.unpack("<d", raw[:8])[0], 14)
+        real = struct.unpack("<d", raw[:8])[0]
+        value = repr(real) if exact else _c_g(real, 14)
     elif ev.value_type == 2:  # INT_RESULT
         n = int.from_bytes(raw[:8], "little", signed=not (ev.flags or 0) & 1)
         value = str(n)
@@ -241,7 +278,19 @@ def _user_var(printer: TextPrinter, ev: Event) -> None:
         cs = collations.charset_name(ev.charset)
         coll = collations.collation_name(ev.charset, mariadb=True)
         value = "???" if cs is None or coll is None else f"_{cs} X'{raw.hex().upper()}' COLLATE `{coll}`"
-    printer._emit(f"{text}:={value}{DELIM}\n")
+    return f"SET @{backtick(name)}:={value}"
+
+
+def _intvar(printer: TextPrinter, ev: Event) -> None:
+    printer._emit(f"{printer._header(ev)}\tIntvar\n{context_statement(ev)}{DELIM}\n")
+
+
+def _rand(printer: TextPrinter, ev: Event) -> None:
+    printer._emit(f"{printer._header(ev)}\tRand\n{context_statement(ev)}{DELIM}\n")
+
+
+def _user_var(printer: TextPrinter, ev: Event) -> None:
+    printer._emit(f"{printer._header(ev)}\tUser_var\n{context_statement(ev)}{DELIM}\n")
 
 
 # LOAD DATA: Append_block_log_event::print, Delete_file_log_event::print

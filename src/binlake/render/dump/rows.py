@@ -82,9 +82,7 @@ def _presence(image: Image | None) -> tuple[bool, ...]:
 def _table_map(printer: TextPrinter, ev: Event) -> None:
     assert isinstance(ev, TableMapEvent)
     opts = printer.options
-    if (opts.database is not None and ev.schema != opts.database) or (
-        opts.table is not None and ev.table != opts.table
-    ):
+    if not opts.filter.wants_table(ev.schema, ev.table):
         printer._ignored.add(ev.table_id)
         return
     printer._ignored.discard(ev.table_id)
@@ -131,11 +129,14 @@ def rows_event(printer: TextPrinter, ev: RowsEvent) -> None:
     stmt_end = ev.stmt_end
     if stmt_end:
         printer._annotate = None  # an ANNOTATE_ROWS whose table maps were all filtered away
-    if ev.table_id in printer._ignored:
-        if stmt_end:
+    if ev.table_id in printer._ignored or not printer.options.filter.wants_op(ev.kind):
+        if stmt_end:  # the statement's last event is filtered: what its other events printed goes out now
             printer._ignored.clear()
             printer._emit("".join(printer._head))
+            printer._emit("".join(printer._tail))
             printer._head.clear()
+            printer._tail.clear()
+            printer._row_count = 0  # the count is not printed, and starts afresh
         return
     if printer.options.flashback:
         printer._stmt.append(ev)

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
+from binlake.lake.names import decode_name, encode_name, table_dir
 from binlake.reader import walk_headers
-from binlake.spark.names import decode_name, encode_name, table_dir
 
 pytestmark = pytest.mark.spark
 
@@ -469,7 +469,7 @@ def test_on_error_skips_are_kept_and_reported(spark: Any, corpus_dir: Path, tmp_
     result = ingest(
         spark, [str(binlogs)], str(lake), read=ReadSpec(on_error="skip-transaction"), split_bytes=split_bytes
     )
-    assert [(s["file"], s["start"]) for s in result.skips] == [(src.name, 2109)]
+    assert [(s.file, s.start) for s in result.skips] == [(src.name, 2109)]
     assert "1 damaged stretch(es) skipped" in summary(result)
     skips = _delta(lake / "_skips").to_pylist()
     assert len(skips) == 1 and skips[0]["start"] == 2109 and "CRC32" in skips[0]["reason"]
@@ -486,7 +486,7 @@ def test_tables_command_lists_and_shows(corpus_lake: Path, tmp_path: Path) -> No
     import io
 
     from binlake.cli import build_parser
-    from binlake.spark.show import tables_main
+    from binlake.lake.show import tables_main
 
     out = io.StringIO()
     assert tables_main(argparse.Namespace(lake=str(corpus_lake), table=None, limit=None), out) == 0

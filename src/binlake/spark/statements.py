@@ -25,11 +25,10 @@ Example::
 from __future__ import annotations
 
 import itertools
-import mmap
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from binlake.decoder import Decryptor
 from binlake.errors import BinlogError
@@ -37,10 +36,10 @@ from binlake.events.base import Event, EventType
 from binlake.events.context import DecodeOptions
 from binlake.events.query import QueryEvent
 from binlake.events.table_map import TableMapEvent
-from binlake.reader import HeaderCache, header_table, read_events, walk_headers
+from binlake.lake.records import Split, Statement
+from binlake.reader import HeaderCache, byte_ranges, header_table, read_events, span, walk_headers
 from binlake.recovery import OnError, Skipped, read_events_recovering
 from binlake.schema import SchemaTracker, TableSchema, TrackedColumn
-from binlake.spark.plan import Split
 from binlake.sql.lexer import leading_keyword
 from binlake.sql.statements import RENAMING_KEYWORDS, SCHEMA_KEYWORDS, renames, xa_outcome
 from binlake.transactions import QUERY_EVENTS
@@ -81,33 +80,6 @@ class ReadSpec:
     on_error: OnError = "stop"
 
 
-@dataclass(frozen=True, slots=True)
-class Statement:
-    """A statement the driver needs: ``kind`` ``ddl`` (changed the tracked schema), ``rename`` (``pairs`` of
-    ``(db, table)`` from -> to, in execution order) or ``xa`` (``xid`` resolved; ``rolled_back``)."""
-
-    kind: Literal["ddl", "rename", "xa"]
-    seq: int
-    file: str
-    pos: int
-    db: str | None = None
-    sql_mode: int = 0
-    query: str = ""
-    pairs: tuple[tuple[tuple[str, str], tuple[str, str]], ...] = ()
-    xid: str = ""
-    rolled_back: bool = False
-
-    def to_json(self) -> list[Any]:
-        pairs = [[list(a), list(b)] for a, b in self.pairs]
-        return [self.kind, self.seq, self.file, self.pos, self.db, self.sql_mode, self.query, pairs, self.xid,
-                self.rolled_back]  # fmt: skip
-
-    @classmethod
-    def from_json(cls, v: Sequence[Any]) -> Statement:
-        pairs = tuple((tuple(a), tuple(b)) for a, b in v[7])
-        return cls(v[0], int(v[1]), v[2], v[3], v[4], v[5], v[6], pairs, v[8], v[9])
-
-
 # -- reading a split -----------------------------------------------------------------------------------------------
 
 
@@ -134,7 +106,7 @@ def open_split(
     f = split.file
     if read.on_error == "stop":
         yield from read_events(
-            f.path,
+            f.source,
             options=read.options,
             start=split.start if split.start > 4 else None,
             stop=split.stop,
@@ -149,7 +121,7 @@ def open_split(
             skips.append(s)
 
     events = read_events_recovering(
-        f.path,
+        f.source,
         on_error=read.on_error,
         on_skip=keep,
         options=read.options,
@@ -179,23 +151,24 @@ def _surveyed(
     header walk (``headers``' when given; identical table maps once per schema state), or by a full read where the
     header walk cannot see the type codes (encrypted logs) or fails (damage)."""
     f = split.file
+    source = f.source
     wanted: list[tuple[int, int]] = []
     try:
-        if any(h.type_code == E.START_ENCRYPTION_EVENT for h in itertools.islice(walk_headers(f.path, 4), 3)):
+        if any(h.type_code == E.START_ENCRYPTION_EVENT for h in itertools.islice(walk_headers(source, 4), 3)):
             raise BinlogError("encrypted: the header walk sees ciphertext type codes")
         if headers is not None:
-            table = headers.table(f.path, split.start, split.stop)
+            table = headers.table(source, split.start, split.stop)
         else:
-            table = header_table(f.path, split.start, split.stop)
+            table = header_table(source, split.start, split.stop)
         error = table.error()
         if error is not None:
             raise error
         codes, positions, sizes = table.codes, table.positions, table.sizes
-        with open(f.path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        with byte_ranges(source) as m:
             for found in (_PICK_MAPS if maps else _PICK).finditer(codes):
                 i = found.start()
                 pos, code = positions[i], codes[i]
-                if code != E.QUERY_EVENT or _CANDIDATE.search(m, pos, pos + sizes[i]):
+                if code != E.QUERY_EVENT or _CANDIDATE.search(*span(m, pos, pos + sizes[i])):
                     wanted.append((pos, code))
     except BinlogError:
         shadow = tracker_from_json(tracker_to_json(tracker))  # the reader's own, following the DDL as it reads
@@ -208,7 +181,7 @@ def _surveyed(
     known: dict[tuple[bytes, int], TableMapEvent] = {}
     epoch = 0  # statements seen so far: identical table-map bytes decode the same within one epoch
     crc = 0  # bytes of the checksum (it covers the header, so identical maps differ there): known after a decode
-    with open(f.path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:
+    with byte_ranges(source) as m:
         for pos, code in wanted:
             if code == E.TABLE_MAP_EVENT:
                 size = int.from_bytes(m[pos + 9 : pos + 13], "little")
@@ -221,7 +194,7 @@ def _surveyed(
                 schema = tracker if code not in QUERY_EVENTS else None  # the caller follows the DDL itself
                 events = list(
                     read_events(
-                        f.path, options=read.options, start=pos, stop=pos + 1, decryptor=read.decryptor, schema=schema
+                        source, options=read.options, start=pos, stop=pos + 1, decryptor=read.decryptor, schema=schema
                     )
                 )
             except BinlogError:

@@ -223,6 +223,14 @@ class Lake:
                 out.append(_describe(own, kind, loc))
         return out
 
+    def find(self, wanted: str, tables: list[LakeTable] | None = None) -> LakeTable | None:
+        """The table ``wanted`` names: ``db.table`` (its current state, or its change table when it has none),
+        ``db.table/changes``, ``db.table/current``, ``_events``, ... (among ``tables``: default :meth:`tables`)."""
+        name, _, kind = wanted.partition("/")
+        hits = [t for t in (self.tables() if tables is None else tables) if t.name == name and kind in ("", t.kind)]
+        hits.sort(key=lambda t: t.kind != "current")  # the current state first, when there is one
+        return hits[0] if hits else None
+
 
 def _describe(name: str, kind: str, loc: Location) -> LakeTable:
     dt = delta.delta_table(loc)

@@ -32,13 +32,6 @@ from binlake.lake.lake import KINDS, Lake, LakeTable
 __all__ = ["add_tables_arguments", "format_rows", "show_table", "tables_main"]
 
 
-def _find(tables: list[LakeTable], wanted: str) -> LakeTable | None:
-    name, _, kind = wanted.partition("/")
-    hits = [t for t in tables if t.name == name and (not kind or t.kind == kind)]
-    hits.sort(key=lambda t: t.kind != "current")  # the current state first, when there is one
-    return hits[0] if hits else None
-
-
 def _cell(value: object, width: int = 32) -> str:
     if value is None:
         text = "NULL"
@@ -123,7 +116,7 @@ def tables_main(args: argparse.Namespace, out: TextIO | None = None) -> int:
         print(f"binlake tables: {e}", file=sys.stderr)
         return 2
     if args.table:
-        found = _find(tables, args.table)
+        found = lake.find(args.table, tables)
         if found is None:
             print(f"binlake tables: no table {args.table!r} in {lake.root} (run `binlake tables LAKE` to list them)",
                   file=sys.stderr)  # fmt: skip

@@ -128,8 +128,9 @@ def build_session(
 
     ``quick_start``: a driver JVM for a short run that only schedules Python tasks and passes their small reports:
     see :func:`build_context`.  Applies only when this call starts the JVM.
-    ``data_source=False`` leaves the ``binlake`` data source unregistered: registering makes Spark start Python
-    processes that look for installed data sources (~1 CPU-s).  ``jvm_log``: see :func:`build_context`.
+    ``data_source=False`` leaves the ``binlake`` and ``binlake-lake`` data sources unregistered: registering makes
+    Spark start Python processes that look for installed data sources (~1 CPU-s).
+    ``jvm_log``: see :func:`build_context`.
     """
     from pyspark.sql import SparkSession
 
@@ -139,8 +140,10 @@ def build_session(
     spark.sparkContext.setLogLevel("ERROR")
     if data_source:
         from binlake.spark.datasource import BinlakeDataSource
+        from binlake.spark.lakesource import LakeDataSource
 
         spark.dataSource.register(BinlakeDataSource)
+        spark.dataSource.register(LakeDataSource)
     return spark
 
 

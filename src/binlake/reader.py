@@ -389,9 +389,8 @@ def _walk_source(src: Source, start: int, stop: int | None) -> Iterator[HeaderIn
                 pos += stopped
                 continue
             head = _read_at(f, pos, 19)  # no whole event in the chunk: one larger than it, or the walk's end
-            why, bad_size = _why(head, size - pos, pos, end)
-            if why:
-                raise _header_error(src.name, pos, why, bad_size)
+            if not _whole(head, size - pos):
+                raise _header_error(src.name, pos, *_why(head, size - pos, pos, end))
             ts, code, _, ev_size, _, flags = _HEADER.unpack_from(head)
             yield HeaderInfo(pos, code, ev_size, flags, ts)
             pos += ev_size
@@ -410,6 +409,14 @@ def _source_size(src: Source, f: BinaryIO) -> int:
     if f.read(4) != MAGIC:
         raise MalformedError("not a binlog (bad magic)", file=src.name, pos=0)
     return size
+
+
+def _whole(head: bytes, left: int) -> bool:
+    """Whether the header ``head`` starts an event the file's ``left`` bytes hold whole (as the walks go on)."""
+    if len(head) < 19:
+        return False
+    size = int.from_bytes(head[9:13], "little")
+    return 19 <= size <= left
 
 
 def _read_at(f: BinaryIO, pos: int, n: int) -> bytes:
@@ -613,7 +620,7 @@ def _source_table(src: Source, start: int, stop: int | None) -> HeaderTable:
                 pos += end
                 continue
             head = _read_at(f, pos, 19)  # no whole event in the chunk: one larger than it, or the walk's end
-            if _why(head, size - pos, pos, limit)[0]:
+            if not _whole(head, size - pos):
                 break
             t, code, _, ev_size, _, flag = _HEADER.unpack_from(head)
             positions.append(pos)

@@ -186,7 +186,7 @@ class WriterLease:
         """Take the lease, waiting up to ``wait`` seconds for its holder to finish (``on_wait`` is told, once, who
         that is); :class:`LakeBusy` when it is still held then.  Starts the renewals."""
         t0 = time.monotonic()
-        told = False
+        told, waited = False, False
         while True:
             dt, held = self._latest()
             now = time.time()
@@ -196,17 +196,18 @@ class WriterLease:
                 continue  # another writer took it between our read and our commit: look again
             left = wait - (time.monotonic() - t0)
             if left <= 0:
-                waited = f" after waiting {wait:.0f} s" if wait > 0 else ""
+                after = f" after waiting {wait:.0f} s" if wait > 0 else ""
                 raise LakeBusy(
-                    f"another binlake ingest is writing this lake ({held.describe()}){waited}: stopping "
+                    f"another binlake ingest is writing this lake ({held.describe()}){after}: stopping "
                     "(--wait SECONDS waits for it)",
                     file=self.loc.parent.parent.uri,
                 )
             if not told and on_wait is not None:
                 on_wait(f"waiting up to {left:.0f} s for another ingest writing this lake ({held.describe()})")
                 told = True
+            waited = True
             time.sleep(max(0.05, min(left, self.seconds / 6, held.expires - now + 0.05)))
-        self.waited = time.monotonic() - t0 if told else 0.0
+        self.waited = time.monotonic() - t0 if waited else 0.0
         self._lost = None
         self._stop.clear()
         self._thread = threading.Thread(target=self._renewals, name="binlake-lease", daemon=True)

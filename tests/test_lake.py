@@ -227,28 +227,31 @@ def test_racing_writers_one_wins(root: str) -> None:
     assert sorted(results) == ["busy", "busy", "busy", "won"]
 
 
-def test_two_writers_never_both_commit_a_batch(root: str) -> None:
-    """Two writers committing batch 1 to one table at once (as a fenced-off holder and its successor could): the
-    table gets it once; the loser sees it there and adds nothing."""
+def test_writers_never_both_commit_a_batch(root: str) -> None:
+    """Three writers committing one batch to one table at once (as a fenced-off holder and its successor could),
+    batch after batch: the table gets each batch once; the others find it there and add nothing."""
     table = locate(root) / "db" / "t" / "changes"
     data = pa.table({"id": pa.array([1, 2, 3], pa.int64())})
-    lake_delta.commit_files(table, lake_delta.write_parquet(data, table, "db/t"), data.schema, 0)
-    files = [lake_delta.write_parquet(data, table, "db/t") for _ in range(2)]
-    barrier = threading.Barrier(2)
-    won: list[bool] = []
+    for batch in range(1, 5):
+        files = [lake_delta.write_parquet(data, table, "db/t") for _ in range(3)]
+        barrier = threading.Barrier(3)
+        won: list[bool] = []
 
-    def commit(i: int) -> None:
-        barrier.wait()
-        won.append(lake_delta.commit_files(table, files[i], data.schema, 1))
+        def commit(
+            i: int, batch: int = batch, files: list[Any] = files, barrier: Any = barrier, won: list[bool] = won
+        ) -> None:
+            barrier.wait()
+            won.append(lake_delta.commit_files(table, files[i], data.schema, batch))
 
-    threads = [threading.Thread(target=commit, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert sorted(won) == [False, True]
-    assert lake_delta.read_table(table) is not None and lake_delta.read_table(table).num_rows == 6  # type: ignore[union-attr]
-    assert lake_delta.txn_version(table) == 1
+        threads = [threading.Thread(target=commit, args=(i,)) for i in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(won) == [False, False, True], batch
+        assert lake_delta.txn_version(table) == batch
+    read = lake_delta.read_table(table)
+    assert read is not None and read.num_rows == 12
 
 
 def test_commits_need_the_lease(root: str) -> None:

@@ -2,8 +2,9 @@
 Parquet files, the driver commits them with the ``deltalake`` package, each commit carrying an application
 transaction ``(app_id, batch)``, so a batch re-run after a crash commits to a table only if that table has not got
 the batch yet.  Two writers racing to commit the same batch to a table cannot both succeed: delta-rs puts each
-commit file only if absent (a conditional put on object stores) and fails a commit whose application transaction a
-concurrent commit already advanced (:func:`commit_files` then finds the batch there and leaves the table alone).
+commit file only if absent (a conditional put on object stores), and each commit is made on the version its writer
+read, where the batch was not there yet, or not at all (:func:`commit_files` then reads the table again and finds
+the batch there).
 
 These are the lake's building blocks; :class:`binlake.lake.Lake` is what the ingest calls (it checks its writer
 lease before every commit).
@@ -27,7 +28,7 @@ from typing import Any, Literal
 import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, Field, Schema
-from deltalake.exceptions import CommitFailedError
+from deltalake.exceptions import DeltaError
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction, create_table_with_add_actions
 
 from binlake.lake.records import DataFile
@@ -121,7 +122,13 @@ def write_parquet(
 
 
 def _commit(batch: int, app_id: str = APP_ID) -> CommitProperties:
-    return CommitProperties(app_transactions=[Transaction(app_id, batch)])
+    """A commit carrying batch ``batch`` as application transaction ``app_id``, made on the version the writer read
+    or not at all: delta-rs would otherwise retry it on a newer version, and two writers could both add a batch
+    (its retries check conflicts of files, not of application transactions)."""
+    return CommitProperties(app_transactions=[Transaction(app_id, batch)], max_commit_retries=0)
+
+
+_ATTEMPTS = 8  # a lost race reads the table again; more than a few in a row means something else is wrong
 
 
 def txn_version(loc: Location, app_id: str = APP_ID) -> int:
@@ -139,12 +146,14 @@ def table_schema(loc: Location) -> pa.Schema | None:
     return pa.schema(delta_table(loc).schema().to_arrow())
 
 
-def _evolve(dt: DeltaTable, schema: pa.Schema) -> None:
-    """Add the columns of ``schema`` the table lacks (ALTER TABLE ADD COLUMN upstream): a schema merge."""
+def _evolve(dt: DeltaTable, schema: pa.Schema) -> bool:
+    """Add the columns of ``schema`` the table lacks (ALTER TABLE ADD COLUMN upstream): a schema merge; whether it
+    added any."""
     have = set(pa.schema(dt.schema().to_arrow()).names)
     new = [Field.from_arrow(f) for f in schema if f.name not in have]
     if new:
         dt.alter.add_columns(new)
+    return bool(new)
 
 
 def commit_files(
@@ -156,35 +165,38 @@ def commit_files(
 ) -> bool:
     """Add ``files`` to the table at ``loc`` as batch ``batch`` (creating it, adding new columns), or with
     ``mode="overwrite"`` make them its whole content (the same commit removes every file it had); a table that
-    already has the batch is left alone (returns ``False``), also when a concurrent writer committed it first."""
-    if txn_version(loc) >= batch:
-        return False
+    already has the batch is left alone (returns ``False``).  Each commit is made on the version it read, where the
+    batch was not there yet (:func:`_commit`): of two writers committing one batch, one adds it and the other finds
+    it there."""
     actions = [AddAction(f.path, f.size, {}, f.mtime_ms, True, json.dumps({"numRecords": f.rows})) for f in files]
-    try:
-        if not is_table(loc):
-            create_table_with_add_actions(
-                loc.delta_uri,
-                Schema.from_arrow(schema),
-                actions,
-                mode="error",
-                storage_options=loc.delta_options(),
+    for attempt in range(_ATTEMPTS):
+        try:
+            if not is_table(loc):
+                create_table_with_add_actions(
+                    loc.delta_uri,
+                    Schema.from_arrow(schema),
+                    actions,
+                    mode="error",
+                    storage_options=loc.delta_options(),
+                    commit_properties=_commit(batch),
+                )
+                return True
+            dt = delta_table(loc)
+            if (dt.transaction_version(APP_ID) or -1) >= batch:
+                return False
+            if _evolve(dt, schema):
+                continue  # (a commit of its own) read the table again
+            dt.create_write_transaction(
+                list[AddAction | RemoveAction](actions),
+                mode=mode,
+                schema=pa.schema(dt.schema().to_arrow()),
                 commit_properties=_commit(batch),
             )
             return True
-        dt = delta_table(loc)
-        _evolve(dt, schema)
-        dt = delta_table(loc)
-        dt.create_write_transaction(
-            list[AddAction | RemoveAction](actions),
-            mode=mode,
-            schema=pa.schema(dt.schema().to_arrow()),
-            commit_properties=_commit(batch),
-        )
-    except (CommitFailedError, OSError) as e:  # (creating a table another writer just created: an OSError)
-        if txn_version(loc) >= batch:
-            return False  # a concurrent writer committed this batch first: nothing to add
-        raise _commit_error(loc, e) from e
-    return True
+        except (DeltaError, OSError) as e:  # another writer committed first (or created the table): read it again
+            if attempt == _ATTEMPTS - 1:
+                raise _commit_error(loc, e) from e
+    raise AssertionError("unreachable")
 
 
 def _commit_error(loc: Location, e: Exception) -> Exception:
@@ -199,23 +211,28 @@ def _sql_text(text: str) -> str:
 
 def resolve_rollbacks(loc: Location, outcomes: dict[str, bool], batch: int) -> bool:
     """Set ``_rolled_back`` of the change rows of the XA transactions ``outcomes`` names (XID -> rolled back) that
-    still wait for it (null), in one commit per table and batch."""
-    if not outcomes or not is_table(loc) or txn_version(loc, XA_APP_ID) >= batch:
+    still wait for it (null), in one commit per table and batch (made on the version read, as :func:`commit_files`
+    makes its commits)."""
+    if not outcomes or not is_table(loc):
         return False
     xids = ", ".join(_sql_text(x) for x in sorted(outcomes))
     rolled = [x for x, rb in sorted(outcomes.items()) if rb]
     value = f"_xid IN ({', '.join(_sql_text(x) for x in rolled)})" if rolled else "false"
-    try:
-        delta_table(loc).update(
-            updates={"_rolled_back": value},
-            predicate=f"_xid IN ({xids}) AND _rolled_back IS NULL",
-            commit_properties=_commit(batch, XA_APP_ID),
-        )
-    except CommitFailedError as e:
-        if txn_version(loc, XA_APP_ID) >= batch:
+    for attempt in range(_ATTEMPTS):
+        dt = delta_table(loc)
+        if (dt.transaction_version(XA_APP_ID) or -1) >= batch:
             return False
-        raise _commit_error(loc, e) from e
-    return True
+        try:
+            dt.update(
+                updates={"_rolled_back": value},
+                predicate=f"_xid IN ({xids}) AND _rolled_back IS NULL",
+                commit_properties=_commit(batch, XA_APP_ID),
+            )
+            return True
+        except (DeltaError, OSError) as e:
+            if attempt == _ATTEMPTS - 1:
+                raise _commit_error(loc, e) from e
+    raise AssertionError("unreachable")
 
 
 def read_table_before(loc: Location, batch: int) -> pa.Table | None:

@@ -33,7 +33,10 @@ def add_ingest_arguments(parser: argparse.ArgumentParser) -> None:
         help="binlog file, folder or glob, local or a URI: s3://, gs://, abfs://, hdfs://, file:// (several allowed)",
     )
     parser.add_argument("--lake", required=True, help="lake folder or URI (created if missing)")
-    parser.add_argument("--master", default="local[*]", help="Spark master URL (default: local[*])")
+    parser.add_argument(
+        "--master",
+        help="Spark master URL, e.g. spark://host:7077, yarn, k8s://... (default: spark-submit's, else local[*])",
+    )
     parser.add_argument("--split-mb", type=int, default=64, help="target MiB of binlog per Spark task (default 64)")
     parser.add_argument(
         "--wait",
@@ -62,7 +65,7 @@ def add_ingest_arguments(parser: argparse.ArgumentParser) -> None:
 def ingest_main(args: argparse.Namespace) -> int:
     """Run the ingest described by ``args``; print the summary; 0 on success, 2 on a binlog error."""
     from binlake.render import EXIT_ERROR
-    from binlake.spark.session import build_context, finish_class_sharing, local_cores
+    from binlake.spark.session import build_context, finish_class_sharing, local_cores, resolved_master
 
     log = None if args.verbose else _jvm_log()
     keep_log = False
@@ -74,7 +77,8 @@ def ingest_main(args: argparse.Namespace) -> int:
         except Exception as e:
             keep_log = True
             if spark.done() and spark.exception() is e:  # Java missing, a bad master URL, ...
-                print(f"binlake ingest: cannot start Spark on {args.master}: {e}{_see(log)}", file=sys.stderr)
+                where = resolved_master(args.master) or "spark-submit's master"
+                print(f"binlake ingest: cannot start Spark on {where}: {e}{_see(log)}", file=sys.stderr)
                 return EXIT_ERROR
             print(f"binlake ingest: Spark failed{_see(log)}", file=sys.stderr)
             raise

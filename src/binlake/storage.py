@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 import urllib.parse
-import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
@@ -50,7 +48,6 @@ class Entry:
     location: Location
     is_dir: bool
     size: int
-    mtime_ns: int
 
 
 def locate(text: str | os.PathLike[str] | Location) -> Location:
@@ -145,11 +142,6 @@ class Location:
 
         return bool(self.info().type == pafs.FileType.Directory)
 
-    def is_file(self) -> bool:
-        import pyarrow.fs as pafs
-
-        return bool(self.info().type == pafs.FileType.File)
-
     def list(self, *, recursive: bool = False) -> list[Entry]:
         """What the folder holds (nothing when it does not exist), sorted by URI."""
         import pyarrow.fs as pafs
@@ -160,7 +152,7 @@ class Location:
         out = []
         for i in infos:
             rel = i.path[len(base) + 1 :] if i.path.startswith(base + "/") else i.base_name
-            out.append(Entry(self / rel, i.type == pafs.FileType.Directory, i.size or 0, i.mtime_ns or 0))
+            out.append(Entry(self / rel, i.type == pafs.FileType.Directory, i.size or 0))
         return sorted(out, key=lambda e: e.location.uri)
 
     def read_bytes(self) -> bytes:
@@ -319,13 +311,3 @@ def binlog_source(path: str | os.PathLike[str]) -> str | StoredFile:
         return text
     loc = locate(text)
     return loc.uri if loc.is_local else StoredFile(loc)
-
-
-def unique_name(prefix: str, suffix: str) -> str:
-    """A file name no other writer picks (``prefix`` + a random 128-bit hex + ``suffix``)."""
-    return f"{prefix}{uuid.uuid4().hex}{suffix}"
-
-
-def now_ms() -> int:
-    """The wall clock in milliseconds (the modification time Delta records for a file written now)."""
-    return int(time.time() * 1000)

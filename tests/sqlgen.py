@@ -141,7 +141,7 @@ def xid(draw: st.DrawFn, mode: int) -> tuple[str, str]:
     return sep.join(parts_text), f"X'{gtrid.hex()}',X'{bqual.hex()}',{fmt}"
 
 
-def _join(draw: st.DrawFn, *parts: str) -> str:
+def joined(draw: st.DrawFn, *parts: str) -> str:
     """Tokens joined by gaps (punctuation needs none, words do)."""
     out = draw(gap(required=False))
     for i, p in enumerate(parts):
@@ -157,33 +157,32 @@ def control_case(draw: st.DrawFn, mode: int) -> Case:
     k = draw(st.sampled_from(["begin", "start", "commit", "rollback", "savepoint", "rollback_to", "release", "xa"]))
     if k == "begin":
         words = [draw(kw("BEGIN"))] + ([draw(kw("WORK"))] if draw(st.booleans()) else [])
-        return Case(_join(draw, *words), mode, Control("begin"), first="BEGIN")
+        return Case(joined(draw, *words), mode, Control("begin"), first="BEGIN")
     if k == "start":
         extra = draw(st.sampled_from([[], ["READ", "ONLY"], ["READ", "WRITE"], ["WITH", "CONSISTENT", "SNAPSHOT"]]))
         words = [draw(kw("START")), draw(kw("TRANSACTION")), *(draw(kw(w)) for w in extra)]
-        return Case(_join(draw, *words), mode, Control("begin"), first="START")
+        return Case(joined(draw, *words), mode, Control("begin"), first="START")
     if k in ("commit", "rollback"):
         tail = draw(st.sampled_from([[], ["WORK"], ["AND", "NO", "CHAIN"], ["WORK", "NO", "RELEASE"]]))
         words = [draw(kw(k.upper())), *(draw(kw(w)) for w in tail)]
-        return Case(_join(draw, *words), mode, Control(k), first=k.upper())
+        return Case(joined(draw, *words), mode, Control(k), first=k.upper())
     written, value = draw(name(mode))
     if k == "savepoint":
-        return Case(
-            _join(draw, draw(kw("SAVEPOINT")), written), mode, Control("savepoint", value.casefold()), first="SAVEPOINT"
-        )
+        text = joined(draw, draw(kw("SAVEPOINT")), written)
+        return Case(text, mode, Control("savepoint", value.casefold()), first="SAVEPOINT")
     if k == "release":
         words = [draw(kw("RELEASE")), draw(kw("SAVEPOINT")), written]
-        return Case(_join(draw, *words), mode, Control("release", value.casefold()), first="RELEASE")
+        return Case(joined(draw, *words), mode, Control("release", value.casefold()), first="RELEASE")
     if k == "rollback_to":
         words = [draw(kw("ROLLBACK")), *([draw(kw("WORK"))] if draw(st.booleans()) else []), draw(kw("TO"))]
         words += [draw(kw("SAVEPOINT"))] if draw(st.booleans()) else []
-        return Case(_join(draw, *words, written), mode, Control("rollback_to", value.casefold()), first="ROLLBACK")
+        return Case(joined(draw, *words, written), mode, Control("rollback_to", value.casefold()), first="ROLLBACK")
     verb = draw(st.sampled_from(["START", "BEGIN", "END", "PREPARE", "COMMIT", "ROLLBACK"]))
     kind = {"START": "xa_start", "BEGIN": "xa_start"}.get(verb, "xa_" + verb.lower())
     xid_text, xid_value = draw(xid(mode))
     one_phase = verb == "COMMIT" and draw(st.booleans())
     words = [draw(kw("XA")), draw(kw(verb)), xid_text] + ([draw(kw("ONE")), draw(kw("PHASE"))] if one_phase else [])
-    return Case(_join(draw, *words), mode, Control(kind, xid=xid_value, one_phase=one_phase), first="XA")
+    return Case(joined(draw, *words), mode, Control(kind, xid=xid_value, one_phase=one_phase), first="XA")
 
 
 _COLUMNS = "(id INT PRIMARY KEY, `v w` VARCHAR(10) DEFAULT 'x, COMMIT', note TEXT COMMENT 'it''s -- not a comment')"
@@ -195,7 +194,7 @@ def ddl_case(draw: st.DrawFn, mode: int) -> Case:
     if k == "truncate":
         text, t = draw(table(mode))
         words = [draw(kw("TRUNCATE"))] + ([draw(kw("TABLE"))] if draw(st.booleans()) else [])
-        return Case(_join(draw, *words, text), mode, emptied=(t,), first="TRUNCATE")
+        return Case(joined(draw, *words, text), mode, emptied=(t,), first="TRUNCATE")
     if k == "drop":
         temporary = draw(st.booleans())
         names = draw(st.lists(table(mode), min_size=1, max_size=3))
@@ -206,7 +205,7 @@ def ddl_case(draw: st.DrawFn, mode: int) -> Case:
             listed += [",", text] if i else [text]
         tables = tuple(t for _, t in names)
         return Case(
-            _join(draw, *words, *listed),
+            joined(draw, *words, *listed),
             mode,
             emptied=() if temporary else tables,
             drops=() if temporary else tables,
@@ -219,7 +218,7 @@ def ddl_case(draw: st.DrawFn, mode: int) -> Case:
         words = [draw(kw("CREATE"))] + ([draw(kw("OR")), draw(kw("REPLACE"))] if or_replace else [])
         words += ([draw(kw("TEMPORARY"))] if temporary else []) + [draw(kw("TABLE"))]
         return Case(
-            _join(draw, *words, text, _COLUMNS),
+            joined(draw, *words, text, _COLUMNS),
             mode,
             emptied=(t,) if or_replace and not temporary else (),
             creates=() if temporary else (t,),
@@ -230,14 +229,14 @@ def ddl_case(draw: st.DrawFn, mode: int) -> Case:
         written, value = draw(name(mode))
         words = [draw(kw("DROP")), draw(kw(draw(st.sampled_from(["DATABASE", "SCHEMA"]))))]
         words += [draw(kw("IF")), draw(kw("EXISTS"))] if draw(st.booleans()) else []
-        return Case(_join(draw, *words, written), mode, emptied=((value, ""),), ddl=True, first="DROP")
+        return Case(joined(draw, *words, written), mode, emptied=((value, ""),), ddl=True, first="DROP")
     if k == "rename":
         pairs = draw(st.lists(st.tuples(table(mode), table(mode)), min_size=1, max_size=2))
         listed: list[str] = []
         for i, ((a_text, _), (b_text, _)) in enumerate(pairs):
             listed += ([","] if i else []) + [a_text, draw(kw("TO")), b_text]
         return Case(
-            _join(draw, draw(kw("RENAME")), draw(kw("TABLE")), *listed),
+            joined(draw, draw(kw("RENAME")), draw(kw("TABLE")), *listed),
             mode,
             renames=tuple((a, b) for (_, a), (_, b) in pairs),
             ddl=True,
@@ -246,10 +245,10 @@ def ddl_case(draw: st.DrawFn, mode: int) -> Case:
     text, t = draw(table(mode))
     words = [draw(kw("ALTER")), draw(kw("TABLE")), text, draw(kw("ADD")), draw(kw("COLUMN")), "c2", "INT"]
     if k == "alter":
-        return Case(_join(draw, *words), mode, ddl=True, first="ALTER")
+        return Case(joined(draw, *words), mode, ddl=True, first="ALTER")
     new_text, new = draw(table(mode))
     words += [",", draw(kw("RENAME")), draw(kw(draw(st.sampled_from(["TO", "AS"]))))]
-    return Case(_join(draw, *words, new_text), mode, renames=((t, new),) if new != t else (), ddl=True, first="ALTER")
+    return Case(joined(draw, *words, new_text), mode, renames=((t, new),) if new != t else (), ddl=True, first="ALTER")
 
 
 @st.composite
@@ -259,23 +258,23 @@ def other_case(draw: st.DrawFn, mode: int) -> Case:
     k = draw(st.sampled_from(["insert", "commented", "begin_block", "select"]))
     if k == "insert":
         return Case(
-            _join(draw, draw(kw("INSERT")), "INTO", text, "VALUES", "(1, 'COMMIT', 'DROP TABLE x')"),
+            joined(draw, draw(kw("INSERT")), "INTO", text, "VALUES", "(1, 'COMMIT', 'DROP TABLE x')"),
             mode,
             first="INSERT",
         )
     if k == "commented":
         return Case(
-            "/* COMMIT */ # ROLLBACK\n-- BEGIN\n" + _join(draw, "UPDATE", text, "SET", "a", "=", "'XA COMMIT 1'"),
+            "/* COMMIT */ # ROLLBACK\n-- BEGIN\n" + joined(draw, "UPDATE", text, "SET", "a", "=", "'XA COMMIT 1'"),
             mode,
             first="UPDATE",
         )
     if k == "begin_block":  # MariaDB's compound statement, not a transaction start
         return Case(
-            _join(draw, draw(kw("BEGIN")), draw(kw("NOT")), draw(kw("ATOMIC")), "SELECT", "1", ";", "END"),
+            joined(draw, draw(kw("BEGIN")), draw(kw("NOT")), draw(kw("ATOMIC")), "SELECT", "1", ";", "END"),
             mode,
             first="BEGIN",
         )
-    return Case(_join(draw, "SELECT", "1", "FROM", text), mode, first="SELECT")
+    return Case(joined(draw, "SELECT", "1", "FROM", text), mode, first="SELECT")
 
 
 @st.composite

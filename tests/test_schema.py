@@ -623,12 +623,12 @@ def test_primary_key_survives_the_lakes_json_and_old_json_loads() -> None:
     state = tracker_to_json(s)
     back = tracker_from_json(state)
     assert back.tables == s.tables and back.primary_key("d", "t") == ("b", "a") and back.primary_key("d", "n") == ()
-    old = tracker_from_json([row[:3] for row in state])  # written before keys were tracked
+    old = tracker_from_json([row[:3] for row in state["tables"]])  # version 1, written before keys were tracked
     assert old.column_names("d", "t") == ("a", "b") and old.primary_key("d", "t") == ()
     s.execute("CREATE SEQUENCE q", "d")
     back = tracker_from_json(tracker_to_json(s))
     assert back.tables == s.tables and back.tables[("d", "q")].sequence
-    assert not tracker_from_json([row[:4] for row in tracker_to_json(s)]).tables[("d", "q")].sequence
+    assert not tracker_from_json([row[:4] for row in tracker_to_json(s)["tables"]]).tables[("d", "q")].sequence
 
 
 def test_sequences() -> None:

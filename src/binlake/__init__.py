@@ -11,7 +11,8 @@ them (``binlake.reader``, ``binlake.events.rows``, ...) may change between versi
   ...; :class:`RawEvent` for a type binlake does not know);
 - rows: :data:`Row` (one image, a value per column), :data:`ABSENT` (a column the image does not carry, which is
   not NULL), :class:`Column` and :class:`ColumnType` (a table map's columns);
-- errors: :class:`BinlogError`, the root of every error binlake raises about its input, and its children.
+- errors: :class:`BinlogError`, the root of every error binlake raises about its input, and its children
+  (:class:`ReplicationError` and its children for a server read over a replication connection).
 
 ``import binlake`` is cheap: each name loads its module on first use.
 
@@ -36,10 +37,14 @@ if TYPE_CHECKING:  # the names of _PUBLIC and __all__ (tests/test_public_api.py 
     from binlake.decoder import Decoder, Decryptor
     from binlake.errors import (
         BinlogError,
+        BinlogPurgedError,
         ChecksumError,
+        ConnectionLostError,
         DecompressionError,
         EncryptedError,
         MalformedError,
+        ReplicationError,
+        ReplicationTimeoutError,
         TruncatedError,
         UnknownEventError,
         UnsupportedError,
@@ -91,10 +96,14 @@ _PUBLIC: dict[str, str] = {
     **dict.fromkeys(
         [
             "BinlogError",
+            "BinlogPurgedError",
             "ChecksumError",
+            "ConnectionLostError",
             "DecompressionError",
             "EncryptedError",
             "MalformedError",
+            "ReplicationError",
+            "ReplicationTimeoutError",
             "TruncatedError",
             "UnknownEventError",
             "UnsupportedError",
@@ -146,9 +155,11 @@ __all__ = [
     "AnnotateRowsEvent",
     "BinlogCheckpointEvent",
     "BinlogError",
+    "BinlogPurgedError",
     "ChecksumError",
     "Column",
     "ColumnType",
+    "ConnectionLostError",
     "DecodeOptions",
     "Decoder",
     "DecompressionError",
@@ -177,6 +188,8 @@ __all__ = [
     "QueryEvent",
     "RandEvent",
     "RawEvent",
+    "ReplicationError",
+    "ReplicationTimeoutError",
     "RotateEvent",
     "Row",
     "RowsEvent",

@@ -54,6 +54,10 @@ COMMANDS: dict[str, Command] = {
     "ingest": Command(
         "binlake.spark.cli", "add_ingest_arguments", "ingest_main", "land binlogs in a lake table with PySpark"
     ),
+    # -- registration point: `binlake mirror` (replication/mirror.py; PyMySQL) -----------------------------------
+    "mirror": Command(
+        "binlake.replication.mirror", "add_mirror_arguments", "mirror_main", "copy a server's binlogs byte for byte"
+    ),
     # `binlake tables`: reads a lake through the Delta log (the `deltalake` package, no Spark)
     "tables": Command(
         "binlake.lake.show", "add_tables_arguments", "tables_main", "list a lake's tables, or show a table's rows"

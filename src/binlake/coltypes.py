@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from binlake.codes import CodeEnum
 from binlake.errors import MalformedError, TruncatedError
 
-__all__ = ["Column", "ColumnType", "metadata_size", "parse_field_metadata"]
+__all__ = ["Column", "ColumnType", "MetadataWriter", "metadata_size", "parse_field_metadata"]
 
 
 class ColumnType(CodeEnum):
@@ -196,12 +196,14 @@ class Column:
 
     @property
     def is_numeric(self) -> bool:
-        """Numeric in the sense of the SIGNEDNESS optional metadata (``is_numeric_type`` in rows_event.cpp)."""
+        """A number whose sign the table map's SIGNEDNESS gives (which columns the entry counts:
+        :class:`MetadataWriter`)."""
         return self.real_type_code in _NUMERIC
 
     @property
     def is_character(self) -> bool:
-        """Has a character set in the sense of COLUMN_CHARSET (strings and blobs, not ENUM/SET)."""
+        """A string or blob, text in its charset unless the charset is ``binary`` (not ENUM/SET; which columns
+        the charset entries count: :class:`MetadataWriter`)."""
         return self.real_type_code in _CHARACTER
 
     @property
@@ -268,3 +270,41 @@ class Column:
             fsp=fsp,
             bits=bits,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataWriter:
+    """Which columns a server's TABLE_MAP optional metadata counts: who gets a SIGNEDNESS bit, who gets an entry in
+    DEFAULT_CHARSET/COLUMN_CHARSET.  Both entries list only those columns, in order, so a reader that counts
+    differently from the writer shifts every later column's sign or charset onto its neighbour.
+
+    The writers (follow them, not a printer):
+
+    - MariaDB 10.5+ (``Table_map_log_event::init_signedness_field``/``init_charset_field`` in
+      ``sql/log_event_server.cc``) asks each field's ``binlog_type_info()``: a sign bit wherever ``m_signedness`` is
+      not ``SIGN_NOT_APPLICABLE``, which every ``Field_num`` sets (``binlog_signedness()`` in ``sql/field.h``),
+      ``Field_year`` included (a ``Field_tiny``, logged UNSIGNED); a charset entry wherever ``m_cs`` is set and the
+      field is not ENUM/SET: the strings and blobs, and ``Field_geom`` (``sql/sql_type_geom.cc`` passes
+      ``field_charset()``, ``binary``) with every GEOMETRY subtype.
+    - MySQL 8.0 (``sql/log_event.cc``): ``is_character_field`` is ``is_character_type(field->real_type())``:
+      STRING, VAR_STRING, VARCHAR, BLOB (and VECTOR in 9.x), never GEOMETRY.  ``is_numeric_field`` asked
+      ``is_numeric_type(field->binlog_type())`` of ``sql/field.h`` (TINY..LONGLONG, FLOAT, DOUBLE, DECIMAL,
+      NEWDECIMAL) up to 8.0.20 (the fb-mysql 8.0.20 tree); later trees ask
+      ``has_signedess_information_type()`` of ``sql/field_common_properties.h``, the same list plus YEAR ("YEAR
+      still contains sign modifiers even if ignored"); 8.0.29 writes the YEAR bit (mysql-binlog-connector-java
+      issue 108).  8.0.21 to 8.0.28 were not read: binlake takes the YEAR bit from 8.0.21 on.
+
+    The printers differ from both (``mariadb-binlog``'s ``is_numeric_type`` in ``sql/log_event_client.cc`` skips
+    YEAR); ``binlake dump`` follows the printer in its own module, the values follow the writer.
+    """
+
+    year_signedness: bool = True
+    geometry_charset: bool = False
+
+    def has_signedness(self, col: Column) -> bool:
+        """``col`` has a bit in SIGNEDNESS."""
+        return col.is_numeric or (self.year_signedness and col.real_type_code == T.YEAR)
+
+    def has_charset(self, col: Column) -> bool:
+        """``col`` has an entry in DEFAULT_CHARSET/COLUMN_CHARSET."""
+        return col.is_character or (self.geometry_charset and col.real_type_code == T.GEOMETRY)

@@ -78,7 +78,8 @@ Decryptor = Callable[[bytes, int, StartEncryptionEvent], bytes]
 
 def _learn(ctx: DecodeContext, ev: Event) -> None:
     """What any event may teach the context: a table map is in scope for the rows events after it, DDL gives
-    later MariaDB 5.3 TIME/DATETIME/TIMESTAMP columns their fsp."""
+    later MariaDB 5.3 TIME/DATETIME/TIMESTAMP columns their fsp and statements change the sessions' temporary
+    tables (:mod:`binlake.sql.temporary`; :meth:`Decoder._apply` tells the schema tracker of server starts)."""
     if isinstance(ev, TableMapEvent):
         ctx.table_maps[ev.table_id] = ev
     elif ctx.schema is not None and isinstance(ev, QueryEvent):
@@ -353,8 +354,12 @@ class Decoder:
         if isinstance(ev, FormatDescriptionEvent):
             ctx.fde = ev
             ctx.header_len = ev.header_length if ev.header_length in (13, 19) else 19
+            if ctx.schema is not None:  # a server start forgets the sessions' temporary tables
+                ctx.schema.started(ev)
         elif isinstance(ev, StartV3Event):
             ctx.fde = ev.as_format_description()
+            if ctx.schema is not None:
+                ctx.schema.started(ev)
         elif isinstance(ev, StartEncryptionEvent) and not ev.header.flags & _LOG_EVENT_IGNORABLE_F:
             # a dump thread sends the decrypted log with this event flagged ignorable (sql_repl.cc, fix_checksum)
             ctx.encrypted = True

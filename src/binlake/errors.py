@@ -18,10 +18,14 @@ import copy
 
 __all__ = [
     "BinlogError",
+    "BinlogPurgedError",
     "ChecksumError",
+    "ConnectionLostError",
     "DecompressionError",
     "EncryptedError",
     "MalformedError",
+    "ReplicationError",
+    "ReplicationTimeoutError",
     "TruncatedError",
     "UnknownEventError",
     "UnsupportedError",
@@ -105,3 +109,47 @@ class EncryptedError(BinlogError):
 
 class DecompressionError(MalformedError):
     """A compressed payload or value does not decompress, or would decompress past the configured limit."""
+
+
+class ReplicationError(BinlogError):
+    """Reading a server's binlog over a replication connection failed: the server refused (bad credentials, a
+    missing privilege, an impossible start), or the conversation broke its protocol.  ``file`` and ``pos`` name the
+    binlog file and position the client was at, where known.  Not retried, except its child
+    :class:`ConnectionLostError`."""
+
+
+class ConnectionLostError(ReplicationError):
+    """The connection dropped: the server restarted or was killed, the connection was killed, the network failed.
+    The replication client reconnects after this (with backoff) and raises it only when its retries run out."""
+
+
+class ReplicationTimeoutError(ConnectionLostError):
+    """The server sent nothing (not even a heartbeat) for longer than the read timeout: it is hung, stopped or
+    unreachable.  Retried like any lost connection."""
+
+
+class BinlogPurgedError(ReplicationError):
+    """The server no longer has the binlog the client asked to start or resume at (``PURGE BINARY LOGS``,
+    ``expire_logs_days``): ``file`` names the missing file (or, for a GTID start, ``gtid`` the missing position).
+    Continuing from anywhere else would silently skip changes, so this is never retried."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        pos: int | None = None,
+        offset: int | None = None,
+        gtid: str | None = None,
+    ) -> None:
+        super().__init__(message, file=file, pos=pos, offset=offset)
+        self.gtid = gtid
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_purged, (self.message, self.file, self.pos, self.offset, self.gtid))
+
+
+def _rebuild_purged(
+    message: str, file: str | None, pos: int | None, offset: int | None, gtid: str | None
+) -> BinlogPurgedError:
+    return BinlogPurgedError(message, file=file, pos=pos, offset=offset, gtid=gtid)

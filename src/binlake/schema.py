@@ -20,8 +20,14 @@ database, comments skipped and executable comments read as code, the QUERY event
   ``ADD (c ..., d ...)``, ``MODIFY``, ``CHANGE old new ...``, ``DROP [COLUMN] [IF EXISTS] c``, ``RENAME COLUMN a
   TO b``, ``RENAME [TO|AS] t2``, ``ADD``/``DROP SYSTEM VERSIONING``; other clauses (keys, partitions, options) are
   skipped;
-* ``RENAME TABLE a TO b[, ...]``, ``DROP TABLE [IF EXISTS] a[, b]``, ``DROP DATABASE``; ``TEMPORARY`` tables are
-  left alone (their rows are never logged as row events);
+* ``RENAME TABLE a TO b[, ...]``, ``DROP TABLE [IF EXISTS] a[, b]``, ``DROP DATABASE``;
+* ``TEMPORARY`` tables are left alone (their rows are never logged as row events), whether a statement says
+  ``TEMPORARY`` or names a temporary table its session created (``TRUNCATE t``, ``ALTER TABLE t``, ``RENAME TABLE
+  t TO u``, ``DROP TABLE t``, ``DROP INDEX i ON t`` after ``CREATE TEMPORARY TABLE t``, logged in STATEMENT or
+  MIXED format): :attr:`SchemaTracker.temporary` follows each session's temporary tables
+  (:mod:`binlake.sql.temporary`) and a statement's names are read in its session's
+  :class:`~binlake.sql.statements.Scope`; ``CREATE TABLE x LIKE t`` of a temporary ``t`` forgets ``x`` (the
+  tracker does not know a temporary table's columns);
 * ``CREATE SEQUENCE s`` (MariaDB): the fixed columns of every sequence (:data:`SEQUENCE_COLUMNS`), no key, one row
   (:attr:`TableSchema.row_key` keys that row for a current state).
 
@@ -38,9 +44,10 @@ Anything else is ignored, never an error: a statement the tracker does not under
 it knows is used only where it agrees with the table map (same column count, names where the map logs them, each
 column's type family): a wrong guess never resizes a column.  Known gaps, refused by that check or simply
 unknown: MySQL's functional key parts (``INDEX ((a + 1))``) add hidden columns the statement does not list; a
-MariaDB 11.5+ ``CREATE SEQUENCE s AS <type>`` (other value types) is forgotten; a statement on a temporary table
-that does not say ``TEMPORARY`` (``ALTER TABLE t``, ``RENAME TABLE t ...`` in a session that created a temporary
-``t``, logged in STATEMENT or MIXED format) is read as one on the base table.  A two-phase ALTER (MariaDB
+MariaDB 11.5+ ``CREATE SEQUENCE s AS <type>`` (other value types) is forgotten; a temporary table created in a
+binlog before the ones read is unknown, so a statement on it that does not say ``TEMPORARY`` is read as one on the
+base table (the ``LOG_EVENT_THREAD_SPECIFIC_F`` such a statement carries cannot tell: statements on base tables
+carry it too, ``CREATE OR REPLACE TABLE t`` beside a temporary ``t`` for one).  A two-phase ALTER (MariaDB
 ``binlog_alter_two_phase``) counts at its COMMIT ALTER.
 
 Example::
@@ -86,9 +93,11 @@ from binlake.sql.lexer import (
     top_level_words,
     unquote,
 )
-from binlake.sql.statements import is_ddl
+from binlake.sql.statements import NO_TEMPORARY, Scope, is_ddl
+from binlake.sql.temporary import TemporaryState, TemporaryTables
 
 if TYPE_CHECKING:
+    from binlake.events.format import FormatDescriptionEvent, StartV3Event
     from binlake.events.query import QueryEvent
 
 __all__ = [
@@ -602,16 +611,27 @@ def _alter_clause(spec: list[Token], cols: list[TrackedColumn], sql: str, keys: 
 class SchemaTracker:
     """The tables of a binlog as its DDL left them; see the module docstring.
 
-    ``tables`` seeds it (``{(db, table): TableSchema}`` as :attr:`tables` returns them, keys in any case).
+    ``tables`` seeds it (``{(db, table): TableSchema}`` as :attr:`tables` returns them, keys in any case),
+    ``temporary`` the sessions' temporary tables.  :attr:`temporary` (a
+    :class:`~binlake.sql.temporary.TemporaryTables`) follows them with :meth:`observe`: which of a statement's
+    names are not base tables.  :attr:`generation` changes whenever the tables do (a cache key).
     """
 
-    __slots__ = ("_completed", "_tables")
+    __slots__ = ("_completed", "_tables", "generation", "temporary")
 
-    def __init__(self, tables: Mapping[_Key, TableSchema] | None = None) -> None:
+    def __init__(
+        self, tables: Mapping[_Key, TableSchema] | None = None, temporary: TemporaryState | None = None
+    ) -> None:
         self._tables: dict[_Key, TableSchema] = {}
         for ts in (tables or {}).values():
             self._tables[_key(ts.schema, ts.name)] = ts
         self._completed: dict[tuple[int, int], tuple[tuple[Column, ...], TableSchema, tuple[Column, ...]]] = {}
+        self.temporary = TemporaryTables(temporary)
+        self.generation = 0  # bumped whenever the tables change: what was read from them holds while it stays
+
+    def copy(self) -> SchemaTracker:
+        """A tracker that knows what this one knows and follows statements on its own."""
+        return SchemaTracker(self._tables, self.temporary.state)
 
     @classmethod
     def from_sql(cls, script: str, db: str | None = None) -> SchemaTracker:
@@ -684,30 +704,39 @@ class SchemaTracker:
     # -- what it is told
 
     def observe(self, ev: QueryEvent) -> bool:
-        """Follow a QUERY event's statement if it is DDL (cheap for any other); True when the schema changed."""
+        """Follow a QUERY event's statement if it is DDL (cheap for any other), and the sessions' temporary tables
+        it changes; True when the schema changed."""
+        scope = self.temporary.statement(ev)
         if not is_ddl(ev.query_raw):
             return False
         flags3 = ev.status("GTID_FLAGS3")
         if isinstance(flags3, tuple) and flags3[0] & (_FL_START_ALTER | _FL_ROLLBACK_ALTER):
             return False  # a two-phase ALTER counts when its COMMIT ALTER (the same text) is logged
         mode = ev.status("SQL_MODE")
-        return self.execute(ev.query, ev.db or None, mode if isinstance(mode, int) else 0)
+        return self.execute(ev.query, ev.db or None, mode if isinstance(mode, int) else 0, scope)
 
-    def execute(self, sql: str, db: str | None = None, sql_mode: int = 0) -> bool:
-        """Apply one statement run with default database ``db``; True when the schema changed.
+    def started(self, ev: FormatDescriptionEvent | StartV3Event) -> None:
+        """Follow a format description: one that says the server started forgets the sessions' temporary tables
+        (:meth:`TemporaryTables.started <binlake.sql.temporary.TemporaryTables.started>`)."""
+        self.temporary.started(ev)
+
+    def execute(self, sql: str, db: str | None = None, sql_mode: int = 0, scope: Scope = NO_TEMPORARY) -> bool:
+        """Apply one statement run with default database ``db`` in a session whose temporary tables are ``scope``
+        (:meth:`TemporaryTables.scope <binlake.sql.temporary.TemporaryTables.scope>`: the statement's names that
+        stand for them are not base tables); True when the schema changed.
 
         Statements it does not understand change nothing (see the module docstring).
         """
         s = Cursor(_toks(sql, sql_mode))
         try:
             if s.accept("CREATE"):
-                return self._create(s, db, sql)
+                return self._create(s, db, sql, scope)
             if s.accept("ALTER"):
-                return self._alter(s, db, sql)
+                return self._alter(s, db, sql, scope)
             if s.accept("RENAME"):
-                return self._rename(s, db)
+                return self._rename(s, db, scope)
             if s.accept("DROP"):
-                return self._drop(s, db)
+                return self._drop(s, db, scope)
         except Unread:
             pass
         return False
@@ -729,12 +758,16 @@ class SchemaTracker:
 
     def _put(self, ts: TableSchema) -> bool:
         self._tables[_key(ts.schema, ts.name)] = ts
+        self.generation += 1
         return True
 
     def _forget(self, schema: str | None, name: str) -> bool:
-        return self._tables.pop(_key(schema, name), None) is not None
+        if self._tables.pop(_key(schema, name), None) is None:
+            return False
+        self.generation += 1
+        return True
 
-    def _create(self, s: Cursor, db: str | None, sql: str) -> bool:
+    def _create(self, s: Cursor, db: str | None, sql: str, scope: Scope) -> bool:
         head = create_head(s)
         if head.temporary:
             return False  # a temporary table shadows the base table of its name, whose rows are the ones logged
@@ -748,7 +781,7 @@ class SchemaTracker:
         like = s.accept("LIKE") or (_is_p(s.peek(), "(") and s.kw(1) == "LIKE" and s.accept_p("(") and s.accept("LIKE"))
         if like:
             src_schema, src = s.qualified()
-            source = self.table(src_schema or db, src)
+            source = None if scope.temporary(src_schema or db, src) else self.table(src_schema or db, src)
             if source is None:
                 return self._forget(schema, name)
             return self._put(TableSchema(schema, name, source.columns, source.primary_key, source.sequence))
@@ -776,9 +809,9 @@ class SchemaTracker:
         sequence = _has_words(tail, ("SEQUENCE", "1"))  # the table option SEQUENCE=1 (its "=" is not a word)
         return self._put(TableSchema(schema, name, tuple(cols), _resolve_key(keys, cols), sequence))
 
-    def _alter(self, s: Cursor, db: str | None, sql: str) -> bool:
+    def _alter(self, s: Cursor, db: str | None, sql: str, scope: Scope) -> bool:
         schema, name = alter_head(s)
-        ts = self.table(schema or db, name)
+        ts = None if scope.temporary(schema or db, name) else self.table(schema or db, name)
         if ts is None:
             return False
         cols = list(ts.columns)
@@ -798,41 +831,42 @@ class SchemaTracker:
         key = keys.key(ts.primary_key, cols)
         return self._put(TableSchema(target[0], target[1], tuple(cols), key, ts.sequence))
 
-    def _rename(self, s: Cursor, db: str | None) -> bool:
+    def _rename(self, s: Cursor, db: str | None, scope: Scope) -> bool:
         changed = False
-        for (schema, name), (new_schema, new) in rename_pairs(s):
-            ts = self.table(schema or db, name)
+        for (schema, name), (new_schema, new), temporary in scope.steps(rename_pairs(s), db):
+            ts = None if temporary else self.table(schema or db, name)
             if ts is not None:
                 self._forget(ts.schema, ts.name)
                 changed = self._put(replace(ts, schema=new_schema or db, name=new))
         return changed
 
-    def _drop_index(self, s: Cursor, db: str | None) -> bool:
+    def _drop_index(self, s: Cursor, db: str | None, scope: Scope) -> bool:
         """``DROP INDEX [IF EXISTS] name ON t``: the primary key goes when ``name`` is (the quoted) ``PRIMARY``."""
         s.accept("IF", "EXISTS")
         index = s.name()
         s.expect("ON")
         schema, name = s.qualified()
-        ts = self.table(schema or db, name)
+        ts = None if scope.temporary(schema or db, name) else self.table(schema or db, name)
         if ts is None or index.casefold() != "primary" or not ts.primary_key:
             return False
         return self._put(replace(ts, primary_key=()))
 
-    def _drop(self, s: Cursor, db: str | None) -> bool:
+    def _drop(self, s: Cursor, db: str | None, scope: Scope) -> bool:
         if s.kw() in ("DATABASE", "SCHEMA"):
             gone = drop_database(s).casefold()
             keys = [k for k in self._tables if k[0] == gone]
             for k in keys:
                 del self._tables[k]
+            self.generation += bool(keys)
             return bool(keys)
         if s.accept("INDEX"):
-            return self._drop_index(s, db)
+            return self._drop_index(s, db, scope)
         temporary, names = drop_tables(s)
         if temporary:
             return False
         changed = False
         for schema, name in names:
-            ts = self.table(schema or db, name)
+            ts = None if scope.temporary(schema or db, name) else self.table(schema or db, name)
             if ts is not None:
                 changed = self._forget(ts.schema, ts.name) or changed
         return changed

@@ -35,14 +35,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from binlake.codes import CodeEnum
-from binlake.coltypes import Column, ColumnType, parse_field_metadata
+from binlake.coltypes import Column, ColumnType, MetadataWriter, parse_field_metadata
 from binlake.errors import MalformedError
 from binlake.events.base import Event, EventHeader, EventType, register
 from binlake.events.context import DecodeContext
+from binlake.events.format import server_version_tuple
 from binlake.schema import OLD_TEMPORAL
 from binlake.wire import Cursor, bits_lsb_first, bits_msb_first
 
-__all__ = ["TM_FLAGS", "OptionalField", "OptionalMetadataType", "TableMapEvent", "decode_table_map"]
+__all__ = ["TM_FLAGS", "OptionalField", "OptionalMetadataType", "TableMapEvent", "decode_table_map", "metadata_writer"]
 
 TM_FLAGS = {0x1: "TM_BIT_LEN_EXACT_F", 0x2: "TM_REFERRED_FK_DB_F", 0x4: "TM_GENERATED_INVISIBLE_PK_F"}
 
@@ -81,7 +82,8 @@ class OptionalField:
 
 @dataclass(frozen=True, slots=True)
 class TableMapEvent(Event):
-    """A decoded table map.  ``columns`` holds one :class:`~binlake.coltypes.Column` view per column."""
+    """A decoded table map.  ``columns`` holds one :class:`~binlake.coltypes.Column` view per column; ``writer``
+    says which columns its SIGNEDNESS and charset entries count (the server that wrote it decides)."""
 
     table_id: int
     flags: int
@@ -92,6 +94,7 @@ class TableMapEvent(Event):
     null_bitmap: bytes
     optional: tuple[OptionalField, ...]
     columns: tuple[Column, ...]
+    writer: MetadataWriter
 
     @property
     def flag_names(self) -> list[str]:
@@ -126,27 +129,39 @@ def _name(c: Cursor, what: str) -> str:
 _Fields = tuple[int, int, str, str, tuple[int, ...], bytes, bytes, tuple[OptionalField, ...], tuple[Column, ...]]
 
 
+@lru_cache(maxsize=64)
+def metadata_writer(server_version: str | None) -> MetadataWriter:
+    """What the server of the format description in force (``None``: none seen, taken as MySQL 8.4) counts in a
+    table map's SIGNEDNESS and charset entries (the rules and their sources: :class:`MetadataWriter`)."""
+    if server_version is None:
+        return MetadataWriter()
+    if "mariadb" in server_version.lower():
+        return MetadataWriter(year_signedness=True, geometry_charset=True)
+    return MetadataWriter(year_signedness=server_version_tuple(server_version) >= (8, 0, 21))
+
+
 @register(EventType.TABLE_MAP_EVENT)
 def decode_table_map(header: EventHeader, body: bytes, ctx: DecodeContext) -> TableMapEvent:
     """Decode a TABLE_MAP_EVENT body (post-header + payload, checksum excluded)."""
     id_len = 4 if ctx.post_header_len(EventType.TABLE_MAP_EVENT) == 6 else 6
+    writer = metadata_writer(None if ctx.fde is None else ctx.fde.server_version)
     if ctx.trace is None:  # a busy binlog logs the same map for every transaction: its bytes are parsed once
-        fields = _cached_fields(bytes(body), id_len, ctx.header_len)
+        fields = _cached_fields(bytes(body), id_len, ctx.header_len, writer)
     else:  # `binlake explain`: every field through the traced cursor, the TLVs one entry each
-        fields = _fields(ctx.cursor(body), id_len, ctx.header_len, traced=True)
+        fields = _fields(ctx.cursor(body), id_len, ctx.header_len, writer, traced=True)
     table_id, flags, schema, table, types, metadata, nulls, optional, columns = fields
     if ctx.schema is not None and not OLD_TEMPORAL.isdisjoint(types):
         # MariaDB 5.3 TIME(n)/DATETIME(n)/TIMESTAMP(n) log no fsp: the table's DDL gives it (binlake.schema)
         columns = ctx.schema.complete(schema, table, columns)
-    return TableMapEvent(header, table_id, flags, schema, table, types, metadata, nulls, optional, columns)
+    return TableMapEvent(header, table_id, flags, schema, table, types, metadata, nulls, optional, columns, writer)
 
 
 @lru_cache(maxsize=1024)
-def _cached_fields(body: bytes, id_len: int, header_len: int) -> _Fields:
-    return _fields(Cursor(body, base=-header_len), id_len, header_len)
+def _cached_fields(body: bytes, id_len: int, header_len: int, writer: MetadataWriter) -> _Fields:
+    return _fields(Cursor(body, base=-header_len), id_len, header_len, writer)
 
 
-def _fields(c: Cursor, id_len: int, header_len: int, traced: bool = False) -> _Fields:
+def _fields(c: Cursor, id_len: int, header_len: int, writer: MetadataWriter, traced: bool = False) -> _Fields:
     """Every field of a table map body read from ``c`` (offsets of optional fields are from the event start)."""
     table_id = c.uint(id_len, "table_id")
     flags = c.u16("flags")
@@ -162,13 +177,13 @@ def _fields(c: Cursor, id_len: int, header_len: int, traced: bool = False) -> _F
     if traced:
         for _ in c.iter_tlv("optional metadata"):
             pass
-    optional, columns = _layout(types, metadata, nulls, opt, opt_start + header_len)
+    optional, columns = _layout(types, metadata, nulls, opt, opt_start + header_len, writer)
     return table_id, flags, schema, table, types, metadata, nulls, optional, columns
 
 
 @lru_cache(maxsize=4096)
 def _layout(
-    types: tuple[int, ...], metadata: bytes, nulls: bytes, opt: bytes, opt_offset: int
+    types: tuple[int, ...], metadata: bytes, nulls: bytes, opt: bytes, opt_offset: int, writer: MetadataWriter
 ) -> tuple[tuple[OptionalField, ...], tuple[Column, ...]]:
     """Columns and optional fields of a table map (cached: a busy binlog repeats the same map per transaction)."""
     try:
@@ -181,7 +196,7 @@ def _layout(
     c = Cursor(opt, base=-opt_offset)
     for code, off, value in c.iter_tlv("optional metadata"):
         parser = _OPTIONAL.get(code)
-        decoded = parser(bytes(value), cols) if parser is not None else None
+        decoded = parser(bytes(value), cols, writer) if parser is not None else None
         fields.append(OptionalField(code, off, bytes(value), decoded))
     return tuple(fields), tuple(_names_in_charset(c) for c in cols)
 
@@ -198,6 +213,11 @@ def _names_in_charset(col: Column) -> Column:
 
 
 # --- optional metadata: each parser decodes one entry and applies it to the column views in place --------------
+
+# a parser: the entry's bytes, the column views (changed in place), which columns the writer counts -> the value
+_Parser = Callable[[bytes, list[Column], MetadataWriter], object]
+# whether the writer gives a column a place in a per-column entry (SIGNEDNESS, the charset entries)
+_Counted = Callable[[Column, MetadataWriter], bool]
 
 
 def _packed_list(value: bytes, what: str) -> list[int]:
@@ -232,17 +252,17 @@ def _idx(cols: list[Column], pred: Callable[[Column], bool]) -> list[int]:
     return [c.index for c in cols if pred(c)]
 
 
-def _signedness(value: bytes, cols: list[Column]) -> list[bool]:
-    numeric = _idx(cols, lambda c: c.is_numeric)
+def _signedness(value: bytes, cols: list[Column], writer: MetadataWriter) -> list[bool]:
+    numeric = _idx(cols, writer.has_signedness)
     bits = bits_msb_first(value, min(len(numeric), len(value) * 8))
     _assign(cols, numeric, bits, "unsigned", "SIGNEDNESS")
     return bits
 
 
-def _charsets(pred: Callable[[Column], bool], what: str) -> Callable[[bytes, list[Column]], object]:
-    def default(value: bytes, cols: list[Column]) -> dict[str, object]:
+def _charsets(pred: _Counted, what: str) -> _Parser:
+    def default(value: bytes, cols: list[Column], writer: MetadataWriter) -> dict[str, object]:
         """DEFAULT_CHARSET: the default collation, then (index among these columns, collation) pairs."""
-        which = _idx(cols, pred)
+        which = _idx(cols, lambda c: pred(c, writer))
         nums = _packed_list(value, what)
         if not nums:
             raise MalformedError(f"{what}: empty")
@@ -261,16 +281,16 @@ def _charsets(pred: Callable[[Column], bool], what: str) -> Callable[[bytes, lis
     return default
 
 
-def _column_charsets(pred: Callable[[Column], bool], what: str) -> Callable[[bytes, list[Column]], object]:
-    def column(value: bytes, cols: list[Column]) -> list[int]:
+def _column_charsets(pred: _Counted, what: str) -> _Parser:
+    def column(value: bytes, cols: list[Column], writer: MetadataWriter) -> list[int]:
         ids = _packed_list(value, what)
-        _assign(cols, _idx(cols, pred), ids, "charset", what)
+        _assign(cols, _idx(cols, lambda c: pred(c, writer)), ids, "charset", what)
         return ids
 
     return column
 
 
-def _column_names(value: bytes, cols: list[Column]) -> list[str]:
+def _column_names(value: bytes, cols: list[Column], _writer: MetadataWriter) -> list[str]:
     c = Cursor(value)
     names = []
     while c.remaining:
@@ -279,8 +299,8 @@ def _column_names(value: bytes, cols: list[Column]) -> list[str]:
     return names
 
 
-def _str_values(real: int, attr: str, what: str) -> Callable[[bytes, list[Column]], object]:
-    def parse(value: bytes, cols: list[Column]) -> list[list[str]]:
+def _str_values(real: int, attr: str, what: str) -> _Parser:
+    def parse(value: bytes, cols: list[Column], _writer: MetadataWriter) -> list[list[str]]:
         lists = _strings_per_column(value, what)
         _assign(cols, _idx(cols, lambda c: c.real_type_code == real), [tuple(x) for x in lists], attr, what)
         return lists
@@ -288,10 +308,10 @@ def _str_values(real: int, attr: str, what: str) -> Callable[[bytes, list[Column
     return parse
 
 
-def _numbers(real: int, attr: str, what: str) -> Callable[[bytes, list[Column]], object]:
+def _numbers(real: int, attr: str, what: str) -> _Parser:
     """GEOMETRY_TYPE / VECTOR_DIMENSIONALITY: one packed number per column of type ``real``."""
 
-    def parse(value: bytes, cols: list[Column]) -> list[int]:
+    def parse(value: bytes, cols: list[Column], _writer: MetadataWriter) -> list[int]:
         numbers = _packed_list(value, what)
         _assign(cols, _idx(cols, lambda c: c.real_type_code == real), numbers, attr, what)
         return numbers
@@ -306,13 +326,13 @@ def _pk(pairs: list[tuple[int, int]], cols: list[Column], what: str) -> None:
         cols[i] = cols[i].with_(pk_position=pos, pk_prefix=prefix)
 
 
-def _simple_pk(value: bytes, cols: list[Column]) -> list[int]:
+def _simple_pk(value: bytes, cols: list[Column], _writer: MetadataWriter) -> list[int]:
     idx = _packed_list(value, "SIMPLE_PRIMARY_KEY")
     _pk([(i, 0) for i in idx], cols, "SIMPLE_PRIMARY_KEY")
     return idx
 
 
-def _prefix_pk(value: bytes, cols: list[Column]) -> list[tuple[int, int]]:
+def _prefix_pk(value: bytes, cols: list[Column], _writer: MetadataWriter) -> list[tuple[int, int]]:
     nums = _packed_list(value, "PRIMARY_KEY_WITH_PREFIX")
     if len(nums) % 2:
         raise MalformedError("PRIMARY_KEY_WITH_PREFIX: odd number of values")
@@ -321,22 +341,22 @@ def _prefix_pk(value: bytes, cols: list[Column]) -> list[tuple[int, int]]:
     return pairs
 
 
-def _visibility(value: bytes, cols: list[Column]) -> list[bool]:
+def _visibility(value: bytes, cols: list[Column], _writer: MetadataWriter) -> list[bool]:
     bits = bits_msb_first(value, min(len(cols), len(value) * 8))
     _assign(cols, range(len(cols)), bits, "visible", "COLUMN_VISIBILITY")
     return bits
 
 
-def _is_char(c: Column) -> bool:
-    return c.is_character
+def _is_char(c: Column, writer: MetadataWriter) -> bool:
+    return writer.has_charset(c)
 
 
-def _is_enum_set(c: Column) -> bool:
+def _is_enum_set(c: Column, _writer: MetadataWriter) -> bool:
     return c.is_enum_or_set
 
 
 M = OptionalMetadataType
-_OPTIONAL: dict[int, Callable[[bytes, list[Column]], object]] = {
+_OPTIONAL: dict[int, _Parser] = {
     M.SIGNEDNESS: _signedness,
     M.DEFAULT_CHARSET: _charsets(_is_char, "DEFAULT_CHARSET"),
     M.COLUMN_CHARSET: _column_charsets(_is_char, "COLUMN_CHARSET"),

@@ -22,10 +22,13 @@ Example::
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from binlake.errors import BinlogError
+from binlake.errors import BinlogError, UnsupportedError
+from binlake.sql.statements import TableRef
+from binlake.sql.temporary import TemporaryState
 
 __all__ = [
     "BatchDone",
@@ -104,47 +107,75 @@ class Split:
         )
 
 
-Pairs = tuple[tuple[tuple[str, str], tuple[str, str]], ...]
-
-
 @dataclass(frozen=True, slots=True)
 class Statement:
-    """A statement the driver needs: ``kind`` ``ddl`` (changed the tracked schema), ``rename`` (``pairs`` of
-    ``(db, table)`` from -> to, in execution order) or ``xa`` (``xid`` resolved; ``rolled_back``)."""
+    """What the driver learnt at ``seq``: ``kind`` ``ddl`` (a statement that changed the tracked schema, run in a
+    session whose temporary tables were ``scope``), ``rename`` (``pairs`` of base tables ``(db, table)`` from ->
+    to, in execution order), ``xa`` (``xid`` resolved; ``rolled_back``) or ``temporary`` (the sessions' temporary
+    tables from ``seq`` on: ``temporary``, recorded where a split starts and where the batch ends, if changed).
 
-    kind: Literal["ddl", "rename", "xa"]
+    A record of the batch manifest: :meth:`to_json` writes version :attr:`VERSION`, :meth:`from_json` reads it and
+    the positional lists of version 1 (no ``scope``, no ``temporary`` kind)."""
+
+    VERSION: ClassVar[int] = 2
+
+    kind: Literal["ddl", "rename", "xa", "temporary"]
     seq: int
     file: str
     pos: int
     db: str | None = None
     sql_mode: int = 0
     query: str = ""
-    pairs: Pairs = ()
+    pairs: tuple[tuple[TableRef, TableRef], ...] = ()
     xid: str = ""
     rolled_back: bool = False
+    scope: tuple[TableRef, ...] = ()  # folded names (binlake.sql.statements.folded)
+    temporary: TemporaryState | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "seq": self.seq,
-            "file": self.file,
-            "pos": self.pos,
-            "db": self.db,
-            "sql_mode": self.sql_mode,
-            "query": self.query,
-            "pairs": [[list(a), list(b)] for a, b in self.pairs],
-            "xid": self.xid,
-            "rolled_back": self.rolled_back,
-        }
+        out: dict[str, Any] = {"version": self.VERSION, "kind": self.kind, "seq": self.seq}
+        out.update(file=self.file, pos=self.pos)
+        if self.kind in ("ddl", "rename"):
+            out.update(db=self.db, sql_mode=self.sql_mode, query=self.query)
+        if self.pairs:
+            out["pairs"] = [[list(a), list(b)] for a, b in self.pairs]
+        if self.kind == "xa":
+            out.update(xid=self.xid, rolled_back=self.rolled_back)
+        if self.scope:
+            out["scope"] = [list(t) for t in self.scope]
+        if self.temporary is not None:
+            out["temporary"] = self.temporary.to_json()
+        return out
 
     @classmethod
-    def from_json(cls, v: dict[str, Any]) -> Statement:
-        return cls(v["kind"], int(v["seq"]), v["file"], int(v["pos"]), v["db"], int(v["sql_mode"]), v["query"],
-                   _pairs(v["pairs"]), v["xid"], bool(v["rolled_back"]))  # fmt: skip
+    def from_json(cls, v: dict[str, Any] | Sequence[Any]) -> Statement:
+        if not isinstance(v, dict):  # version 1
+            pairs = tuple((_ref(a), _ref(b)) for a, b in v[7])
+            return cls(v[0], int(v[1]), v[2], v[3], v[4], v[5], v[6], pairs, v[8], v[9])
+        if v.get("version") != cls.VERSION:
+            raise UnsupportedError(
+                f"a statement record of version {v.get('version')!r} (this binlake reads "
+                f"version {cls.VERSION}): written by another binlake"
+            )
+        temporary = v.get("temporary")
+        return cls(
+            v["kind"],
+            int(v["seq"]),
+            v["file"],
+            int(v["pos"]),
+            v.get("db"),
+            int(v.get("sql_mode", 0)),
+            v.get("query", ""),
+            tuple((_ref(a), _ref(b)) for a, b in v.get("pairs", ())),
+            v.get("xid", ""),
+            bool(v.get("rolled_back", False)),
+            tuple(_ref(t) for t in v.get("scope", ())),
+            TemporaryState.from_json(temporary) if temporary is not None else None,
+        )
 
 
-def _pairs(v: list[Any]) -> Pairs:
-    return tuple(((str(a[0]), str(a[1])), (str(b[0]), str(b[1]))) for a, b in v)
+def _ref(v: Sequence[Any]) -> TableRef:
+    return (str(v[0]), str(v[1]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,7 +310,7 @@ class BatchManifest:
     batch: int
     splits: tuple[Split, ...]
     positions: dict[str, int]
-    schema: list[Any] = field(default_factory=list)
+    schema: dict[str, Any] | list[Any] = field(default_factory=list)
     statements: tuple[Statement, ...] = ()
 
     @property
@@ -318,7 +349,7 @@ class BatchManifest:
             int(v["batch"]),
             tuple(Split.from_json(s) for s in v["splits"]),
             {k: int(p) for k, p in v["positions"].items()},
-            list(v["schema"]),
+            v["schema"],
             tuple(Statement.from_json(s) for s in v["statements"]),
         )
 
@@ -327,10 +358,7 @@ class BatchManifest:
         splits = tuple(
             Split(BinlogFile(s[0], s[1], int(s[2]), int(s[3])), int(s[4]), s[5], int(s[6])) for s in v["splits"]
         )
-        statements = tuple(
-            Statement(s[0], int(s[1]), s[2], int(s[3]), s[4], int(s[5]), s[6], _pairs(s[7]), s[8], bool(s[9]))
-            for s in v.get("statements", [])
-        )
+        statements = tuple(Statement.from_json(s) for s in v.get("statements", []))  # positional: their version 1
         return cls(
             int(v["batch"]), splits, {k: int(p) for k, p in v["positions"].items()}, v.get("schema", []), statements
         )

@@ -516,15 +516,21 @@ def _optional_meaning(of: OptionalField, tm: TableMapEvent, ctx: DecodeContext) 
     m, v, cols = OptionalMetadataType, of.value, tm.columns
     code = of.type_code
     if code == m.SIGNEDNESS and isinstance(v, list):
-        numeric = [c for c in cols if c.is_numeric]
+        numeric = [c for c in cols if tm.writer.has_signedness(c)]
         return ", ".join(f"{label(c)} is {'unsigned' if u else 'signed'}" for c, u in zip(numeric, v, strict=False))
     if code in (m.DEFAULT_CHARSET, m.ENUM_AND_SET_DEFAULT_CHARSET) and isinstance(v, dict):
-        which = [c for c in cols if (c.is_enum_or_set if code == m.ENUM_AND_SET_DEFAULT_CHARSET else c.is_character)]
+        which = [
+            c
+            for c in cols
+            if (c.is_enum_or_set if code == m.ENUM_AND_SET_DEFAULT_CHARSET else tm.writer.has_charset(c))
+        ]
         parts = [_collation(v["default"], ctx)]
         parts += [f"{label(which[k])}: {_collation(coll, ctx)}" for k, coll in v["overrides"] if k < len(which)]
         return "; ".join(parts)
     if code in (m.COLUMN_CHARSET, m.ENUM_AND_SET_COLUMN_CHARSET) and isinstance(v, list):
-        which = [c for c in cols if (c.is_enum_or_set if code == m.ENUM_AND_SET_COLUMN_CHARSET else c.is_character)]
+        which = [
+            c for c in cols if (c.is_enum_or_set if code == m.ENUM_AND_SET_COLUMN_CHARSET else tm.writer.has_charset(c))
+        ]
         return ", ".join(f"{label(c)}: {_collation(i, ctx)}" for c, i in zip(which, v, strict=False))
     if code == m.COLUMN_NAME and isinstance(v, list):
         return ", ".join(f"col {i + 1} = `{n}`" for i, n in enumerate(v))

@@ -15,7 +15,10 @@ Rules, in order (:class:`Namer`):
    the map lacks is borrowed from it (names, signedness, charsets, ENUM/SET members, geometry type, key, visibility).
 2. Else the tracker knows the table and agrees with the map (``TableSchema.agrees_with``): names, signedness and
    the primary key come from the DDL (for a sequence, which has no key and one row, its row key:
-   ``TableSchema.row_key``; :meth:`Namer.keyed` gives a named map of a sequence that key too).
+   ``TableSchema.row_key``; :meth:`Namer.keyed` gives a named map of a sequence that key too), and the ``binary``
+   charset of the binary types (BINARY, VARBINARY, the BLOBs, INET4, INET6, UUID, ``CHARACTER SET binary``), so
+   BINARY(n) values get their trailing zero bytes back as ``SELECT`` shows them (other charsets need the table's
+   and database's defaults, which the DDL tracker does not follow: such strings stay bytes).
 3. Else the map stays as logged (``col_N`` names, no key).
 
 Example::
@@ -27,14 +30,16 @@ Example::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from binlake.coltypes import Column
 from binlake.events.table_map import TableMapEvent
-from binlake.schema import SchemaTracker
+from binlake.schema import SchemaTracker, TrackedColumn
 from binlake.spark.extract import column_info
+from binlake.values.collations import BINARY
 
 __all__ = ["Facts", "Namer", "borrow", "fits", "named"]
 
@@ -107,9 +112,10 @@ class Namer:
             c.with_(
                 name=name,
                 unsigned=c.unsigned if c.unsigned is not None or not c.is_numeric else unsigned,
+                charset=c.charset if c.charset is not None or not c.is_character or not binary else BINARY,
                 pk_position=c.pk_position if c.pk_position is not None else pk,
             )
-            for c, (name, unsigned, pk) in zip(tm.columns, ddl, strict=True)
+            for c, (name, unsigned, binary, pk) in zip(tm.columns, ddl, strict=True)
         )
 
     def keyed(self, tm: TableMapEvent) -> TableMapEvent:
@@ -130,9 +136,9 @@ class Namer:
             ),
         )
 
-    def _ddl(self, tm: TableMapEvent) -> list[tuple[str, bool, int | None]] | None:
-        """Per column (name, unsigned, position in the primary key) from the DDL, when the tracker knows the
-        table and agrees with the map."""
+    def _ddl(self, tm: TableMapEvent) -> list[tuple[str, bool, bool, int | None]] | None:
+        """Per column (name, unsigned, of a binary type, position in the primary key) from the DDL, when the
+        tracker knows the table and agrees with the map."""
         if self.tracker is None:
             return None
         ts = self.tracker.table(tm.schema, tm.table)
@@ -140,5 +146,18 @@ class Namer:
             return None
         key = [k.casefold() for k in ts.row_key]
         return [
-            (c.name, c.unsigned, key.index(c.name.casefold()) if c.name.casefold() in key else None) for c in ts.columns
+            (c.name, c.unsigned, _binary(c), key.index(c.name.casefold()) if c.name.casefold() in key else None)
+            for c in ts.columns
         ]
+
+
+# the declared types whose values are bytes whatever the table's charset (their charset is ``binary``)
+_BINARY_TYPES = frozenset({"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "long varbinary"})
+_BINARY_TYPES |= {"inet4", "inet6", "uuid"}
+_CHARSET_BINARY = re.compile(r"\b(?:character\s+set|charset)\s+[`'\"]?binary\b", re.IGNORECASE)
+
+
+def _binary(col: TrackedColumn) -> bool:
+    """Is a column declared with a binary type or ``CHARACTER SET binary`` (not the ``BINARY`` attribute of a
+    string type, which picks the ``_bin`` collation of the string's own charset)?"""
+    return col.type_name in _BINARY_TYPES or bool(_CHARSET_BINARY.search(col.definition))

@@ -39,13 +39,16 @@ from typing import Any
 from binlake.coltypes import Column
 from binlake.events.base import Event
 from binlake.events.control import XaPrepareEvent
+from binlake.events.format import FormatDescriptionEvent, StartV3Event
+from binlake.events.query import QueryEvent
 from binlake.events.rows import RowsEvent
 from binlake.events.table_map import TableMapEvent
 from binlake.recovery import Skipped
 from binlake.schema import SchemaTracker
 from binlake.spark.plan import Split
-from binlake.spark.statements import SEQ_FILE, SEQ_POS, ReadSpec, open_split
-from binlake.sql.statements import emptied, may_empty
+from binlake.spark.statements import SEQ_FILE, SEQ_POS, START_EVENTS, ReadSpec, open_split
+from binlake.sql.statements import Scope, emptied, may_empty
+from binlake.sql.temporary import TemporaryTables
 from binlake.transactions import QUERY_EVENTS, Transactions
 
 __all__ = [
@@ -128,6 +131,8 @@ class Truncate:
 
 Record = EventRecord | TableMapRecord | Changes | Truncate
 
+_FOLLOWED = QUERY_EVENTS | START_EVENTS  # the events that change the sessions' temporary tables
+
 
 _MAP_IDS: dict[tuple[object, ...], str] = {}  # the layout's fields -> map_id: every transaction logs its table map
 
@@ -178,7 +183,9 @@ def decode_split(
     each :class:`Changes`' rows undecoded (``event`` holds the rows event: the ingest decodes it into columns).
 
     ``read``: decoding options, decryptor and ``on_error`` (:class:`~binlake.spark.statements.ReadSpec`);
-    ``schema``: the tracker of the DDL in force at the split's start (:func:`~binlake.spark.statements.tracker_at`);
+    ``schema``: the tracker of the DDL in force at the split's start (:func:`~binlake.spark.statements.tracker_at`),
+    whose sessions' temporary tables are where the split's statements find them (a ``TRUNCATE t`` of a temporary
+    ``t`` empties no base table);
     ``skips``: receives each skip of ``on_error`` ``skip-*`` (a ``skip-transaction`` skip also drops the changes of
     the broken transaction read before the damage).  A transaction closed by XA_PREPARE (not ONE PHASE) tags its
     changes with the XID: whether they count is decided by a later ``XA COMMIT``/``XA ROLLBACK``.
@@ -196,6 +203,9 @@ def decode_split(
     remapped = _Remapper(remap or {})
     got: list[Skipped] = skips if skips is not None else []
     seen_skips = len(got)
+    # followed here in event order: the decoder's tracker has already followed a statement when it comes out, and
+    # a statement's names are read in its session's temporary tables before it (DROP TABLE t drops a temporary t)
+    temporary = TemporaryTables(schema.temporary.state if schema is not None else None)
     for ev in open_split(split, read or ReadSpec(), schema, got):
         if len(got) > seen_skips:
             if any(s.transaction_start is not None for s in got[seen_skips:]):
@@ -220,8 +230,13 @@ def decode_split(
             for c in pending[at:] if at is not None else ():
                 if isinstance(c, Changes):
                     c.rolled_back = True
-        if changes and h.type_code in QUERY_EVENTS:
-            pending.extend(_truncates(ev, base + pos * SEQ_POS, pos, trx.gtid))
+        if h.type_code in _FOLLOWED:
+            if isinstance(ev, QueryEvent):
+                scope = temporary.statement(ev)
+                if changes:
+                    pending.extend(_truncates(ev, base + pos * SEQ_POS, pos, trx.gtid, scope))
+            elif isinstance(ev, FormatDescriptionEvent | StartV3Event):
+                temporary.started(ev)
         if step.outcome == "prepare":
             xid = ev.xid_text if isinstance(ev, XaPrepareEvent) else ctl.xid if ctl is not None else None
             for c in pending:
@@ -291,17 +306,17 @@ def _changes(ev: Any, seq0: int, pos: int, gtid: str | None, decode: bool) -> Ch
     return Changes(ev.table_map, ev.kind, rows, pos, seq0, gtid)
 
 
-def _truncates(ev: Any, seq: int, pos: int, gtid: str | None) -> list[Truncate]:
-    """A :class:`Truncate` per table the statement of ``ev`` empties without row events
-    (:func:`binlake.sql.statements.emptied`: TRUNCATE, DROP TABLE, CREATE OR REPLACE TABLE, a sequence's
-    CREATE/ALTER/DROP; DROP DATABASE gives one whose ``table`` is empty)."""
+def _truncates(ev: Any, seq: int, pos: int, gtid: str | None, scope: Scope) -> list[Truncate]:
+    """A :class:`Truncate` per base table the statement of ``ev`` (its session's temporary tables: ``scope``)
+    empties without row events (:func:`binlake.sql.statements.emptied`: TRUNCATE, DROP TABLE, CREATE OR REPLACE
+    TABLE, a sequence's CREATE/ALTER/DROP; DROP DATABASE gives one whose ``table`` is empty)."""
     raw = getattr(ev, "query_raw", None)
     if isinstance(raw, bytes) and not may_empty(raw):
         return []
     query = str(getattr(ev, "query", ""))
     status = getattr(ev, "status", None)
     mode = status("SQL_MODE") if status is not None else 0
-    tables = emptied(query, str(getattr(ev, "db", "") or ""), mode if isinstance(mode, int) else 0)
+    tables = emptied(query, str(getattr(ev, "db", "") or ""), mode if isinstance(mode, int) else 0, scope)
     return [Truncate(d, t, seq, pos, gtid, query[:200]) for d, t in tables]
 
 

@@ -135,13 +135,14 @@ def _display(key: str) -> str:
 
 
 def _schema_after(manifest: BatchManifest | None, seed: str | None) -> SchemaTracker:
-    """The schema where the next batch starts: the last batch's start state and DDL, over the ``--schema`` seed."""
+    """The schema where the next batch starts: the last batch's start state and DDL, over the ``--schema`` seed, and
+    the sessions' temporary tables where the last batch ended."""
     tracker = SchemaTracker.from_sql(seed) if seed else SchemaTracker()
     if manifest is None:
         return tracker
     last = tracker_at(manifest.schema, manifest.statements, 1 << 200)
     known = last.tables
-    return SchemaTracker({**{k: v for k, v in tracker.tables.items() if k not in known}, **known})
+    return SchemaTracker({**{k: v for k, v in tracker.tables.items() if k not in known}, **known}, last.temporary.state)
 
 
 def ingest(
@@ -270,7 +271,7 @@ def _run_batch(
     statements = manifest.statements
     outcomes = {s.xid: s.rolled_back for s in statements if s.kind == "xa"}
     renames = [s for s in statements if s.kind == "rename"]
-    ddl = [s for s in statements if s.kind == "ddl"]
+    ddl = [s for s in statements if s.kind in ("ddl", "temporary")]  # what tracker_at follows
     lake.staging(batch).delete_dir()  # an interrupted attempt's
     progress.log(f"batch {batch}: {len(splits)} splits of {manifest.files} files")
 

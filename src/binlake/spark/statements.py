@@ -1,18 +1,23 @@
 """What the driver learns from a batch's QUERY events before any task runs: DDL, renames and XA outcomes.
 
-Three things a task cannot know from its own byte range:
+Four things a task cannot know from its own byte range:
 
 * the **schema** in force where its range starts: MariaDB 5.3 fractional TIME/DATETIME/TIMESTAMP columns are sized
   by their ``CREATE TABLE`` (:mod:`binlake.schema`), which may be in an earlier split, file or batch;
+* each session's **temporary tables** there (:mod:`binlake.sql.temporary`): a ``TRUNCATE t`` or ``DROP TABLE t``
+  in a session that created a ``TEMPORARY TABLE t`` empties that table, not the base table ``t``;
 * the **outcome of XA transactions** it prepares: the rows are logged at ``XA PREPARE`` (MySQL's and MariaDB's
   XA_PREPARE_LOG_EVENT) and the ``XA COMMIT``/``XA ROLLBACK`` comes later as a separate statement;
 * **table renames** (``RENAME TABLE a TO b``, ``ALTER TABLE a ... RENAME TO b``), which move a table's current
-  state to another name.
+  state to another name (a temporary table's never).
 
-:func:`scan_statements` finds them with a header walk that decodes only the QUERY events whose bytes may hold such
-a statement (a regular expression on the raw event: cheap), falling back to a full decode for encrypted or damaged
-files.  The schema travels as JSON (:func:`tracker_to_json`) with the batch's DDL, and a task rebuilds the tracker
-of its split start with :func:`tracker_at`.
+:func:`scan_statements` finds them with a header walk that decodes only the format descriptions (a server start
+forgets every temporary table) and the QUERY events whose bytes may hold such a statement (a regular expression on
+the raw event: cheap; ``CREATE TEMPORARY`` passes as every ``CREATE`` does), falling back to a full decode for
+encrypted or damaged files.  The schema and the sessions' temporary tables travel as JSON (:func:`tracker_to_json`)
+with the batch's DDL (each with the temporary tables of its session, which it does not act on) and the sessions'
+temporary tables where each split starts, when they changed; a task rebuilds the tracker of its split start with
+:func:`tracker_at`.
 
 Example::
 
@@ -31,9 +36,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from binlake.decoder import Decryptor
-from binlake.errors import BinlogError
+from binlake.errors import BinlogError, UnsupportedError
 from binlake.events.base import Event, EventType
 from binlake.events.context import DecodeOptions
+from binlake.events.format import FormatDescriptionEvent, StartV3Event
 from binlake.events.query import QueryEvent
 from binlake.events.table_map import TableMapEvent
 from binlake.lake.records import Split, Statement
@@ -41,12 +47,14 @@ from binlake.reader import HeaderCache, byte_ranges, header_table, read_events, 
 from binlake.recovery import OnError, Skipped, read_events_recovering
 from binlake.schema import SchemaTracker, TableSchema, TrackedColumn
 from binlake.sql.lexer import leading_keyword
-from binlake.sql.statements import RENAMING_KEYWORDS, SCHEMA_KEYWORDS, renames, xa_outcome
+from binlake.sql.statements import RENAMING_KEYWORDS, SCHEMA_KEYWORDS, Scope, renames, xa_outcome
+from binlake.sql.temporary import TemporaryState
 from binlake.transactions import QUERY_EVENTS
 
 __all__ = [
     "SEQ_FILE",
     "SEQ_POS",
+    "START_EVENTS",
     "ReadSpec",
     "Statement",
     "TableMapSink",
@@ -60,10 +68,12 @@ __all__ = [
 E = EventType
 SEQ_FILE = 10**20
 SEQ_POS = 10**10
+START_EVENTS = frozenset({E.FORMAT_DESCRIPTION_EVENT, E.START_EVENT_V3})
+"""The events that may say the server started (``create_timestamp`` set), which forgets every temporary table."""
 _MAPS = frozenset({E.TABLE_MAP_EVENT, E.TRANSACTION_PAYLOAD_EVENT})  # table maps, and payloads that may hold some
 # The events to look at in a header walk's type codes (one byte per event), without and with the table maps.
-_PICK = re.compile(b"[%s]" % re.escape(bytes(sorted(QUERY_EVENTS))))
-_PICK_MAPS = re.compile(b"[%s]" % re.escape(bytes(sorted(QUERY_EVENTS | _MAPS))))
+_PICK = re.compile(b"[%s]" % re.escape(bytes(sorted(QUERY_EVENTS | START_EVENTS))))
+_PICK_MAPS = re.compile(b"[%s]" % re.escape(bytes(sorted(QUERY_EVENTS | START_EVENTS | _MAPS))))
 # A QUERY event's statement follows the NUL that ends its default database (Query_log_event::write in MariaDB's
 # sql/log_event_server.cc): a NUL, then a statement whose first keyword makes it worth decoding the event for (the
 # DDL the schema tracker follows, renames, XA outcomes)
@@ -90,11 +100,15 @@ class _TrackFrom(SchemaTracker):
     __slots__ = ("start",)
 
     def __init__(self, base: SchemaTracker, start: int) -> None:
-        super().__init__(base.tables)
+        super().__init__(base.tables, base.temporary.state)
         self.start = start
 
     def observe(self, ev: QueryEvent) -> bool:
         return ev.header.pos >= self.start and super().observe(ev)
+
+    def started(self, ev: FormatDescriptionEvent | StartV3Event) -> None:
+        if ev.header.pos >= self.start:
+            super().started(ev)
 
 
 def open_split(
@@ -146,10 +160,10 @@ TableMapSink = Callable[[Split, int, TableMapEvent], None]
 def _surveyed(
     split: Split, read: ReadSpec, tracker: SchemaTracker, maps: bool, headers: HeaderCache | None = None
 ) -> Iterator[tuple[int, Event]]:
-    """The QUERY events of ``split`` that may be DDL or XA outcomes and, with ``maps``, its table maps (also those
-    in MySQL TRANSACTION_PAYLOAD events), in binlog order, each with its position: decoded one by one after a
-    header walk (``headers``' when given; identical table maps once per schema state), or by a full read where the
-    header walk cannot see the type codes (encrypted logs) or fails (damage)."""
+    """The format descriptions and the QUERY events of ``split`` that may be DDL or XA outcomes and, with ``maps``,
+    its table maps (also those in MySQL TRANSACTION_PAYLOAD events), in binlog order, each with its position:
+    decoded one by one after a header walk (``headers``' when given; identical table maps once per schema state),
+    or by a full read where the header walk cannot see the type codes (encrypted logs) or fails (damage)."""
     f = split.file
     source = f.source
     wanted: list[tuple[int, int]] = []
@@ -171,27 +185,25 @@ def _surveyed(
                 if code != E.QUERY_EVENT or _CANDIDATE.search(*span(m, pos, pos + sizes[i])):
                     wanted.append((pos, code))
     except BinlogError:
-        shadow = tracker_from_json(tracker_to_json(tracker))  # the reader's own, following the DDL as it reads
+        shadow = tracker.copy()  # the reader's own, following the DDL as it reads
         for ev in open_split(split, read, shadow if maps else None):
-            if (isinstance(ev, QueryEvent) and ev.header.in_payload is None) or (
-                maps and isinstance(ev, TableMapEvent)
-            ):
+            followed = isinstance(ev, QueryEvent | FormatDescriptionEvent | StartV3Event)
+            if (followed and ev.header.in_payload is None) or (maps and isinstance(ev, TableMapEvent)):
                 yield (ev.header.pos if ev.header.in_payload is None else ev.header.in_payload), ev
         return
-    known: dict[tuple[bytes, int], TableMapEvent] = {}
-    epoch = 0  # statements seen so far: identical table-map bytes decode the same within one epoch
+    known: dict[tuple[bytes, int], TableMapEvent] = {}  # identical table-map bytes decode the same in one schema
     crc = 0  # bytes of the checksum (it covers the header, so identical maps differ there): known after a decode
     with byte_ranges(source) as m:
         for pos, code in wanted:
             if code == E.TABLE_MAP_EVENT:
                 size = int.from_bytes(m[pos + 9 : pos + 13], "little")
-                key = (m[pos + 19 : pos + size - crc], epoch)
+                key = (m[pos + 19 : pos + size - crc], tracker.generation)
                 hit = known.get(key)
                 if hit is not None:
                     yield pos, hit
                     continue
             try:
-                schema = tracker if code not in QUERY_EVENTS else None  # the caller follows the DDL itself
+                schema = tracker if code in _MAPS else None  # the caller follows statements and starts itself
                 events = list(
                     read_events(
                         source, options=read.options, start=pos, stop=pos + 1, decryptor=read.decryptor, schema=schema
@@ -202,13 +214,12 @@ def _surveyed(
                     raise
                 continue  # a damaged event: the task that reads it skips it and reports the skip
             for ev in events:
-                if isinstance(ev, QueryEvent):
-                    yield pos, ev
-                    epoch += 1
-                elif isinstance(ev, TableMapEvent):
+                if isinstance(ev, TableMapEvent):
                     if code == E.TABLE_MAP_EVENT:
                         crc = 0 if ev.header.checksum is None else 4
-                        known[(m[pos + 19 : pos + size - crc], epoch)] = ev
+                        known[(m[pos + 19 : pos + size - crc], tracker.generation)] = ev
+                    yield pos, ev
+                elif isinstance(ev, QueryEvent | FormatDescriptionEvent | StartV3Event):
                     yield pos, ev
 
 
@@ -221,18 +232,26 @@ def scan_statements(
     headers: HeaderCache | None = None,
 ) -> list[Statement]:
     """The DDL that changed ``tracker`` (updated in place), the renames and the XA outcomes of ``splits`` (in
-    binlog order), in order.  ``table_maps(split, pos, table_map)`` is called for every table map of the splits,
-    in binlog order, decoded under the schema in force there (``pos``: its event's, or its TRANSACTION_PAYLOAD's,
-    position); identical table maps under one schema state come as one object.  ``headers``: the
-    :class:`~binlake.reader.HeaderCache` that planned the splits (:func:`~binlake.spark.plan.plan_splits`), so the
-    files' headers are not walked again."""
+    binlog order), in order, with the sessions' temporary tables where each split starts and where the last ends
+    (``temporary`` statements, where they differ from the last recorded or, for the first, from ``tracker``'s).
+    ``table_maps(split, pos, table_map)`` is called for every table map of the splits, in binlog order, decoded
+    under the schema in force there (``pos``: its event's, or its TRANSACTION_PAYLOAD's, position); identical
+    table maps under one schema state come as one object.  ``headers``: the :class:`~binlake.reader.HeaderCache`
+    that planned the splits (:func:`~binlake.spark.plan.plan_splits`), so the files' headers are not walked
+    again."""
     out: list[Statement] = []
+    recorded = tracker.temporary.state  # where the batch starts: tracker_to_json(tracker) has it
+    last: Split | None = None
     for split in splits:
-        f = split.file
+        f, last = split.file, split
+        recorded = _temporary_at(out, tracker, recorded, split, split.start)
         for pos, ev in _surveyed(split, read, tracker, table_maps is not None, headers):
             if isinstance(ev, TableMapEvent):
                 assert table_maps is not None
                 table_maps(split, pos, ev)
+                continue
+            if isinstance(ev, FormatDescriptionEvent | StartV3Event):
+                tracker.started(ev)
                 continue
             assert isinstance(ev, QueryEvent)
             seq = f.seq * SEQ_FILE + pos * SEQ_POS
@@ -243,21 +262,42 @@ def scan_statements(
             if xa is not None:
                 out.append(Statement("xa", seq, f.name, pos, xid=xa[0], rolled_back=xa[1]))
                 continue
-            pairs = renames(query, ev.db or "", sql_mode)
+            scope = tracker.temporary.scope(ev)
+            pairs = renames(query, ev.db or "", sql_mode, scope)
             if tracker.observe(ev):
-                out.append(Statement("ddl", seq, f.name, pos, ev.db or None, sql_mode, query))
+                ran_in = tuple(sorted(scope.tables))
+                out.append(Statement("ddl", seq, f.name, pos, ev.db or None, sql_mode, query, scope=ran_in))
             if pairs:
                 out.append(Statement("rename", seq, f.name, pos, ev.db or None, sql_mode, query, pairs))
+    if last is not None:
+        _temporary_at(out, tracker, recorded, last, last.stop if last.stop is not None else last.file.size)
     return out
+
+
+def _temporary_at(
+    out: list[Statement], tracker: SchemaTracker, recorded: TemporaryState, split: Split, pos: int
+) -> TemporaryState:
+    """Record the sessions' temporary tables just before ``pos`` of ``split``'s file if they changed since
+    ``recorded``; the state recorded now."""
+    state = tracker.temporary.state
+    if state != recorded:
+        seq = split.file.seq * SEQ_FILE + pos * SEQ_POS - 1  # before the event at pos (tracker_at takes s.seq < seq)
+        out.append(Statement("temporary", seq, split.file.name, pos, temporary=state))
+    return state
 
 
 # -- the schema as JSON ---------------------------------------------------------------------------------------
 
 
-def tracker_to_json(tracker: SchemaTracker) -> list[Any]:
-    """Every table the tracker knows, as JSON-able lists ``[db, table, columns, primary key, sequence]`` (exact: no
-    SQL is re-parsed)."""
-    return [
+SCHEMA_STATE_VERSION = 2
+"""The version :func:`tracker_to_json` writes (1: a bare list of the tables)."""
+
+
+def tracker_to_json(tracker: SchemaTracker) -> dict[str, Any]:
+    """The tracker's state as a JSON-able record (exact: no SQL is re-parsed): ``version``, ``tables`` (every
+    table it knows as ``[db, table, columns, primary key, sequence]``) and ``temporary`` (the sessions' temporary
+    tables, :meth:`TemporaryState.to_json <binlake.sql.temporary.TemporaryState.to_json>`)."""
+    tables = [
         [
             ts.schema,
             ts.name,
@@ -267,23 +307,42 @@ def tracker_to_json(tracker: SchemaTracker) -> list[Any]:
         ]
         for ts in tracker.tables.values()
     ]
+    return {"version": SCHEMA_STATE_VERSION, "tables": tables, "temporary": tracker.temporary.state.to_json()}
 
 
-def tracker_from_json(state: Sequence[Any]) -> SchemaTracker:
-    """Invert :func:`tracker_to_json`.  A state written before primary keys (``[db, table, columns]``) or sequences
-    (``[db, table, columns, key]``) were tracked loads with none."""
+def tracker_from_json(state: dict[str, Any] | Sequence[Any]) -> SchemaTracker:
+    """Invert :func:`tracker_to_json`.  A state of version 1 (the list of tables alone) loads with no temporary
+    tables, and one written before primary keys (``[db, table, columns]``) or sequences (``[db, table, columns,
+    key]``) were tracked with none."""
+    if isinstance(state, dict):
+        if state.get("version") != SCHEMA_STATE_VERSION:
+            raise UnsupportedError(
+                f"a schema state of version {state.get('version')!r} (this binlake reads "
+                f"version {SCHEMA_STATE_VERSION}): written by another binlake"
+            )
+        temporary: TemporaryState | None = TemporaryState.from_json(state["temporary"])
+        rows: Sequence[Any] = state["tables"]
+    else:
+        temporary, rows = None, state
     tables = {}
-    for schema, name, cols, *more in state:
+    for schema, name, cols, *more in rows:
         columns = tuple(TrackedColumn(c[0], c[1], tuple(c[2]), c[3], c[4]) for c in cols)
         key = tuple(more[0]) if more else ()
         tables[(schema, name)] = TableSchema(schema, name, columns, key, bool(more[1]) if len(more) > 1 else False)
-    return SchemaTracker(tables)
+    return SchemaTracker(tables, temporary)
 
 
-def tracker_at(state: Sequence[Any], ddl: Sequence[Statement], seq: int) -> SchemaTracker:
-    """The tracker of the batch start ``state`` after the batch's ``ddl`` statements before ``seq``."""
+def tracker_at(state: dict[str, Any] | Sequence[Any], statements: Sequence[Statement], seq: int) -> SchemaTracker:
+    """The tracker of the batch start ``state`` after the batch's ``ddl`` statements before ``seq``, each run in its
+    session's temporary tables, and with the sessions' temporary tables of the last ``temporary`` statement before
+    ``seq``."""
     tracker = tracker_from_json(state)
-    for s in ddl:
-        if s.kind == "ddl" and s.seq < seq:
-            tracker.execute(s.query, s.db, s.sql_mode)
-    return tracker
+    temporary = None
+    for s in statements:
+        if s.seq >= seq:
+            continue
+        if s.kind == "ddl":
+            tracker.execute(s.query, s.db, s.sql_mode, Scope(frozenset(s.scope)))
+        elif s.kind == "temporary":
+            temporary = s.temporary
+    return tracker if temporary is None else SchemaTracker(tracker.tables, temporary)

@@ -75,7 +75,7 @@ class TaskPlan:
     """What every task of a batch gets besides its splits (pickled once per task)."""
 
     read: ReadSpec
-    schema: list[Any]  # SchemaTracker state at the batch start (statements.tracker_to_json)
+    schema: dict[str, Any] | list[Any]  # SchemaTracker state at the batch start (statements.tracker_to_json)
     ddl: list[Statement]
     outcomes: dict[str, bool]  # XID -> rolled back, for the XA outcomes seen in the batch
     renames: list[Statement]

@@ -5,8 +5,11 @@
 * :mod:`binlake.sql.cursor`: a lazy cursor over a statement's tokens, and the statement heads (CREATE, DROP,
   ALTER, RENAME) more than one reader needs;
 * :mod:`binlake.sql.statements`: the statement shapes binlake reads, one function each: transaction control, XA
-  outcomes, the tables a statement empties, the tables it renames.  The DDL that changes columns is followed by
-  :class:`binlake.schema.SchemaTracker` on the same lexer and heads.
+  outcomes, the tables a statement empties, the tables it renames, each read in the statement's session's
+  temporary tables (its :class:`~binlake.sql.statements.Scope`).  The DDL that changes columns is followed by
+  :class:`binlake.schema.SchemaTracker` on the same lexer and heads;
+* :mod:`binlake.sql.temporary`: each session's temporary tables, followed as the server keeps them (a statement
+  naming ``t`` in a session with a temporary ``t`` acts on that table, not on the base table ``t``).
 
 Why a lexer of its own and not sqlglot's MySQL dialect: measured on the 1,286 statements of the corpus' QUERY events
 (``python benchmarks/sql_readers.py``, sqlglot 30.30, one core): reading the shapes binlake needs takes 11 us a

@@ -4,12 +4,18 @@
   ``SAVEPOINT``, ``ROLLBACK TO``, ``RELEASE SAVEPOINT`` and the ``XA`` statements), the input of
   :mod:`binlake.transactions`;
 * :func:`xa_outcome`: what an ``XA COMMIT`` / ``XA ROLLBACK`` decides for an XA transaction prepared earlier;
-* :func:`emptied`: the tables a statement empties without row events (``TRUNCATE``, ``DROP TABLE``, ``CREATE OR
-  REPLACE TABLE``, the statements that set a sequence's row: ``CREATE``/``ALTER``/``DROP SEQUENCE``, and ``DROP
+* :func:`emptied`: the base tables a statement empties without row events (``TRUNCATE``, ``DROP TABLE``, ``CREATE
+  OR REPLACE TABLE``, the statements that set a sequence's row: ``CREATE``/``ALTER``/``DROP SEQUENCE``, and ``DROP
   DATABASE``); ``TEMPORARY`` tables never count;
-* :func:`renames`: the tables ``RENAME TABLE`` or ``ALTER TABLE ... RENAME`` moves;
+* :func:`moves` and :func:`renames`: the tables ``RENAME TABLE`` or ``ALTER TABLE ... RENAME`` moves;
 * the DDL that changes a table's columns is followed by :class:`binlake.schema.SchemaTracker`, which reads it with
   the same lexer and heads (:mod:`binlake.sql.cursor`).
+
+A statement may name a table its session created as ``TEMPORARY`` without saying so (``TRUNCATE t``, ``ALTER TABLE
+t``, ``RENAME TABLE t TO u``, ``DROP TABLE t``): the name then stands for the temporary table, which shadows the
+base table of that name.  :class:`Scope` holds the temporary tables of the statement's session where it starts
+(:class:`binlake.sql.temporary.TemporaryTables` follows them per session) and :meth:`Scope.temporary` is the one
+answer to "does this statement act on base table t?" for every reader here and for the schema tracker.
 
 Each starts from the statement's first keyword, and each keyword set has its byte prefilter
 (:func:`~binlake.sql.lexer.leading_keyword` of the same set), for callers that look at the raw bytes of many QUERY
@@ -23,12 +29,17 @@ Example::
     ((), (('shop', 't'), ('o', 'u')))
     >>> renames("ALTER TABLE t ADD COLUMN x INT, RENAME TO other.t2", "shop")
     ((('shop', 't'), ('other', 't2')),)
+    >>> session = Scope.of([("shop", "t")])  # the session created a TEMPORARY TABLE t
+    >>> emptied("TRUNCATE t", "shop", scope=session), emptied("TRUNCATE other.t", "shop", scope=session)
+    ((), (('other', 't'),))
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from binlake.sql.cursor import (
     Cursor,
@@ -46,15 +57,20 @@ from binlake.sql.lexer import STRING_KINDS, Token, leading_keyword, split_commas
 __all__ = [
     "CONTROL_KEYWORDS",
     "EMPTYING_KEYWORDS",
+    "NO_TEMPORARY",
     "RENAMING_KEYWORDS",
     "SCHEMA_KEYWORDS",
     "Control",
+    "Move",
+    "Scope",
     "TableRef",
     "control",
     "emptied",
+    "folded",
     "is_ddl",
     "may_control",
     "may_empty",
+    "moves",
     "renames",
     "xa_outcome",
 ]
@@ -92,6 +108,49 @@ def may_empty(query: bytes) -> bool:
 
 TableRef = tuple[str, str]
 """``(database, table)``; a table ``""`` stands for every table of the database."""
+
+
+def folded(db: str | None, name: str) -> TableRef:
+    """How a session's temporary tables are looked up: ``(database, table)`` case-folded (as the schema tracker
+    looks tables up: lower_case_table_names differs between servers), no database as ``""``."""
+    return ((db or "").casefold(), name.casefold())
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """The temporary tables of a statement's session where the statement starts, as :func:`folded` names.
+
+    A name among them stands for the session's temporary table, not for the base table of the same name, which it
+    shadows (the server looks a name up among the session's temporary tables first: MariaDB
+    ``sql/temporary_tables.cc`` ``THD::open_temporary_table``).  :data:`NO_TEMPORARY` is a session without any.
+    """
+
+    tables: frozenset[TableRef] = frozenset()
+
+    @classmethod
+    def of(cls, tables: Iterable[tuple[str | None, str]]) -> Scope:
+        return cls(frozenset(folded(db, name) for db, name in tables))
+
+    def temporary(self, db: str | None, name: str) -> bool:
+        """Does the name ``db.name`` (``db``: the statement's default database where the name has none) stand for
+        a temporary table of the session?  The one answer to "does this statement act on the base table
+        ``db.name``": it does unless this is true."""
+        return bool(self.tables) and folded(db, name) in self.tables
+
+    def steps(self, pairs: Iterable[tuple[QName, QName]], db: str | None) -> Iterator[tuple[QName, QName, bool]]:
+        """The ``(from, to)`` pairs of a ``RENAME TABLE`` (names without a database are in ``db``), each with
+        whether it moves a temporary table: the server runs the pairs in order (``sql/sql_rename.cc``
+        ``rename_tables``), so a temporary table one pair moves is known by its new name to the pairs after it."""
+        scope = self
+        for src, dst in pairs:
+            temp = scope.temporary(src[0] or db, src[1])
+            if temp:
+                moved = folded(src[0] or db, src[1]), folded(dst[0] or db, dst[1])
+                scope = Scope(scope.tables - {moved[0]} | {moved[1]})
+            yield src, dst, temp
+
+
+NO_TEMPORARY = Scope()
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,25 +302,29 @@ def _in(db: str, name: QName) -> TableRef:
     return (name[0] if name[0] is not None else db, name[1])
 
 
-def emptied(query: str, db: str, sql_mode: int = 0) -> tuple[TableRef, ...]:
-    """The tables ``query`` (run in default database ``db``) empties without row events, in order.
+def emptied(query: str, db: str, sql_mode: int = 0, scope: Scope = NO_TEMPORARY) -> tuple[TableRef, ...]:
+    """The base tables ``query`` (run in default database ``db``, its session's temporary tables ``scope``)
+    empties without row events, in order.
 
     ``TRUNCATE [TABLE] t``, ``DROP TABLE [IF EXISTS] a, b``, ``CREATE OR REPLACE TABLE t`` (its rows start again
     from nothing, or from the row events of its SELECT), a sequence's ``CREATE``/``ALTER``/``DROP SEQUENCE`` (the
     server writes the sequence's one row without a row event: no row is better than a stale one), and ``DROP
     {DATABASE | SCHEMA} d`` (``(d, "")``: every table of ``d``).  A ``TEMPORARY`` table is not the base table
-    of the same name, which it only shadows: it empties nothing.
+    of the same name, which it only shadows: it empties nothing, whether the statement says ``TEMPORARY`` or names
+    a temporary table of ``scope``.  ``CREATE [OR REPLACE] TABLE`` without ``TEMPORARY`` creates the base table
+    even where a temporary table of its name exists (MariaDB 10.11 replaces the base table and leaves the
+    temporary one).
     """
     first, c = _opened(query, sql_mode)
     try:
         if first == "TRUNCATE":
             c.accept("TABLE")
-            return (_in(db, c.qualified()),)
+            return _base(db, [c.qualified()], scope)
         if first == "DROP":
             if c.kw() in ("DATABASE", "SCHEMA"):
                 return ((drop_database(c), ""),)
             temporary, names = drop_tables(c)
-            return () if temporary else tuple(_in(db, n) for n in names)
+            return () if temporary else _base(db, names, scope)
         if first == "CREATE":
             head = create_head(c)
             if head.temporary or not (head.or_replace or head.sequence):
@@ -269,31 +332,59 @@ def emptied(query: str, db: str, sql_mode: int = 0) -> tuple[TableRef, ...]:
             return (_in(db, head.name),)
         if first == "ALTER" and c.accept("SEQUENCE"):
             c.accept("IF", "EXISTS")
-            return (_in(db, c.qualified()),)
+            return _base(db, [c.qualified()], scope)
     except Unread:
         pass
     return ()
 
 
-def renames(query: str, db: str, sql_mode: int = 0) -> tuple[tuple[TableRef, TableRef], ...]:
-    """The ``(from, to)`` tables that ``RENAME TABLE`` or an ``ALTER TABLE ... RENAME [TO | AS | =]`` moves, in
-    order; names without a database are in ``db`` (the statement's default).  Other statements -> ``()``.
+def _base(db: str, names: Iterable[QName], scope: Scope) -> tuple[TableRef, ...]:
+    """The tables of ``names`` that are base tables in ``scope``."""
+    return tuple(_in(db, n) for n in names if not scope.temporary(n[0] or db, n[1]))
 
-    >>> renames("RENAME TABLE t TO t_old, `s`.`new` TO t", "shop")
-    ((('shop', 't'), ('shop', 't_old')), (('s', 'new'), ('shop', 't')))
+
+class Move(NamedTuple):
+    """A table ``RENAME TABLE`` or ``ALTER TABLE ... RENAME`` moves; ``temporary``: a temporary table of the
+    statement's session (the base table of its name stays where it is)."""
+
+    src: TableRef
+    dst: TableRef
+    temporary: bool
+
+
+def moves(query: str, db: str, sql_mode: int = 0, scope: Scope = NO_TEMPORARY) -> tuple[Move, ...]:
+    """The tables that ``RENAME TABLE`` or an ``ALTER TABLE ... RENAME [TO | AS | =]`` moves, in order; names
+    without a database are in ``db`` (the statement's default), ``scope`` the session's temporary tables where
+    the statement starts.  Other statements -> ``()``.
+
+    >>> moves("RENAME TABLE t TO t2, t2 TO t3", "shop", scope=Scope.of([("shop", "t")]))
+    (Move(src=('shop', 't'), dst=('shop', 't2'), temporary=True), Move(src=('shop', 't2'), dst=('shop', 't3'), \
+temporary=True))
     """
     first, c = _opened(query, sql_mode)
     try:
         if first == "RENAME":
-            return tuple((_in(db, a), _in(db, b)) for a, b in rename_pairs(c))
+            return tuple(Move(_in(db, a), _in(db, b), temp) for a, b, temp in scope.steps(rename_pairs(c), db))
         if first == "ALTER":
-            src = _in(db, alter_head(c))
+            name = alter_head(c)
+            src = _in(db, name)
             dst = None
             for spec in split_commas(c.rest()):
                 target = rename_clause(spec)
                 if target is not None:
                     dst = _in(db, target)
-            return ((src, dst),) if dst is not None and dst != src else ()
+            return (Move(src, dst, scope.temporary(*src)),) if dst is not None and dst != src else ()
     except Unread:
         pass
     return ()
+
+
+def renames(
+    query: str, db: str, sql_mode: int = 0, scope: Scope = NO_TEMPORARY
+) -> tuple[tuple[TableRef, TableRef], ...]:
+    """The ``(from, to)`` base tables of :func:`moves`: what carries a table's current state to another name.
+
+    >>> renames("RENAME TABLE t TO t_old, `s`.`new` TO t", "shop")
+    ((('shop', 't'), ('shop', 't_old')), (('s', 'new'), ('shop', 't')))
+    """
+    return tuple((m.src, m.dst) for m in moves(query, db, sql_mode, scope) if not m.temporary)

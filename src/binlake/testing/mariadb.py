@@ -47,9 +47,11 @@ __all__ = [
     "MariaDBError",
     "MariaDBServer",
     "MariaDBUnavailable",
+    "TlsFiles",
     "WorkloadBinlogs",
     "available",
     "find_tool",
+    "make_certificates",
     "missing_tools",
     "run_mariadb_binlog",
     "run_workloads",
@@ -235,7 +237,10 @@ class MariaDBServer:
         return self._proc is not None and self._proc.poll() is None
 
     def start(self) -> None:
-        """Initialise the datadir, start mariadbd and wait (at most ``start_timeout`` s) until it answers."""
+        """Initialise the datadir (unless it already holds one: a restart keeps it), start mariadbd (on the port of
+        the last start, if any, so clients reconnect where they were) and wait (at most ``start_timeout`` s) until
+        it answers.  Linux ends the server when the *thread* that started it ends (PR_SET_PDEATHSIG): start it from
+        a thread that outlives it."""
         if self._proc is not None:
             raise MariaDBError("server already started")
         mariadbd = _require_tool("mariadbd")
@@ -246,6 +251,11 @@ class MariaDBServer:
         for sub in ("data", "run", "logs"):
             (self.base_dir / sub).mkdir(parents=True, exist_ok=True)
         user = ["--user=root"] if os.geteuid() == 0 else []
+        if not (self.datadir / "mysql").is_dir():  # a restart keeps the datadir
+            self._install(install_db, user)
+        self._launch(mariadbd, user)
+
+    def _install(self, install_db: str, user: list[str]) -> None:
         install_log = self.base_dir / "logs" / "install-db.log"
         with install_log.open("wb") as log:
             # scripts/mariadb-install-db.sh: "normal" gives root@localhost/127.0.0.1/::1 empty passwords.
@@ -264,9 +274,15 @@ class MariaDBServer:
                 check=False,
             ).returncode
         if rc != 0:
-            raise MariaDBError(f"mariadb-install-db failed (exit {rc}):\n{_tail(install_log)}")
+            text = install_log.read_text("utf-8", "replace")
+            errors = "\n".join(line for line in text.splitlines() if "ERROR" in line)[-2000:]
+            raise MariaDBError(f"mariadb-install-db failed (exit {rc}):\n{errors}\n...\n{_tail(install_log)}")
+
+    def _launch(self, mariadbd: str, user: list[str]) -> None:
+        keep_port = self.port != 0  # a restart listens where clients already connect
         for _attempt in range(3):
-            self.port = _free_port()
+            if not keep_port:
+                self.port = _free_port()
             log_size = self.error_log.stat().st_size if self.error_log.exists() else 0
             self._spawn(mariadbd, user)
             if self._wait_ready():
@@ -275,6 +291,8 @@ class MariaDBServer:
             new_log = self.error_log.read_bytes()[log_size:] if self.error_log.exists() else b""
             if b"Bind on TCP/IP port" not in new_log:
                 break
+            if keep_port:
+                time.sleep(1.0)
         proc_state = "exited" if not self.running else f"did not answer within {self.start_timeout:g} s"
         self.stop()
         raise MariaDBError(f"mariadbd {proc_state}; last lines of {self.error_log}:\n{_tail(self.error_log)}")
@@ -339,6 +357,52 @@ class MariaDBServer:
             proc.kill()
             proc.wait()
             raise MariaDBError(f"mariadbd {proc.pid} ignored SIGTERM for {self.stop_timeout:g} s") from None
+
+    def restart(self) -> None:
+        """Shut down cleanly (:meth:`stop`) and start again with the same datadir and port."""
+        self.stop()
+        self.start()
+
+    def crash(self) -> None:
+        """SIGKILL the server (no STOP event, no clean close: what a power cut leaves) and wait for it to die;
+        :meth:`start` then recovers the same datadir on the same port."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    @property
+    def pid(self) -> int:
+        """The server's process id (for SIGSTOP/SIGCONT in tests of a hung server)."""
+        if self._proc is None:
+            raise MariaDBError("server is not running")
+        return self._proc.pid
+
+    def create_user(
+        self,
+        user: str,
+        password: str,
+        *,
+        plugin: str = "mysql_native_password",
+        grants: Sequence[str] = ("REPLICATION SLAVE", "REPLICATION CLIENT"),
+        require: str | None = None,
+        host: str = "127.0.0.1",
+    ) -> None:
+        """Create ``user``@``host`` authenticated by ``plugin`` (``mysql_native_password`` or ``ed25519``, whose
+        plugin is installed on first use) with ``password``, granted ``grants`` on ``*.*``; ``require`` is a
+        ``REQUIRE`` clause (``"SSL"``, ``"X509"``).  Not written to the binlog."""
+        if plugin == "ed25519" and not self.query(
+            "SELECT 1 FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'ed25519'"
+        ):
+            self.execute("INSTALL SONAME 'auth_ed25519'")
+        quoted = _sql_string(password)
+        privileges = ", ".join(grants) if grants else "USAGE"
+        self.execute(
+            "SET sql_log_bin = 0;"
+            f" CREATE USER {_sql_string(user)}@{_sql_string(host)} IDENTIFIED VIA {plugin} USING PASSWORD({quoted})"
+            + (f" REQUIRE {require}" if require else "")
+            + f"; GRANT {privileges} ON *.* TO {_sql_string(user)}@{_sql_string(host)}; SET sql_log_bin = 1"
+        )
 
     # -- SQL -----------------------------------------------------------------------------------------------
 
@@ -452,3 +516,53 @@ def run_workloads(server: MariaDBServer, sql_files: Iterable[Path]) -> WorkloadB
         files.extend(written)
     server.flush_logs()
     return WorkloadBinlogs(server=server, files=files, by_workload=by_workload)
+
+
+def _sql_string(value: str) -> str:
+    """``value`` as a single-quoted SQL string literal (quotes and backslashes escaped)."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """The certificates :func:`make_certificates` wrote: a CA, the server's certificate and key (signed by it, for
+    ``127.0.0.1`` and ``localhost``) and a client's.  :meth:`server_args` gives the server's options."""
+
+    ca: Path
+    server_cert: Path
+    server_key: Path
+    client_cert: Path
+    client_key: Path
+
+    def server_args(self) -> list[str]:
+        return [f"--ssl-ca={self.ca}", f"--ssl-cert={self.server_cert}", f"--ssl-key={self.server_key}"]
+
+
+def make_certificates(directory: Path) -> TlsFiles:
+    """Make a throw-away CA and the server's and a client's certificates in ``directory`` with ``openssl``."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        raise MariaDBUnavailable("openssl not found: apt-get install -y openssl")
+    directory.mkdir(parents=True, exist_ok=True)
+
+    def run(*args: str) -> None:
+        proc = subprocess.run([openssl, *args], cwd=directory, capture_output=True, timeout=120, check=False)
+        if proc.returncode != 0:
+            raise MariaDBError(f"openssl {args[0]} failed: {proc.stderr.decode('utf-8', 'replace')}")
+
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "3", "-subj", "/CN=binlake test CA",
+        "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+        "-keyout", "ca.key", "-out", "ca.pem")  # fmt: skip
+    (directory / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n", "ascii")
+    for name, cn in (("server", "127.0.0.1"), ("client", "binlake test client")):
+        run("req", "-newkey", "rsa:2048", "-nodes", "-subj", f"/CN={cn}", "-keyout", f"{name}.key",
+            "-out", f"{name}.csr")  # fmt: skip
+        run("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-days", "3", "-out", f"{name}.pem", "-extfile", "san.ext")  # fmt: skip
+    return TlsFiles(
+        directory / "ca.pem",
+        directory / "server.pem",
+        directory / "server.key",
+        directory / "client.pem",
+        directory / "client.key",
+    )

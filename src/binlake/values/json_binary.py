@@ -10,8 +10,9 @@ other SQL values.
 
 The converter prints the document exactly as MySQL does (``Json_wrapper::to_string``, ``wrapper_to_string`` in
 ``sql-common/json_dom.cc``): ``", "`` and ``": "`` separators, doubles through ``my_gcvt`` (``1.5``, ``100.0``,
-``1e100``), decimals as numbers, dates/times as quoted strings with 6 fractional digits, other opaque values as
-``"base64:typeNN:..."``.  An empty value is JSON ``null``.  MariaDB's JSON is LONGTEXT: a plain string column.
+``1e100``), decimals as numbers, dates/times as quoted strings with 6 fractional digits, every other opaque value
+(VAR_STRING, BLOB, BIT, YEAR, GEOMETRY, ... whatever its bytes) as ``"base64:typeNN:..."``.  An empty value is JSON
+``null``.  MariaDB's JSON is LONGTEXT: a plain string column.
 
 Example::
 
@@ -183,8 +184,10 @@ def _container(buf: bytes, kind: int, pos: int, end: int, depth: int) -> object:
     return obj
 
 
-# MySQL field types an opaque value may carry (include/field_types.h)
-_DECIMAL, _DATE, _TIME, _DATETIME, _TIMESTAMP, _VAR_STRING = 246, 10, 11, 12, 7, 253
+# The MySQL field types of opaque values that are typed JSON values (include/field_types.h): Json_wrapper::type()
+# (sql-common/json_dom.cc) makes NEWDECIMAL a J_DECIMAL and DATETIME/DATE/TIME/TIMESTAMP J_DATETIME/J_DATE/J_TIME/
+# J_TIMESTAMP; every other type, VAR_STRING (253) included, is J_OPAQUE, printed as base64 of its bytes.
+_DECIMAL, _DATE, _TIME, _DATETIME, _TIMESTAMP = 246, 10, 11, 12, 7
 
 
 @functools.cache
@@ -227,9 +230,13 @@ def _opaque(ftype: int, data: bytes) -> object:
         return _Scalar(_decimal_text(data))
     if ftype in (_DATE, _TIME, _DATETIME, _TIMESTAMP):
         return _Scalar(_quote(_packed_datetime(data, ftype)))
-    if ftype == _VAR_STRING:
-        return data.decode("utf-8")
     return Opaque(ftype, data)
+
+
+def _base64(data: bytes) -> str:
+    """``base64_encode`` of ``mysys/base64.cc``: standard base64 with a newline after every 76 characters."""
+    text = base64.b64encode(data).decode("ascii")
+    return "\n".join(text[i : i + 76] for i in range(0, len(text), 76))
 
 
 def decode(doc: bytes) -> object:
@@ -339,7 +346,8 @@ def _print(value: object, out: list[str]) -> None:
     elif isinstance(value, _Scalar):
         out.append(value.text)
     elif isinstance(value, Opaque):
-        out.append(_quote(f"base64:type{value.field_type}:" + base64.b64encode(value.data).decode()))
+        # wrapper_to_string, J_OPAQUE: "base64:typeNN:" and the base64 text, quoted (its newlines escaped)
+        out.append(_quote(f"base64:type{value.field_type}:" + _base64(value.data)))
     else:
         raise TypeError(f"not a JSON value: {type(value).__name__}")
 

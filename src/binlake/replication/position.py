@@ -1,0 +1,134 @@
+"""Where a replication stream starts (:class:`StartAt`) and where a stopped one resumes (:class:`ResumePoint`, the
+typed, versioned record the tail and the live ingest store).  Sans-IO, standard library only.
+
+A resume point names the server's binlog ``file`` and the ``position`` in it where the next event to deliver starts,
+and ``gtid``: the server's GTID state (MariaDB ``domain-server-seq,...``, MySQL GTID set) covering every event group
+that ended before ``position`` (it may lag behind it by the group in flight).  Resuming by position is exact on the
+same server.  Resuming by GTID restarts at the first group not in ``gtid``; the client then drops the events of
+``file`` that end at or before ``position`` (the part of that group already delivered), so a point taken inside a
+group is still exact on the same server, and a point taken at a group's end (what the tail stores) is exact on any
+server of the replication topology.
+
+Example::
+
+    >>> p = ResumePoint("binlog.000003", 1234, gtid="0-1-77", flavor="mariadb")
+    >>> ResumePoint.from_json(p.to_json()) == p
+    True
+    >>> StartAt.resume(p, by="gtid")
+    StartAt(kind='gtid', file='binlog.000003', position=1234, gtid='0-1-77')
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from binlake.errors import ReplicationError
+
+__all__ = ["RESUME_POINT_VERSION", "Flavor", "ResumePoint", "StartAt", "binlog_order"]
+
+RESUME_POINT_VERSION = 1
+Flavor = Literal["mariadb", "mysql"]
+_FLAVORS = ("mariadb", "mysql")
+
+
+@dataclass(frozen=True, slots=True)
+class ResumePoint:
+    """Where a stream goes on after a stop; see the module docstring.  ``flavor`` says how to read ``gtid``."""
+
+    file: str
+    position: int
+    gtid: str | None = None
+    flavor: Flavor | None = None
+    version: int = RESUME_POINT_VERSION
+
+    def __post_init__(self) -> None:
+        if not self.file or "/" in self.file or "\0" in self.file:
+            raise ReplicationError(f"not a binlog file name: {self.file!r}")
+        if isinstance(self.position, bool) or not isinstance(self.position, int) or self.position < 4:
+            raise ReplicationError(f"a binlog position is an integer of at least 4, not {self.position!r}")
+        if self.gtid is not None and not isinstance(self.gtid, str):
+            raise ReplicationError(f"a GTID state is text, not {self.gtid!r}")
+        if self.flavor is not None and self.flavor not in _FLAVORS:
+            raise ReplicationError(f"unknown server flavor {self.flavor!r}")
+        if self.version != RESUME_POINT_VERSION:
+            raise ReplicationError(
+                f"resume point version {self.version!r}: this binlake reads version {RESUME_POINT_VERSION}"
+            )
+
+    def to_json(self) -> str:
+        """One line of JSON with every field (``version`` first)."""
+        return json.dumps(
+            {
+                "version": self.version,
+                "file": self.file,
+                "position": self.position,
+                "gtid": self.gtid,
+                "flavor": self.flavor,
+            },
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> ResumePoint:
+        """Read :meth:`to_json`'s output; anything else (other versions, missing or extra fields, wrong types)
+        raises :class:`~binlake.errors.ReplicationError`."""
+        try:
+            data: Any = json.loads(text)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise ReplicationError(f"resume point is not JSON: {e}") from None
+        fields = {"version", "file", "position", "gtid", "flavor"}
+        if not isinstance(data, dict) or set(data) != fields:
+            keys = sorted(data) if isinstance(data, dict) else type(data).__name__
+            raise ReplicationError(f"resume point needs exactly the fields {sorted(fields)}, has {keys}")
+        if not isinstance(data["file"], str):
+            raise ReplicationError(f"resume point file is not text: {data['file']!r}")
+        return cls(data["file"], data["position"], data["gtid"], data["flavor"], data["version"])
+
+
+@dataclass(frozen=True, slots=True)
+class StartAt:
+    """Where a dump starts: ``kind`` ``"position"`` (``file`` at ``position``), ``"gtid"`` (after the GTID state
+    ``gtid``; with ``file``/``position`` from a resume point, the events of ``file`` before ``position`` are
+    dropped), ``"oldest"`` (the first event of the oldest binlog the server still has) or ``"current"`` (the
+    server's end: only events written from now on)."""
+
+    kind: Literal["position", "gtid", "oldest", "current"]
+    file: str | None = None
+    position: int = 4
+    gtid: str | None = None
+
+    @classmethod
+    def at(cls, file: str, position: int = 4) -> StartAt:
+        if position < 4:
+            raise ReplicationError(f"a binlog position is at least 4, not {position}")
+        return cls("position", file, position)
+
+    @classmethod
+    def after_gtid(cls, gtid: str) -> StartAt:
+        return cls("gtid", None, 4, gtid)
+
+    @classmethod
+    def oldest(cls) -> StartAt:
+        return cls("oldest")
+
+    @classmethod
+    def current(cls) -> StartAt:
+        return cls("current")
+
+    @classmethod
+    def resume(cls, point: ResumePoint, *, by: Literal["position", "gtid"] = "position") -> StartAt:
+        """Go on from ``point`` by its file and position, or by its GTID state."""
+        if by == "gtid":
+            if point.gtid is None:
+                raise ReplicationError("the resume point has no GTID state to resume by")
+            return cls("gtid", point.file, point.position, point.gtid)
+        return cls("position", point.file, point.position)
+
+
+def binlog_order(name: str) -> tuple[str, int]:
+    """A sort key of binlog file names: the base name, then the numeric extension as a number (``.999999`` is
+    followed by ``.1000000``)."""
+    base, _, ext = name.rpartition(".")
+    return (base, int(ext)) if ext.isdigit() else (name, -1)

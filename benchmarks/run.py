@@ -16,11 +16,19 @@
 3. Prints a table (seconds, rows/s, MB/s, peak RSS, how many times faster binlake is than each peer) and, with
    ``--json OUT``, writes every run.  ``--profile N`` adds a cProfile of binlake's decode (top N functions).
 
+``--ingest-on`` measures ``binlake ingest`` on several Spark masters, one row each: ``local[N]``, or ``cluster:N``
+(a Spark standalone cluster of N workers of one core each that the benchmark starts for those runs,
+:class:`binlake.testing.sparkcluster.StandaloneCluster`; its start is not measured), and prints the scaling of
+each against the one-core run of its kind (``local[1]``, ``cluster:1``).  A cluster's executors are not children
+of the measured command: its CPU seconds and peak memory are the driver's alone, its wall time is the figure.
+
 Example::
 
     python benchmarks/run.py                       # scale 0.05: ~5500 transactions, ~50 MB, a few minutes
     python benchmarks/run.py --scale 1.0 --runs 3 --json bench.json --profile 25
     python benchmarks/run.py --binlog kept/server/data/binlake-bin.000002   # reuse a file made with --keep kept
+    python benchmarks/run.py --binlog FILE --skip mariadb --skip python --skip decode --skip dump --skip stats \
+        --ingest-on 'local[1]' --ingest-on 'local[2]' --ingest-on cluster:1 --ingest-on cluster:2
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ if str(SRC) not in sys.path:
 
 from binlake.reader import walk_headers  # noqa: E402
 from binlake.testing.mariadb import MariaDBServer, find_tool  # noqa: E402
+from binlake.testing.sparkcluster import StandaloneCluster  # noqa: E402
 
 FULL_SCALE_TRANSACTIONS = 110_000
 SMALL_FILE_BYTES = 10 << 20
@@ -442,6 +451,24 @@ def report(results: list[Result], row_changes: int | None) -> dict[str, dict[str
     return ratios
 
 
+def report_scaling(results: list[Result]) -> dict[str, float]:
+    """Print and return each ingest's speed-up over the one-core run of its kind: ``local[N]`` over ``local[1]``,
+    ``cluster:N`` over ``cluster:1`` (median wall seconds)."""
+    ingests = {
+        r.name.removeprefix("binlake ingest "): r for r in results if r.ok and r.name.startswith("binlake ingest")
+    }
+    out: dict[str, float] = {}
+    for spec, r in ingests.items():
+        base = ingests.get("cluster:1" if spec.startswith("cluster:") else "local[1]")
+        if base is not None and base is not r:
+            out[spec] = base.seconds / r.seconds
+    if out:
+        print("\nbinlake ingest scaling (wall seconds of the one-core run of its kind / this run's)")
+        for spec, x in out.items():
+            print(f"  {spec:<12} {x:5.2f}x")
+    return out
+
+
 def print_profile(stats_file: Path, top: int) -> list[dict[str, Any]]:
     """The ``top`` functions by own time of a cProfile dump, printed and returned."""
     import pstats
@@ -488,6 +515,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="leave out commands whose name contains NAME (repeatable), e.g. --skip ingest",
     )
     p.add_argument("--master", default="local[2]", help="Spark master of binlake ingest (default local[2])")
+    p.add_argument(
+        "--ingest-on",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="measure binlake ingest on this master instead (repeatable): local[N], or cluster:N for a standalone "
+        "cluster of N one-core workers started for it",
+    )
+    p.add_argument("--worker-memory", default="2g", help="memory of each worker of a cluster:N (default 2g)")
     p.add_argument("--worker", choices=("decode", "decode-raw", "pmr"), help=argparse.SUPPRESS)
     p.add_argument("--worker-arg", action="append", default=[], help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -542,9 +578,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         mb = find_tool("mariadb-binlog") or "mariadb-binlog"
         lake = work / "lake"
 
-        def ingest_cmd() -> list[str]:
-            shutil.rmtree(lake, ignore_errors=True)
-            return [sys.executable, "-m", "binlake", "ingest", str(big), "--lake", str(lake), "--master", args.master]
+        clusters: dict[str, StandaloneCluster] = {}  # spec -> the cluster its runs use (started when they start)
+
+        def ingest_cmd(spec: str) -> Callable[[], list[str]]:
+            def make() -> list[str]:
+                shutil.rmtree(lake, ignore_errors=True)
+                master = spec
+                if spec.startswith("cluster:"):
+                    if spec not in clusters:
+                        for other in list(clusters):  # one cluster at a time on the machine
+                            clusters.pop(other).__exit__(None, None, None)
+                        cluster = StandaloneCluster(int(spec.split(":", 1)[1]), memory=args.worker_memory)
+                        clusters[spec] = stack.enter_context(cluster)
+                    master = clusters[spec].url
+                return [sys.executable, "-m", "binlake", "ingest", str(big), "--lake", str(lake), "--master", master]
+
+            return make
+
+        # executors of a cluster start the driver's interpreter (binlake's, with its packages); the cluster and its
+        # driver talk over the loopback address, as StandaloneCluster's processes do
+        env.setdefault("PYSPARK_PYTHON", sys.executable)
+        env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
         plan: list[tuple[str, bool, Callable[[], list[str]], Path, bool]] = [
             ("mariadb-binlog", True, lambda: [mb, "--no-defaults", str(big)], big, False),
@@ -586,7 +640,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 False,
             ),
             ("binlake stats", False, lambda: [sys.executable, "-m", "binlake", "stats", str(big)], big, False),
-            (f"binlake ingest {args.master}", False, ingest_cmd, big, False),
+            *(
+                (f"binlake ingest {spec}", False, ingest_cmd(spec), big, False)
+                for spec in args.ingest_on or [args.master]
+            ),
             (
                 "binlake decode (typed) 10 MiB",
                 False,
@@ -606,6 +663,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if len(set(counted.values())) > 1:
             print(f"WARNING: the decoders counted different numbers of row changes: {counted}", flush=True)
         ratios = report(results, row_changes)
+        scaling = report_scaling(results)
         profile: list[dict[str, Any]] = []
         if args.profile:
             stats_file = work / "decode.pstats"
@@ -628,6 +686,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "cpus": os.cpu_count(),
                 "results": [r.summary(row_changes if r.big_file else r.rows) for r in results],
                 "speed_vs_peers": ratios,
+                "ingest_scaling": scaling,
                 "profile_top": profile,
             }
             args.json.write_text(json.dumps(doc, indent=2) + "\n", "utf-8")

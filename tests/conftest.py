@@ -6,6 +6,9 @@ Fixtures
                           when absent. Tests read it in place, never copy it into the repo.
     ``mariadb_server``    one private MariaDB server for the session (:class:`binlake.testing.mariadb.MariaDBServer`);
                           skips when MariaDB is not installed.
+    ``s3_server``         one private S3-compatible server for the session (moto in server mode on 127.0.0.1,
+                          :class:`binlake.testing.objectstore.S3Server`); skips when moto is not installed.  It
+                          sets no environment: a test or fixture puts ``s3_server.env()`` in place for itself.
     ``workload_binlogs``  runs ``tests/workloads/*.sql`` once on that server and returns a
                           :class:`binlake.testing.mariadb.WorkloadBinlogs` (the server, the binlogs written, and
                           which workload wrote which), so tests can decode the files and ``SELECT`` the tables'
@@ -41,6 +44,9 @@ from binlake.testing.mariadb import (
     missing_tools,
     run_workloads,
 )
+from binlake.testing.objectstore import INSTALL_HINT as S3_INSTALL_HINT
+from binlake.testing.objectstore import S3Server
+from binlake.testing.objectstore import available as objectstore_available
 
 pytest_plugins = ["pytester"]
 
@@ -49,7 +55,7 @@ CORPUS_ENV = "BINLAKE_CORPUS"
 CORPUS_MISSING = "../shared/corpus not found: corpus tests need the shared binlog corpus beside the checkout"
 STRICT_ENV = "BINLAKE_STRICT_SKIPS"
 # Skip reasons CI must not accept. The Spark fixture (another module) can add its own words here, e.g. "spark".
-STRICT_SKIP_RE = re.compile(r"corpus|mariadb|pyspark|deltalake|spark", re.IGNORECASE)
+STRICT_SKIP_RE = re.compile(r"corpus|mariadb|pyspark|deltalake|spark|moto", re.IGNORECASE)
 _STRICT_COLLECT_SKIPS = pytest.StashKey[list[str]]()
 
 
@@ -92,6 +98,15 @@ def workload_binlogs(mariadb_server: MariaDBServer, repo_root: Path) -> Workload
     """The binlogs of ``tests/workloads/*.sql`` (run once per session, a few seconds) and their server."""
     workloads = sorted((repo_root / "tests" / "workloads").glob("*.sql"))
     return run_workloads(mariadb_server, workloads)
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """A moto S3 server on 127.0.0.1 for the session (its buckets are per test: ``s3_server.bucket()``)."""
+    if not objectstore_available():
+        pytest.skip(f"moto not installed: {S3_INSTALL_HINT}")
+    with S3Server() as server:
+        yield server
 
 
 # The Spark helper's session fixture (``spark``) plugs in here; it is defined in its own module.

@@ -67,7 +67,7 @@ COMMANDS: dict[str, Command] = {
     ),
     # `binlake tables`: reads a lake through the Delta log (the `deltalake` package, no Spark)
     "tables": Command(
-        "binlake.spark.show", "add_tables_arguments", "tables_main", "list a lake's tables, or show a table's rows"
+        "binlake.lake.show", "add_tables_arguments", "tables_main", "list a lake's tables, or show a table's rows"
     ),
 }
 

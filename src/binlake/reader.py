@@ -7,6 +7,11 @@ misparsing it).  :func:`walk_headers` is the cheap header-only walk; :func:`head
 of a range as columns, walked in C where ``binlake._framing`` is built (planning splits of large files uses it, and
 :class:`HeaderCache` keeps it between the driver's plan and scan).
 
+Every function takes a local path (memory-mapped where it walks or looks at bytes here and there: the fast path) or
+a :class:`Source`: a binlog anywhere else (an object store's object, :class:`binlake.storage.StoredFile`), read as
+a seekable stream in large chunks, and looked at through :class:`BufferedRanges` (a few blocks held: bounded
+memory).  Both give the same events, headers and errors.
+
 Example::
 
     for ev in read_events("binlog.000001"):
@@ -15,6 +20,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import mmap
 import os
 import struct
@@ -25,7 +31,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, TypeVar
+from typing import TYPE_CHECKING, BinaryIO, Protocol, TypeVar, overload, runtime_checkable
 
 from binlake._compiled import compiled
 from binlake.decoder import MAGIC, Decoder, Decryptor
@@ -34,9 +40,26 @@ from binlake.events.base import Event, EventType
 from binlake.events.context import DecodeContext, DecodeOptions
 from binlake.schema import SchemaTracker
 
-__all__ = ["HeaderCache", "HeaderInfo", "HeaderTable", "header_table", "read_events", "resume_decoder", "walk_headers"]
+__all__ = [
+    "Binlog",
+    "BufferedRanges",
+    "HeaderCache",
+    "HeaderInfo",
+    "HeaderTable",
+    "Source",
+    "binlog_name",
+    "byte_ranges",
+    "header_table",
+    "opened",
+    "read_events",
+    "resume_decoder",
+    "span",
+    "walk_headers",
+]
 
 CHUNK = 1 << 20
+SOURCE_CHUNK = 8 << 20  # what one read of a Source asks for at most (one ranged request of an object store)
+FIRST_SOURCE_CHUNK = 64 << 10
 # The common event header: timestamp, type code, server id, event size, next position, flags (19 bytes).
 _HEADER = struct.Struct("<IBIIIH")
 _R = TypeVar("_R")
@@ -45,6 +68,154 @@ if TYPE_CHECKING:
     from binlake import _framing
 else:  # the compiled header walk (src/binlake/_framing.c), when it was built and is not turned off
     _framing = compiled("_framing")
+
+
+@runtime_checkable
+class Source(Protocol):
+    """A binlog that is no local file (:class:`binlake.storage.StoredFile`: an object in S3, GCS, ADLS, HDFS):
+    a name for errors, its size, a seekable binary stream, and what identifies its content (size, modification
+    time) for :class:`HeaderCache`."""
+
+    @property
+    def name(self) -> str: ...
+
+    def size(self) -> int: ...
+
+    def open(self) -> BinaryIO: ...
+
+    def identity(self) -> tuple[object, ...]: ...
+
+
+Binlog = str | os.PathLike[str] | Source
+
+
+def binlog_name(path: Binlog) -> str:
+    """The name errors give ``path``: the local path, or the source's URI."""
+    return path.name if isinstance(path, Source) else os.fspath(path)
+
+
+@contextmanager
+def opened(path: Binlog) -> Iterator[tuple[BinaryIO, mmap.mmap | BufferedRanges | bytes, int]]:
+    """``(stream, ranges, size)`` of a binlog: a seekable stream for the decoder, random access to its bytes
+    (``len``, ``ranges[i]``, ``ranges[a:b]``: a memory map of a local file, :class:`BufferedRanges` of a
+    :class:`Source`) and its size when opened."""
+    if isinstance(path, Source):
+        size = path.size()
+        with path.open() as f, BufferedRanges(path, size) as ranges:
+            yield f, ranges, size
+        return
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if not size:
+            yield f, b"", 0
+            return
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            yield f, m, size
+
+
+@contextmanager
+def byte_ranges(path: Binlog) -> Iterator[mmap.mmap | BufferedRanges | bytes]:
+    """Random access to a binlog's bytes (:func:`opened`'s ``ranges``)."""
+    if isinstance(path, Source):
+        with BufferedRanges(path) as ranges:
+            yield ranges
+        return
+    with opened(path) as (_, ranges, _size):
+        yield ranges
+
+
+class BufferedRanges:
+    """Random access to a :class:`Source`'s bytes for readers that look here and there, mostly forward (the
+    driver's scan of QUERY events, recovery's resync): aligned blocks of ``block`` bytes read on demand, at most
+    ``blocks`` of them held (least recently used first out), so memory stays bounded whatever the file's size.
+
+    ``len(r)``, ``r[i]`` (an int) and ``r[a:b]`` (bytes) as on a memory map; :func:`span` for a regular
+    expression search without a copy."""
+
+    def __init__(self, source: Source, size: int | None = None, *, block: int = 4 << 20, blocks: int = 4) -> None:
+        self.source, self.block, self.blocks = source, block, blocks
+        self._size = source.size() if size is None else size
+        self._stream: BinaryIO | None = None
+        self._held: dict[int, bytes] = {}  # block index -> its bytes, in use order (oldest first)
+
+    def __enter__(self) -> BufferedRanges:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+        self._held.clear()
+
+    def __len__(self) -> int:
+        return self._size
+
+    def _block(self, index: int) -> bytes:
+        data = self._held.pop(index, None)
+        if data is None:
+            if self._stream is None:
+                self._stream = self.source.open()
+            self._stream.seek(index * self.block)
+            data = self._stream.read(self.block)
+            while len(self._held) >= self.blocks:
+                del self._held[next(iter(self._held))]
+        self._held[index] = data
+        return data
+
+    @overload
+    def __getitem__(self, key: int) -> int: ...
+
+    @overload
+    def __getitem__(self, key: slice) -> bytes: ...
+
+    def __getitem__(self, key: int | slice) -> bytes | int:
+        if isinstance(key, int):
+            if not 0 <= key < self._size:
+                raise IndexError(key)
+            return self._block(key // self.block)[key % self.block]
+        start, stop, step = key.indices(self._size)
+        if step != 1:
+            raise ValueError("BufferedRanges slices take no step")
+        return self.read(start, stop)
+
+    def read(self, start: int, stop: int) -> bytes:
+        """The bytes ``[start, stop)`` (fewer at the end of the file)."""
+        stop = min(stop, self._size)
+        if stop <= start:
+            return b""
+        first, last = start // self.block, (stop - 1) // self.block
+        if first == last:
+            off = start - first * self.block
+            return self._block(first)[off : off + stop - start]
+        if last - first >= self.blocks:  # larger than what is held: read it through, keep nothing
+            if self._stream is None:
+                self._stream = self.source.open()
+            self._stream.seek(start)
+            return self._stream.read(stop - start)
+        parts = [self._block(i) for i in range(first, last + 1)]
+        joined = b"".join(parts)
+        off = start - first * self.block
+        return joined[off : off + stop - start]
+
+    def span(self, start: int, stop: int) -> tuple[bytes, int, int]:
+        """``(buffer, a, b)``: the bytes ``[start, stop)`` are ``buffer[a:b]`` (a held block when they lie in one)."""
+        first, last = start // self.block, (max(stop, start + 1) - 1) // self.block
+        if first == last and stop <= self._size:
+            off = first * self.block
+            return self._block(first), start - off, stop - off
+        data = self.read(start, stop)
+        return data, 0, len(data)
+
+
+def span(ranges: mmap.mmap | BufferedRanges | bytes, start: int, stop: int) -> tuple[mmap.mmap | bytes, int, int]:
+    """``(buffer, a, b)`` with ``buffer[a:b]`` the bytes ``[start, stop)`` of ``ranges``, for ``pattern.search(buffer,
+    a, b)`` without a copy (a memory map is its own buffer)."""
+    if isinstance(ranges, BufferedRanges):
+        return ranges.span(start, stop)
+    return ranges, start, stop
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +230,7 @@ class HeaderInfo:
 
 
 def read_events(
-    path: str | os.PathLike[str],
+    path: Binlog,
     *,
     options: DecodeOptions | None = None,
     start: int | None = None,
@@ -79,11 +250,23 @@ def read_events(
     arrived for ``idle_timeout`` s; without ``follow`` a partial event at the end is a
     :class:`~binlake.errors.TruncatedError`.  ``schema``: a :class:`~binlake.schema.SchemaTracker` to continue
     (pass the same one for consecutive files of one log, so DDL seen in one file applies to the next).
+    ``path``: a local file, or a :class:`Source` (read in chunks of :data:`SOURCE_CHUNK`; never followed).
     """
-    name = os.fspath(path)
+    name = binlog_name(path)
+    if follow and isinstance(path, Source):
+        raise BinlogError("follow=True reads a local file the server is writing, not an object", file=name)
     try:
         yield from _read(
-            Path(name), options, start, stop, follow, poll_interval, idle_timeout, should_stop, decryptor, schema
+            path if isinstance(path, Source) else Path(name),
+            options,
+            start,
+            stop,
+            follow,
+            poll_interval,
+            idle_timeout,
+            should_stop,
+            decryptor,
+            schema,
         )
     except BinlogError as e:
         raise e.at_file(name) from None
@@ -92,7 +275,7 @@ def read_events(
 
 
 def _read(
-    path: Path,
+    path: Path | Source,
     options: DecodeOptions | None,
     start: int | None,
     stop: int | None,
@@ -103,13 +286,21 @@ def _read(
     decryptor: Decryptor | None,
     schema: SchemaTracker | None,
 ) -> Iterator[Event]:
-    with open(path, "rb") as f:
+    if isinstance(path, Source):
+        # a Source does not grow while read; its reads start small (a read of one event costs a small request) and
+        # double up to SOURCE_CHUNK (a long read costs few requests)
+        f, known, chunk_size, first = path.open(), path.size(), FIRST_SOURCE_CHUNK, FIRST_SOURCE_CHUNK
+    else:
+        f, known, chunk_size, first = open(path, "rb"), None, CHUNK, CHUNK  # noqa: SIM115 (closed by the with below)
+    with f:
         dec = Decoder(context=DecodeContext(options or DecodeOptions(), schema=schema), decryptor=decryptor)
         if start is not None and start > 4:
-            dec = resume_decoder(f, start, dec)
+            dec = resume_decoder(f, start, dec, chunk=first)
         idle_since = time.monotonic()
         while True:
-            chunk = f.read(CHUNK)
+            chunk = f.read(chunk_size)
+            if known is not None:
+                chunk_size = min(2 * chunk_size, SOURCE_CHUNK)
             if chunk:
                 idle_since = time.monotonic()
                 dec.feed(chunk)
@@ -118,7 +309,11 @@ def _read(
                         return
                     yield ev
                 size = dec.next_size()
-                if size is not None and not follow and dec.position + size > os.fstat(f.fileno()).st_size:
+                if (
+                    size is not None
+                    and not follow
+                    and dec.position + size > (known if known is not None else os.fstat(f.fileno()).st_size)
+                ):
                     dec.finish()  # the claimed size runs past the end of the file: do not buffer toward it
                 continue
             if not follow:
@@ -134,17 +329,17 @@ def _read(
 _HEADER_EVENTS = (EventType.FORMAT_DESCRIPTION_EVENT, EventType.START_EVENT_V3, EventType.START_ENCRYPTION_EVENT)
 
 
-def resume_decoder(f: BinaryIO, start: int, dec: Decoder) -> Decoder:
+def resume_decoder(f: BinaryIO, start: int, dec: Decoder, *, chunk: int = CHUNK) -> Decoder:
     """Prepare ``dec`` to decode from event position ``start``: decode the file's header events first (the format
-    description, and MariaDB's START_ENCRYPTION right after it, whose nonce decrypts every later event), then
-    continue at ``start`` with that state."""
+    description, and MariaDB's START_ENCRYPTION right after it, whose nonce decrypts every later event), read
+    ``chunk`` bytes at a time, then continue at ``start`` with that state."""
     f.seek(0)
     while True:
-        chunk = f.read(min(CHUNK, max(start - f.tell(), 19)))
-        if not chunk:
+        chunk_bytes = f.read(min(chunk, max(start - f.tell(), 19)))
+        if not chunk_bytes:
             dec.finish()
             raise MalformedError("no format description event at the start of the file", pos=4)
-        dec.feed(chunk)
+        dec.feed(chunk_bytes)
         try:
             for ev in dec.events():
                 if ev.header.type_code not in _HEADER_EVENTS or ev.header.end_pos >= start:
@@ -161,17 +356,72 @@ def resume_decoder(f: BinaryIO, start: int, dec: Decoder) -> Decoder:
         return dec
 
 
-def walk_headers(path: str | os.PathLike[str], start: int = 4, stop: int | None = None) -> Iterator[HeaderInfo]:
-    """Yield the header of every event from ``start`` on, reading nothing else (memory-mapped; fast).
+def walk_headers(path: Binlog, start: int = 4, stop: int | None = None) -> Iterator[HeaderInfo]:
+    """Yield the header of every event from ``start`` on, reading nothing else (memory-mapped; fast; a
+    :class:`Source` is read in chunks as the walk goes).
 
     Raises :class:`~binlake.errors.TruncatedError` naming the file at a partial event.  Encrypted parts of MariaDB
     logs walk too (the size stays in clear), but their type codes and timestamps are ciphertext.
     """
+    if isinstance(path, Source):
+        yield from _walk_source(path, start, stop)
+        return
     name = os.fspath(path)
     with _mapped(name) as m:
         end, why, bad_size = yield from _headers(m, start, stop, HeaderInfo)
         if why:
             raise _header_error(name, end, why, bad_size)
+
+
+def _walk_source(src: Source, start: int, stop: int | None) -> Iterator[HeaderInfo]:
+    """:func:`walk_headers` of a :class:`Source`: chunks read as the walk needs them (the first one small, so
+    looking at a file's first events costs one small request)."""
+    with src.open() as f:
+        size = _source_size(src, f)
+        end = size if stop is None else min(stop, size)
+        pos, want = start, 64 << 10
+        while pos < end:
+            f.seek(pos)
+            buf = f.read(min(want, size - pos))
+            want = SOURCE_CHUNK
+            stopped, _, _ = yield from _headers(buf, 0, end - pos, functools.partial(_moved, pos))
+            if stopped:
+                pos += stopped
+                continue
+            head = _read_at(f, pos, 19)  # no whole event in the chunk: one larger than it, or the walk's end
+            if not _whole(head, size - pos):
+                raise _header_error(src.name, pos, *_why(head, size - pos, pos, end))
+            ts, code, _, ev_size, _, flags = _HEADER.unpack_from(head)
+            yield HeaderInfo(pos, code, ev_size, flags, ts)
+            pos += ev_size
+
+
+def _moved(base: int, pos: int, code: int, size: int, flags: int, ts: int) -> HeaderInfo:
+    return HeaderInfo(base + pos, code, size, flags, ts)
+
+
+def _source_size(src: Source, f: BinaryIO) -> int:
+    """The size of a :class:`Source` once its magic is checked (as :func:`_mapped` checks a local file's)."""
+    size = src.size()
+    if size < 4:
+        raise TruncatedError("file shorter than the binlog magic", file=src.name, pos=0)
+    f.seek(0)
+    if f.read(4) != MAGIC:
+        raise MalformedError("not a binlog (bad magic)", file=src.name, pos=0)
+    return size
+
+
+def _whole(head: bytes, left: int) -> bool:
+    """Whether the header ``head`` starts an event the file's ``left`` bytes hold whole (as the walks go on)."""
+    if len(head) < 19:
+        return False
+    size = int.from_bytes(head[9:13], "little")
+    return 19 <= size <= left
+
+
+def _read_at(f: BinaryIO, pos: int, n: int) -> bytes:
+    f.seek(pos)
+    return f.read(n)
 
 
 # Why a header walk stops before its range ends (:func:`_stop_reason`).
@@ -182,11 +432,16 @@ def _stop_reason(m: mmap.mmap | bytes, pos: int, end: int) -> tuple[int, int]:
     """Why a walk of ``m`` that was to go on to ``end`` stopped at ``pos``: ``(0, 0)`` when it reached ``end``, else
     ``(why, bad_size)`` from the bytes at ``pos`` (a partial header, a size below the header's, a partial event).
     Both walks (C and Python) stop exactly where these bytes are no whole event."""
+    return _why(m[pos : pos + 19], len(m) - pos, pos, end)
+
+
+def _why(head: bytes, left: int, pos: int, end: int) -> tuple[int, int]:
+    """:func:`_stop_reason` from the (up to 19) bytes at ``pos`` and the ``left`` bytes of the file from there."""
     if pos >= end:
         return 0, 0
-    if len(m) - pos < 19:
+    if left < 19:
         return _PARTIAL_HEADER, 0
-    size = int.from_bytes(m[pos + 9 : pos + 13], "little")
+    size = int.from_bytes(head[9:13], "little")
     return (_SMALL_EVENT, size) if size < 19 else (_PARTIAL_EVENT, 0)
 
 
@@ -313,19 +568,22 @@ class HeaderTable:
         )  # fmt: skip
 
 
-def header_table(path: str | os.PathLike[str], start: int = 4, stop: int | None = None) -> HeaderTable:
+def header_table(path: Binlog, start: int = 4, stop: int | None = None) -> HeaderTable:
     """The headers :func:`walk_headers` yields from ``start`` to ``stop``, as a :class:`HeaderTable`, walked in C by
     ``binlake._framing.walk`` where it is built (the Python walk otherwise: the same table).  A bad header ends the
-    table (its :meth:`~HeaderTable.error`) instead of raising; a file that is no binlog raises.
+    table (its :meth:`~HeaderTable.error`) instead of raising; a file that is no binlog raises.  A :class:`Source`
+    is walked a chunk of :data:`SOURCE_CHUNK` bytes at a time.
 
     Example::
 
         t = header_table("binlog.000001", 4)
         len(t), t.end, t.error()          # events, where the walk stopped, what stopped it early (or None)
     """
-    name = os.fspath(path)
     if start < 0:
         raise ValueError(f"start {start} is negative")
+    if isinstance(path, Source):
+        return _source_table(path, start, stop)
+    name = os.fspath(path)
     with _mapped(name) as m:
         size = len(m)
         limit = size if stop is None else min(stop, size)
@@ -335,6 +593,46 @@ def header_table(path: str | os.PathLike[str], start: int = 4, stop: int | None 
     return HeaderTable(
         name, size, start, stop, memoryview(pos).cast("q"), memoryview(sizes).cast("I"), codes,
         memoryview(flags).cast("H"), memoryview(stamps).cast("I"), end, why, bad_size,
+    )  # fmt: skip
+
+
+def _source_table(src: Source, start: int, stop: int | None) -> HeaderTable:
+    """:func:`header_table` of a :class:`Source`: each chunk walked as a buffer of its own (positions moved by the
+    chunk's offset), an event larger than a chunk taken from its header alone, so memory stays a chunk."""
+    walk = _walk_python if _framing is None else _framing.walk
+    positions, sizes, flags, stamps = array("q"), array("I"), array("H"), array("I")
+    codes = bytearray()
+    with src.open() as f:
+        size = _source_size(src, f)
+        limit = size if stop is None else min(stop, size)
+        pos = start
+        while pos < limit:
+            f.seek(pos)
+            buf = f.read(min(SOURCE_CHUNK, size - pos))
+            p, n, c, fl, ts, end = walk(buf, 0, min(len(buf), limit - pos))
+            if end:
+                base = pos
+                positions.extend(base + x for x in memoryview(p).cast("q"))
+                sizes.frombytes(n)
+                codes += c
+                flags.frombytes(fl)
+                stamps.frombytes(ts)
+                pos += end
+                continue
+            head = _read_at(f, pos, 19)  # no whole event in the chunk: one larger than it, or the walk's end
+            if not _whole(head, size - pos):
+                break
+            t, code, _, ev_size, _, flag = _HEADER.unpack_from(head)
+            positions.append(pos)
+            sizes.append(ev_size)
+            codes.append(code)
+            flags.append(flag)
+            stamps.append(t)
+            pos += ev_size
+        why, bad_size = _why(_read_at(f, pos, 19), size - pos, pos, limit)
+    return HeaderTable(
+        src.name, size, start, stop, memoryview(positions), memoryview(sizes), bytes(codes), memoryview(flags),
+        memoryview(stamps), pos, why, bad_size,
     )  # fmt: skip
 
 
@@ -354,21 +652,24 @@ class HeaderCache:
 
     def __init__(self, max_events: int = 1 << 23) -> None:
         self.max_events = max_events
-        self._tables: dict[str, tuple[tuple[int, int, int, int], HeaderTable]] = {}
+        self._tables: dict[str, tuple[tuple[object, ...], HeaderTable]] = {}
 
-    def table(self, path: str | os.PathLike[str], start: int = 4, stop: int | None = None) -> HeaderTable:
+    def table(self, path: Binlog, start: int = 4, stop: int | None = None) -> HeaderTable:
         """:func:`header_table` of ``path`` from ``start`` to ``stop``."""
-        name = os.fspath(path)
-        st = os.stat(name)
-        key = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
+        name = binlog_name(path)
+        if isinstance(path, Source):
+            key: tuple[object, ...] = path.identity()
+        else:
+            st = os.stat(name)
+            key = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
         held = self._tables.get(name)
         if held is not None and held[0] == key:
             part = held[1].part(start, stop)
             if part is not None:
                 return part
-        table = header_table(name, start, stop)
+        table = header_table(path, start, stop)
         self._tables.pop(name, None)
-        if table.file_size == st.st_size and len(table) <= self.max_events:
+        if table.file_size == key[0] and len(table) <= self.max_events:
             while self._tables and sum(len(t) for _, t in self._tables.values()) + len(table) > self.max_events:
                 del self._tables[next(iter(self._tables))]
             self._tables[name] = (key, table)

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import logging
 import mmap
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO, Literal
@@ -44,7 +43,7 @@ from binlake.decoder import Decoder, Decryptor, computed_checksum
 from binlake.errors import BinlogError, TruncatedError
 from binlake.events.base import Event, EventType
 from binlake.events.context import DecodeContext, DecodeOptions
-from binlake.reader import header_table, resume_decoder
+from binlake.reader import Binlog, BufferedRanges, binlog_name, header_table, opened, resume_decoder
 from binlake.schema import SchemaTracker
 from binlake.transactions import GTID_EVENTS, Transactions
 
@@ -54,6 +53,7 @@ OnError = Literal["stop", "skip-event", "skip-transaction"]
 _MODES = ("stop", "skip-event", "skip-transaction")
 CHUNK = 1 << 20
 log = logging.getLogger("binlake.recovery")
+Ranges = mmap.mmap | BufferedRanges | bytes  # a binlog's bytes, random access (binlake.reader.opened)
 
 _KNOWN_CODES = frozenset(int(t) for t in EventType)
 _FIRST = frozenset({EventType.FORMAT_DESCRIPTION_EVENT, EventType.START_EVENT_V3})  # what a binlog starts with
@@ -133,7 +133,7 @@ class RecoveringReader:
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        path: Binlog,
         on_error: OnError,
         on_skip: Callable[[Skipped], object] | None,
         options: DecodeOptions | None,
@@ -143,7 +143,8 @@ class RecoveringReader:
     ) -> None:
         if on_error not in _MODES:
             raise ValueError(f"on_error must be one of {', '.join(_MODES)}, not {on_error!r}")
-        self.path = os.fspath(path)
+        self.source = path
+        self.path = binlog_name(path)
         self.mode: OnError = on_error
         self.on_skip = on_skip
         self.summary = RecoverySummary(self.path, on_error)
@@ -167,17 +168,15 @@ class RecoveringReader:
 
     def _run(self) -> Iterator[Event]:
         try:
-            with open(self.path, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else _Empty() as mm:
-                    yield from self._read(f, mm, size)
+            with opened(self.source) as (f, mm, size):
+                yield from self._read(f, mm, size)
         except BinlogError as e:
             raise e.at_file(self.path) from None
         except OSError as e:
             raise BinlogError(f"cannot read: {e.strerror or e}", file=self.path) from e
         self.summary.complete = True
 
-    def _read(self, f: BinaryIO, mm: mmap.mmap | _Empty, file_size: int) -> Iterator[Event]:
+    def _read(self, f: BinaryIO, mm: Ranges, file_size: int) -> Iterator[Event]:
         dec = self._decoder()
         first = 0  # events before it are read (damaged header events: from the file's start) but not yielded
         if self._start is not None and self._start > 4:
@@ -185,7 +184,7 @@ class RecoveringReader:
                 dec = resume_decoder(f, self._start, dec)
                 # does the log have GTID events (a BEGIN then belongs to the GTID's transaction)? the header walk's
                 # type codes before the start say it, as reading from the start would have
-                codes = header_table(self.path, 4, self._start).codes
+                codes = header_table(self.source, 4, self._start).codes
                 self._trx = Transactions(gtids=any(bytes((code,)) in codes for code in GTID_EVENTS))
             except BinlogError:  # damaged header events: read it all, reporting what is wrong where it is
                 f.seek(0)
@@ -252,7 +251,7 @@ class RecoveringReader:
 
     # -- recovery ---------------------------------------------------------------------------------------------------
 
-    def _recover(self, e: BinlogError, dec: Decoder, mm: mmap.mmap | _Empty, file_size: int) -> int | None:
+    def _recover(self, e: BinlogError, dec: Decoder, mm: Ranges, file_size: int) -> int | None:
         """Record the skip for error ``e``; return the position to go on from (``None``: where the decoder is)."""
         at = dec.position
         if e.pos is not None and e.pos < at:
@@ -272,11 +271,11 @@ class RecoveringReader:
         self._skip(at, end, e, lost=1, resynced=True)
         return end
 
-    def _next_ok(self, mm: mmap.mmap | _Empty, pos: int, file_size: int, dec: Decoder) -> bool:
+    def _next_ok(self, mm: Ranges, pos: int, file_size: int, dec: Decoder) -> bool:
         """Whether a size field leads somewhere sane: the end of the file or a plausible header."""
         return pos == file_size or self._plausible(mm, pos, file_size, dec)
 
-    def _plausible(self, mm: mmap.mmap | _Empty, pos: int, file_size: int, dec: Decoder) -> bool:
+    def _plausible(self, mm: Ranges, pos: int, file_size: int, dec: Decoder) -> bool:
         """Whether an event header that the decoder would accept plausibly starts at ``pos``."""
         ctx = dec.ctx
         hlen = ctx.header_len
@@ -301,7 +300,7 @@ class RecoveringReader:
                 return False
         return True
 
-    def _resync(self, mm: mmap.mmap | _Empty, start: int, file_size: int, dec: Decoder) -> int:
+    def _resync(self, mm: Ranges, start: int, file_size: int, dec: Decoder) -> int:
         """The first position from ``start`` on where a plausible event header starts, else the end of the file."""
         last = file_size - dec.ctx.header_len
         known = _KNOWN_CODES
@@ -340,25 +339,12 @@ class RecoveringReader:
             log.warning("%s", rec)
 
 
-class _Empty:
-    """Stands in for the memory map of an empty file (mmap refuses length 0)."""
-
-    def __enter__(self) -> _Empty:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    def __getitem__(self, key: int | slice) -> bytes:
-        raise IndexError(key)
-
-
-def _u32(mm: mmap.mmap | _Empty, pos: int) -> int:
+def _u32(mm: Ranges, pos: int) -> int:
     return int.from_bytes(mm[pos : pos + 4], "little")
 
 
 def read_events_recovering(
-    path: str | os.PathLike[str],
+    path: Binlog,
     *,
     on_error: OnError = "stop",
     on_skip: Callable[[Skipped], object] | None = None,

@@ -21,8 +21,8 @@ pytest.importorskip("pyspark")
 pytest.importorskip("deltalake")
 
 from binlake.errors import BinlogError
+from binlake.lake import Lake
 from binlake.spark.ingest import MIN_SPLIT_BYTES, _balanced, ingest
-from binlake.spark.lake import read_table
 from binlake.spark.progress import Progress
 from binlake.spark.session import context_of, local_cores
 
@@ -42,7 +42,7 @@ def test_the_command_lands_the_example(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     assert "866 row changes" in done.stdout
     assert "shop.orders        302     309      10" in done.stdout
-    current = read_table(str(tmp_path / "lake" / "shop" / "orders" / "current"))
+    current = Lake(tmp_path / "lake").read(Lake(tmp_path / "lake").current("shop/orders"))
     assert current is not None and current.num_rows == 292
     again = _run(str(EXAMPLE), "--lake", str(tmp_path / "lake"), "--master", "local[2]")
     assert again.returncode == 0 and "nothing new" in again.stderr
@@ -117,7 +117,7 @@ def test_ingest_plans_while_the_session_starts(spark: Any, tmp_path: Path) -> No
     assert [t.split(":")[0] for t, _ in seen[:2]] == ["plan", "scan"]
     assert not seen[0][1] and not seen[1][1]  # planned and scanned before the session was up
     assert context_of(starting) is spark.sparkContext is context_of(spark) is context_of(spark.sparkContext)
-    current = read_table(str(tmp_path / "lake" / "shop" / "customers" / "current"))
+    current = Lake(tmp_path / "lake").read(Lake(tmp_path / "lake").current("shop/customers"))
     assert current is not None and current.num_rows == 119
     with pytest.raises(BinlogError, match="no such file"):
         ingest(starting, [str(tmp_path / "nothing*")], str(tmp_path / "lake2"), cores=1)

@@ -19,9 +19,9 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from binlake.spark import current as current_module  # noqa: E402
+from binlake.lake import current as current_module  # noqa: E402
+from binlake.lake.current import last_of_keys, merge_current  # noqa: E402
 from binlake.spark.arrow import SEQ, _converter, to_lake  # noqa: E402
-from binlake.spark.current import last_of_keys, merge_current  # noqa: E402
 from binlake.spark.statements import SEQ_FILE, SEQ_POS  # noqa: E402
 from binlake.spark.tasks import _seq_array  # noqa: E402
 from binlake.values.row import ABSENT  # noqa: E402

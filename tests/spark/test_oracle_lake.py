@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from tests.server import _oracle
 from tests.spark.test_spark import _delta
 
-from binlake.spark.names import table_dir
+from binlake.lake.names import table_dir
 
 pytestmark = pytest.mark.spark
 

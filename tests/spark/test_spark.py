@@ -1,6 +1,10 @@
 """The Spark side: the ``binlake`` data source's views, ``binlake ingest`` into Delta tables, exactly-once re-runs,
 a SIGKILL mid-ingest, and names from the binlog that must not escape the lake.
 
+The corpus ingest, its re-run, the incremental runs, the SIGKILL and ``binlake tables`` run twice: with the binlogs
+and the lake on a local disk, and on S3 (``storage``: a moto server on 127.0.0.1); the S3 lake must equal the
+local one, and Spark and deltalake read it back from the object store.
+
 Expected values come from ``mariadb-binlog`` (the corpus' reference decodings) and from the MariaDB server itself.
 """
 
@@ -20,8 +24,9 @@ from typing import Any
 
 import pytest
 
+from binlake.lake.names import decode_name, encode_name, table_dir
 from binlake.reader import walk_headers
-from binlake.spark.names import decode_name, encode_name, table_dir
+from binlake.storage import Location, locate
 
 pytestmark = pytest.mark.spark
 
@@ -42,30 +47,39 @@ def _reference_counts(corpus: Path, names: tuple[str, ...]) -> Counter[tuple[str
     return out
 
 
-def _lake_tables(lake: Path) -> list[tuple[str, str, Path]]:
-    """(database, table, folder) of every source table in a lake."""
+def _lake_tables(lake: Path | Location) -> list[tuple[str, str, Location]]:
+    """(database, table, folder) of every source table in a lake (a folder or a URI)."""
+    root = locate(lake)
     return [
-        (decode_name(d.parent.name), decode_name(d.name), d)
-        for d in sorted(lake.glob("*/*"))
-        if not d.parent.name.startswith("_") and d.is_dir()
+        (decode_name(db.location.name), decode_name(t.location.name), t.location)
+        for db in root.list()
+        if db.is_dir and not db.location.name.startswith("_")
+        for t in db.location.list()
+        if t.is_dir
     ]
 
 
-def _delta(uri: Path) -> Any:
-    from deltalake import DeltaTable
+def _delta(table: Path | Location | str, version: int | None = None) -> Any:
+    from binlake.lake.delta import delta_table
 
-    return DeltaTable(str(uri)).to_pyarrow_table()
+    return delta_table(locate(table), version).to_pyarrow_table()
 
 
-def _lake_snapshot(lake: Path, *, ignore: frozenset[str] = frozenset()) -> dict[str, list[tuple[Any, ...]]]:
+def _delta_tables(lake: Path | Location | str) -> list[Location]:
+    """Every Delta table below ``lake`` (but the writer lease, which is no data)."""
+    root = locate(lake)
+    logs = {e.location.parent for e in root.list(recursive=True) if e.location.parent.name == "_delta_log"}
+    return sorted({log.parent for log in logs if not log.parent.uri.endswith("/_binlake/lease")}, key=str)
+
+
+def _lake_snapshot(
+    lake: Path | Location | str, *, ignore: frozenset[str] = frozenset()
+) -> dict[str, list[tuple[Any, ...]]]:
     """Every Delta table of a lake as sorted rows of (column, value) pairs, leaving out the ``ignore`` columns."""
-    from deltalake import DeltaTable
-
     snap = {}
-    for log in sorted(lake.rglob("_delta_log")):
-        t = DeltaTable(str(log.parent)).to_pyarrow_table()
-        rows = [tuple(sorted((k, repr(v)) for k, v in r.items() if k not in ignore)) for r in t.to_pylist()]
-        snap[str(log.parent.relative_to(lake))] = sorted(rows)
+    for table in _delta_tables(lake):
+        rows = [tuple(sorted((k, repr(v)) for k, v in r.items() if k not in ignore)) for r in _delta(table).to_pylist()]
+        snap[table.relative_to(locate(lake))] = sorted(rows)
     return snap
 
 
@@ -79,13 +93,33 @@ def corpus_binlogs(corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -
 
 
 @pytest.fixture(scope="module")
-def corpus_lake(spark: Any, corpus_binlogs: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def local_lake(spark: Any, corpus_binlogs: Path, tmp_path_factory: pytest.TempPathFactory) -> Location:
+    """The corpus files ingested on a local disk (the lake the tests that are not about storage read)."""
     from binlake.spark.ingest import ingest
 
     lake = tmp_path_factory.mktemp("lake") / "lake"
     result = ingest(spark, [str(corpus_binlogs)], str(lake), split_bytes=64 << 10)
     assert result.batches == 1 and result.files == 3
-    return lake
+    return locate(lake)
+
+
+@pytest.fixture(scope="module")
+def sources(storage: Any, corpus_dir: Path) -> str:
+    """The corpus files in a folder of ``storage``."""
+    return str(storage.sources([corpus_dir / "mariadb" / "binlogs" / n for n in CORPUS_FILES]))
+
+
+@pytest.fixture(scope="module")
+def corpus_lake(spark: Any, storage: Any, sources: str, local_lake: Location) -> Location:
+    """The corpus files ingested from ``storage`` into a lake on ``storage``."""
+    from binlake.spark.ingest import ingest
+
+    if storage.name == "local":
+        return local_lake
+    lake = storage.uri("lake")
+    result = ingest(spark, [sources], lake, split_bytes=64 << 10)
+    assert result.batches == 1 and result.files == 3
+    return locate(lake)
 
 
 def test_names_are_reversible_and_stay_in_the_lake() -> None:
@@ -113,8 +147,9 @@ def test_events_view_has_every_event(spark: Any, corpus_binlogs: Path) -> None:
     assert row["type"] == "FORMAT_DESCRIPTION_EVENT" and row["type_code"] == 15 and row["server_id"] == 1
 
 
-def test_changes_view_matches_mariadb_binlog(spark: Any, corpus_dir: Path, corpus_binlogs: Path) -> None:
-    df = spark.read.format("binlake").option("view", "changes").option("splitBytes", 64 << 10).load(str(corpus_binlogs))
+def test_changes_view_matches_mariadb_binlog(spark: Any, corpus_dir: Path, sources: str) -> None:
+    """The data source reads the binlogs wherever they are (a folder, or an S3 prefix)."""
+    df = spark.read.format("binlake").option("view", "changes").option("splitBytes", 64 << 10).load(sources)
     got = Counter({(r[0], r[1], r[2]): r[3] for r in df.groupBy("database", "table", "op").count().collect()})
     assert got == _reference_counts(corpus_dir, CORPUS_FILES)
     first = df.orderBy("seq").first()
@@ -137,7 +172,7 @@ def test_tablemaps_view(spark: Any, corpus_binlogs: Path) -> None:
     assert df.filter("table = 'evolve'").select("map_id").distinct().count() > 1
 
 
-def test_change_tables_hold_exactly_the_row_changes(corpus_dir: Path, corpus_lake: Path) -> None:
+def test_change_tables_hold_exactly_the_row_changes(corpus_dir: Path, corpus_lake: Location) -> None:
     want = _reference_counts(corpus_dir, CORPUS_FILES)
     got: Counter[tuple[str, str, str]] = Counter()
     for db, table, d in _lake_tables(corpus_lake):
@@ -152,42 +187,52 @@ def test_change_tables_hold_exactly_the_row_changes(corpus_dir: Path, corpus_lak
     assert "c_renamed" in ev.column_names and "a__decimal128_20__0" in ev.column_names  # ALTER: merge, retype
 
 
-def test_rerun_is_a_no_op(spark: Any, corpus_binlogs: Path, corpus_lake: Path) -> None:
+def test_the_lake_is_the_same_on_every_storage(corpus_lake: Location, local_lake: Location) -> None:
+    assert _lake_snapshot(corpus_lake) == _lake_snapshot(local_lake)
+
+
+def test_rerun_is_a_no_op(spark: Any, sources: str, corpus_lake: Location) -> None:
     from binlake.spark.ingest import ingest
 
     before = _lake_snapshot(corpus_lake)
-    result = ingest(spark, [str(corpus_binlogs)], str(corpus_lake))
+    result = ingest(spark, [sources], corpus_lake.uri)
     assert result.batches == 0 and not result.changes
     assert _lake_snapshot(corpus_lake) == before
 
 
-def test_incremental_equals_one_run(spark: Any, corpus_binlogs: Path, corpus_lake: Path, tmp_path: Path) -> None:
+def test_incremental_equals_one_run(spark: Any, storage: Any, sources: str, corpus_lake: Location) -> None:
     from binlake.spark.ingest import ingest
 
-    lake = tmp_path / "lake"
+    lake = storage.uri("lake")
     for n in CORPUS_FILES:  # one new file per run, as a server would rotate
-        ingest(spark, [str(corpus_binlogs / n)], str(lake))
+        ingest(spark, [f"{sources}/{n}"], lake)
     # the same rows; only _schema_history's batch numbers differ (three runs)
     assert _lake_snapshot(lake, ignore=frozenset({"batch"})) == _lake_snapshot(corpus_lake, ignore=frozenset({"batch"}))
 
 
-def _ingest_cmd(sources: list[str], lake: Path) -> list[str]:
+def _ingest_cmd(sources: list[str], lake: Path | Location | str) -> list[str]:
     return [sys.executable, "-m", "binlake.spark.cli", *sources, "--lake", str(lake), "--master", "local[1]"]
 
 
-def test_sigkill_mid_ingest_then_rerun(spark: Any, corpus_binlogs: Path, corpus_lake: Path, tmp_path: Path) -> None:
+def _committed(lake: Location) -> bool:
+    """Whether a change table of ``lake`` has a commit."""
+    return any(
+        "/changes/_delta_log/" in e.location.uri and e.location.name.endswith(".json")
+        for e in lake.list(recursive=True)
+    )
+
+
+def test_sigkill_mid_ingest_then_rerun(spark: Any, storage: Any, sources: str, corpus_lake: Location) -> None:
     """Kill the ingest after its first table commit, re-run: the lake equals a clean run's."""
     from binlake.spark.ingest import ingest
 
-    lake = tmp_path / "lake"
+    lake = locate(storage.uri("lake"))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2] / "src"), *sys.path])}
-    proc = subprocess.Popen(
-        _ingest_cmd([str(corpus_binlogs)], lake), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    proc = subprocess.Popen(_ingest_cmd([sources], lake), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None:
-            if any(lake.glob("*/*/changes/_delta_log/*.json")):
+            if _committed(lake):
                 break
             time.sleep(0.02)
         assert proc.poll() is None, "the ingest finished before it could be killed"
@@ -195,9 +240,20 @@ def test_sigkill_mid_ingest_then_rerun(spark: Any, corpus_binlogs: Path, corpus_
     finally:
         proc.wait()
     assert not (lake / "_binlake" / "batches" / "0000000001.done").exists()
-    result = ingest(spark, [str(corpus_binlogs)], str(lake))
-    assert result.batches == 1
+    result = ingest(spark, [sources], lake.uri)  # the killed ingest's lease: its process is gone, taken at once
+    assert result.batches == 1 and not result.waited
     assert _lake_snapshot(lake) == _lake_snapshot(corpus_lake)
+
+
+def test_spark_reads_the_lake_from_its_storage(spark: Any, corpus_lake: Location) -> None:
+    """``binlake-lake``: Spark reads the committed tables wherever the lake is, as deltalake does."""
+    want = _delta(corpus_lake / "corpus_dml" / "accounts" / "current")
+    df = spark.read.format("binlake-lake").option("table", "corpus_dml.accounts").load(corpus_lake.uri)
+    got = df.toArrow()
+    assert got.schema.names == want.schema.names
+    assert sorted(got.to_pylist(), key=lambda r: r["id"]) == sorted(want.to_pylist(), key=lambda r: r["id"])
+    changes = spark.read.format("binlake-lake").load((corpus_lake / "corpus_dml" / "evolve" / "changes").uri)
+    assert changes.count() == _delta(corpus_lake / "corpus_dml" / "evolve" / "changes").num_rows
 
 
 # -- against a live MariaDB: the current-state tables equal the server's tables --------------------------------
@@ -335,9 +391,9 @@ def _two_batches(spark: Any, corpus: Path, name: str, cut: int, tmp: Path, **kw:
     return lake, results
 
 
-def test_xa_outcome_decides_current_state(spark: Any, corpus_dir: Path, corpus_lake: Path, tmp_path: Path) -> None:
+def test_xa_outcome_decides_current_state(spark: Any, corpus_dir: Path, local_lake: Location, tmp_path: Path) -> None:
     """XA PREPARE logs the rows; the later XA COMMIT/ROLLBACK decides, in the same batch or a later one."""
-    acc = corpus_lake / "corpus_dml" / "accounts"
+    acc = local_lake / "corpus_dml" / "accounts"
     ids = {r["id"] for r in _delta(acc / "current").to_pylist()}
     assert 300 in ids and 302 in ids and 301 not in ids  # XA COMMIT, one phase; XA ROLLBACK after prepare
     xa = {(r["id"], r["_op"]): r for r in _delta(acc / "changes").to_pylist() if r["_xid"]}
@@ -357,7 +413,7 @@ def test_xa_outcome_decides_current_state(spark: Any, corpus_dir: Path, corpus_l
         {r["balance"] for r in cur0 if r["id"] == 3} == {xa[(3, "update_preimage")]["balance"]} == {Decimal("1100.00")}
     )
     # after the second run the lake is what one run over the whole file gives
-    want = _lake_snapshot(corpus_lake / "corpus_dml" / "accounts")
+    want = _lake_snapshot(local_lake / "corpus_dml" / "accounts")
     assert _lake_snapshot(lake / "corpus_dml" / "accounts") == want
 
 
@@ -469,7 +525,7 @@ def test_on_error_skips_are_kept_and_reported(spark: Any, corpus_dir: Path, tmp_
     result = ingest(
         spark, [str(binlogs)], str(lake), read=ReadSpec(on_error="skip-transaction"), split_bytes=split_bytes
     )
-    assert [(s["file"], s["start"]) for s in result.skips] == [(src.name, 2109)]
+    assert [(s.file, s.start) for s in result.skips] == [(src.name, 2109)]
     assert "1 damaged stretch(es) skipped" in summary(result)
     skips = _delta(lake / "_skips").to_pylist()
     assert len(skips) == 1 and skips[0]["start"] == 2109 and "CRC32" in skips[0]["reason"]
@@ -480,16 +536,16 @@ def test_on_error_skips_are_kept_and_reported(spark: Any, corpus_dir: Path, tmp_
     }
 
 
-def test_tables_command_lists_and_shows(corpus_lake: Path, tmp_path: Path) -> None:
+def test_tables_command_lists_and_shows(corpus_lake: Location) -> None:
     """`binlake tables LAKE [TABLE]` reads the Delta logs (no Spark): names as the source named them, row counts."""
     import argparse
     import io
 
     from binlake.cli import build_parser
-    from binlake.spark.show import tables_main
+    from binlake.lake.show import tables_main
 
     out = io.StringIO()
-    assert tables_main(argparse.Namespace(lake=str(corpus_lake), table=None, limit=None), out) == 0
+    assert tables_main(argparse.Namespace(lake=corpus_lake.uri, table=None, limit=None), out) == 0
     lines = out.getvalue().splitlines()
     assert lines[1].split() == ["TABLE", "KIND", "ROWS", "COLUMNS"]
     rows = {tuple(line.split()[:2]): line.split()[2:] for line in lines[2:]}
@@ -497,15 +553,15 @@ def test_tables_command_lists_and_shows(corpus_lake: Path, tmp_path: Path) -> No
     assert rows[("corpus_dml.accounts", "current")] == [str(current.num_rows), str(current.num_columns)]
     assert ("_events", "events") in rows and ("_schema_history", "schema_history") in rows
     out = io.StringIO()
-    assert tables_main(argparse.Namespace(lake=str(corpus_lake), table="corpus_dml.accounts", limit=3), out) == 0
+    assert tables_main(argparse.Namespace(lake=corpus_lake.uri, table="corpus_dml.accounts", limit=3), out) == 0
     shown = out.getvalue().splitlines()
     assert shown[0] == f"corpus_dml.accounts (current): {current.num_rows} rows, {current.num_columns} columns"
     first = current.sort_by("_seq").to_pylist()[0]
     assert shown[1].split()[:3] == ["id", "owner", "balance"]
     assert shown[2].split()[:2] == [str(first["id"]), first["owner"]] and len(shown) == 6
     assert shown[-1] == f"... {current.num_rows - 3} more rows (--limit N)"
-    assert tables_main(argparse.Namespace(lake=str(corpus_lake), table="no.such", limit=3), io.StringIO()) == 2
-    assert tables_main(argparse.Namespace(lake=str(corpus_lake), table=None, limit=3), io.StringIO()) == 2  # no TABLE
+    assert tables_main(argparse.Namespace(lake=corpus_lake.uri, table="no.such", limit=3), io.StringIO()) == 2
+    assert tables_main(argparse.Namespace(lake=corpus_lake.uri, table=None, limit=3), io.StringIO()) == 2  # no TABLE
     # the command is registered without importing Spark
     code = "import sys; from binlake.cli import build_parser; build_parser(['tables']); print('pyspark' in sys.modules)"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2] / "src"), *sys.path])}

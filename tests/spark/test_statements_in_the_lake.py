@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from tests.spark.test_spark import _delta
 
-from binlake.spark.names import table_dir
+from binlake.lake.names import table_dir
 from binlake.testing.mariadb import INSTALL_HINT, MariaDBServer, missing_tools
 
 pytestmark = pytest.mark.spark

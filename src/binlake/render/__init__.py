@@ -28,6 +28,7 @@ from binlake.events.base import Event
 from binlake.events.context import DecodeOptions
 from binlake.reader import read_events
 from binlake.schema import SchemaTracker
+from binlake.storage import binlog_source
 
 __all__ = [
     "EXIT_ERROR",
@@ -133,11 +134,13 @@ def open_log(
     follow: bool = False,
     idle_timeout: float | None = None,
 ) -> Iterator[Event]:
-    """The events of ``path`` for a subcommand: :func:`~binlake.reader.read_events`, or under ``--on-error skip-*``
-    the recovering reader, which reports each skip and a closing summary on stderr (never a silent skip)."""
+    """The events of ``path`` (a local path, or a URI of :mod:`binlake.storage`: ``s3://bucket/binlog.000042``) for
+    a subcommand: :func:`~binlake.reader.read_events`, or under ``--on-error skip-*`` the recovering reader, which
+    reports each skip and a closing summary on stderr (never a silent skip)."""
+    source = binlog_source(path)
     if on_error == "stop":
         yield from read_events(
-            path,
+            source,
             options=options,
             start=start,
             stop=stop,
@@ -152,7 +155,7 @@ def open_log(
     from binlake.recovery import read_events_recovering
 
     events = read_events_recovering(
-        path,
+        source,
         on_error=on_error,  # type: ignore[arg-type]
         on_skip=lambda skip: print(f"binlake: skipped {skip}", file=sys.stderr),
         options=options,

@@ -49,11 +49,12 @@ from binlake.events.mariadb import StartEncryptionEvent
 from binlake.events.payload import TransactionPayloadEvent
 from binlake.events.rows import RowsEvent
 from binlake.events.table_map import OptionalField, OptionalMetadataType, TableMapEvent
-from binlake.reader import CHUNK
+from binlake.reader import CHUNK, opened
 from binlake.render import EXIT_ERROR, add_decode_arguments, decode_options, decryptor_of, error_line
 from binlake.render.events import event_json, event_line
 from binlake.render.explain_fields import Row, column_meta, field_row, flags_text, label, n_bytes, when
 from binlake.render.explain_rows import RowImages
+from binlake.storage import binlog_source
 from binlake.trace import TlvValue, TraceField, fields_of
 from binlake.values.spatial import GEOMETRY_TYPES
 from binlake.wire import Cursor
@@ -207,7 +208,7 @@ def event_at(
     try:
         if pos < 4:
             raise MalformedError(f"no event starts at {pos}: the first event is at 4, after the binlog magic")
-        with open(path, "rb") as f:
+        with opened(binlog_source(path)) as (f, _, _):
             dec = Decoder(options, decryptor=decryptor)
             dec.feed(f.read(4))
             for _ in dec.events():  # checks and consumes the magic: dec.position is 4

@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from binlake.coltypes import Column, ColumnType
 from binlake.events.base import EventType
+from binlake.lake.tables import SEQ, UTC_TS
 from binlake.spark.extract import Changes, EventRecord, TableMapRecord, column_info, render_value
 from binlake.spark.plan import BinlogFile
 from binlake.values.row import ABSENT
@@ -50,8 +51,6 @@ __all__ = [
 ]
 
 T = ColumnType
-UTC_TS = pa.timestamp("us", tz="UTC")
-SEQ = pa.decimal128(38, 0)
 
 EVENTS = pa.schema(
     [

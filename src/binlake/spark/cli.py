@@ -1,4 +1,4 @@
-"""``binlake ingest SOURCE... --lake DIR [--master URL]``: the command-line face of :mod:`binlake.spark.ingest`.
+"""``binlake ingest SOURCE... --lake LAKE [--master URL]``: the command-line face of :mod:`binlake.spark.ingest`.
 
 ``cli.py`` imports this module only when the ``ingest`` command runs, so the decoder's commands never load Spark.
 
@@ -26,10 +26,33 @@ def add_ingest_arguments(parser: argparse.ArgumentParser) -> None:
     ``--verify-checksum``, ``--unknown-events``, ``--schema``, ``--key-file``/``--file-key-file``, ``--on-error``)."""
     from binlake.render import add_decode_arguments
 
-    parser.add_argument("sources", nargs="+", metavar="SOURCE", help="binlog file, folder or glob (several allowed)")
-    parser.add_argument("--lake", required=True, help="lake folder (created if missing)")
-    parser.add_argument("--master", default="local[*]", help="Spark master URL (default: local[*])")
+    parser.add_argument(
+        "sources",
+        nargs="+",
+        metavar="SOURCE",
+        help="binlog file, folder or glob, local or a URI: s3://, gs://, abfs://, hdfs://, file:// (several allowed)",
+    )
+    parser.add_argument("--lake", required=True, help="lake folder or URI (created if missing)")
+    parser.add_argument(
+        "--master",
+        help="Spark master URL, e.g. spark://host:7077, yarn, k8s://... (default: spark-submit's, else local[*])",
+    )
     parser.add_argument("--split-mb", type=int, default=64, help="target MiB of binlog per Spark task (default 64)")
+    parser.add_argument(
+        "--wait",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="when another ingest is writing the lake, wait up to SECONDS for it (default 0: stop at once)",
+    )
+    parser.add_argument(
+        "--lease-seconds",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="how long this ingest's hold on the lake lasts unless renewed (it is, every third of it, while the "
+        "ingest runs): how long a killed ingest keeps other machines' ingests waiting (default 60)",
+    )
     parser.add_argument(
         "--verbose",
         action="store_true",
@@ -42,7 +65,7 @@ def add_ingest_arguments(parser: argparse.ArgumentParser) -> None:
 def ingest_main(args: argparse.Namespace) -> int:
     """Run the ingest described by ``args``; print the summary; 0 on success, 2 on a binlog error."""
     from binlake.render import EXIT_ERROR
-    from binlake.spark.session import build_context, finish_class_sharing, local_cores
+    from binlake.spark.session import build_context, finish_class_sharing, local_cores, resolved_master
 
     log = None if args.verbose else _jvm_log()
     keep_log = False
@@ -54,7 +77,8 @@ def ingest_main(args: argparse.Namespace) -> int:
         except Exception as e:
             keep_log = True
             if spark.done() and spark.exception() is e:  # Java missing, a bad master URL, ...
-                print(f"binlake ingest: cannot start Spark on {args.master}: {e}{_see(log)}", file=sys.stderr)
+                where = resolved_master(args.master) or "spark-submit's master"
+                print(f"binlake ingest: cannot start Spark on {where}: {e}{_see(log)}", file=sys.stderr)
                 return EXIT_ERROR
             print(f"binlake ingest: Spark failed{_see(log)}", file=sys.stderr)
             raise
@@ -86,7 +110,8 @@ def _ingest(args: argparse.Namespace, spark: Future[Any], cores: int | None) -> 
     try:
         read = ReadSpec(decode_options(args), decryptor_of(args), args.on_error)
         result = ingest(spark, list(args.sources), args.lake, split_bytes=args.split_mb << 20,
-                        progress=Progress(spark), read=read, cores=cores)  # fmt: skip
+                        progress=Progress(spark), read=read, cores=cores, wait=args.wait,
+                        lease_seconds=args.lease_seconds)  # fmt: skip
     except BinlogError as e:
         print(error_line(e), file=sys.stderr)
         return EXIT_ERROR

@@ -1,6 +1,7 @@
 """``binlake ingest``: binlogs -> a lake of Delta tables, incrementally and exactly once.
 
-Lake layout (every name from the binlog percent-encoded by :mod:`binlake.spark.names`)::
+Lake layout (every name from the binlog encoded by :mod:`binlake.lake.names`; the lake is a folder or an
+object-store URI, :class:`binlake.lake.Lake`)::
 
     LAKE/<db>/<table>/changes   one row per row change: the table's own typed columns, then _op (insert |
                                 update_preimage | update_postimage | delete), _file, _pos, _row, _gtid, _ts
@@ -15,9 +16,11 @@ Lake layout (every name from the binlog percent-encoded by :mod:`binlake.spark.n
     LAKE/_schema_history        every distinct table map: columns, key, lake column names, where first seen
     LAKE/_skips                 what ``--on-error skip-event|skip-transaction`` skipped (file, bytes, reason)
     LAKE/_binlake/batches/      the plan of each batch (NNNNNNNNNN.json) and its completion mark (.done, holding
-                                the XA transactions still waiting for their outcome)
+                                the XA transactions still waiting for their outcome): binlake.lake.records
+    LAKE/_binlake/lease         the writer lease: one ingest writes a lake at a time (binlake.lake.lease)
 
-A run is one or more batches.  A batch's plan (its byte ranges and the positions reached after it) is written
+A run holds the lake's writer lease throughout (another ingest waits for it or stops) and is one or more batches.
+A batch's plan (its byte ranges and the positions reached after it) is written
 atomically before any table is touched; each table's commit carries the Delta application transaction
 ``(binlake-ingest, batch)``, so re-running an unfinished batch (after a kill -9 at any moment) decodes the same
 ranges and commits only to the tables that have not got it: every table ends as one clean run leaves it.  Column
@@ -38,9 +41,6 @@ Example::
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -49,40 +49,24 @@ from typing import Any
 import pyarrow as pa
 
 from binlake.errors import BinlogError
+from binlake.lake.current import staged_latest, update_current
+from binlake.lake.lake import Lake
+from binlake.lake.names import decode_name, table_dir
+from binlake.lake.records import BatchDone, BatchManifest, BinlogFile, DataFile, Emptied, SkipRecord
+from binlake.lake.tables import EVENTS_DIR, HISTORY_DIR, META, META_NAMES, SKIPS, SKIPS_DIR
 from binlake.reader import HeaderCache
 from binlake.schema import SchemaTracker
 from binlake.spark.arrow import EVENTS
-from binlake.spark.current import staged_latest, update_current
-from binlake.spark.lake import DataFile, append_table, commit_files, resolve_rollbacks, table_schema
-from binlake.spark.layouts import (
-    HISTORY,
-    HISTORY_DIR,
-    META,
-    META_NAMES,
-    Layout,
-    MapLog,
-    history_row,
-    known_layouts,
-    resolve_layout,
-)
-from binlake.spark.names import table_dir
-from binlake.spark.plan import DEFAULT_SPLIT_BYTES, BinlogFile, Split, list_binlogs, plan_splits
+from binlake.spark.layouts import HISTORY, Layout, MapLog, history_row, known_layouts, resolve_layout
+from binlake.spark.plan import DEFAULT_SPLIT_BYTES, list_binlogs, plan_splits, source_exists
 from binlake.spark.progress import Progress
 from binlake.spark.session import context_of
-from binlake.spark.statements import (
-    ReadSpec,
-    Statement,
-    scan_statements,
-    tracker_at,
-    tracker_from_json,
-    tracker_to_json,
-)
-from binlake.spark.tasks import EVENTS_DIR, TaskPlan, collect, staging_dir, write_task
+from binlake.spark.statements import ReadSpec, scan_statements, tracker_at, tracker_from_json, tracker_to_json
+from binlake.spark.tasks import TaskPlan, collect, write_task
 
 __all__ = ["IngestResult", "ingest", "summary"]
 
 MIN_SPLIT_BYTES = 4 << 20  # a smaller range is not worth a task of its own (~30 ms each in local mode)
-SKIPS_DIR = "_skips"
 
 
 @dataclass
@@ -94,10 +78,11 @@ class IngestResult:
     bytes: int = 0
     events: int = 0
     changes: Counter[str] = field(default_factory=Counter)  # "db/table op" -> count
-    skips: list[dict[str, Any]] = field(default_factory=list)  # what --on-error skip-* skipped
+    skips: list[SkipRecord] = field(default_factory=list)  # what --on-error skip-* skipped
     xa_pending: int = 0  # XA transactions prepared and not yet committed or rolled back
     renames: int = 0
     seconds: float = 0.0
+    waited: float = 0.0  # seconds spent waiting for another ingest writing the lake
 
 
 def summary(result: IngestResult) -> str:
@@ -133,75 +118,29 @@ def summary(result: IngestResult) -> str:
     if result.xa_pending:
         lines.append(f"  {result.xa_pending} XA transaction(s) prepared, waiting for XA COMMIT/ROLLBACK")
     if result.skips:
-        lost = sum(int(s["events_lost"]) for s in result.skips)
+        lost = sum(s.events_lost for s in result.skips)
         lines.append(f"  {len(result.skips)} damaged stretch(es) skipped ({lost} events lost), listed in _skips:")
-        lines.extend(f"    {s['file']} {s['start']}-{s['end']}: {s['reason']}" for s in result.skips[:10])
+        lines.extend(f"    {s.file} {s.start}-{s.end}: {s.reason}" for s in result.skips[:10])
+    if result.waited:
+        lines.append(f"  waited {result.waited:.1f} s for another ingest writing the lake")
     return "\n".join(lines)
 
 
 def _display(key: str) -> str:
     """``db/table`` folder key -> ``db.table`` as the source named it."""
-    from binlake.spark.names import decode_name
-
     try:
         return ".".join(decode_name(p) for p in key.split("/"))
     except ValueError:
         return key
 
 
-def _batches_dir(lake: str) -> str:
-    return os.path.join(lake, "_binlake", "batches")
-
-
-def _last_manifest(lake: str) -> tuple[dict[str, Any] | None, bool]:
-    d = _batches_dir(lake)
-    if not os.path.isdir(d):
-        return None, True
-    plans = sorted(n for n in os.listdir(d) if n.endswith(".json"))
-    if not plans:
-        return None, True
-    with open(os.path.join(d, plans[-1]), encoding="utf-8") as f:
-        manifest: dict[str, Any] = json.load(f)
-    return manifest, os.path.exists(os.path.join(d, plans[-1][:-5] + ".done"))
-
-
-def _done_state(lake: str, batch: int) -> dict[str, Any]:
-    """What batch ``batch`` left for the next one (its ``.done`` file): XA transactions still pending."""
-    path = os.path.join(_batches_dir(lake), f"{batch:010d}.done")
-    if batch < 1 or not os.path.exists(path):
-        return {}
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    state: dict[str, Any] = json.loads(text) if text.strip() else {}
-    return state
-
-
-def _atomic_write(path: str, text: str) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def _split_json(s: Split) -> list[Any]:
-    return [s.file.path, s.file.name, s.file.seq, s.file.size, s.start, s.stop, s.index]
-
-
-def _split_from(v: list[Any]) -> Split:
-    return Split(BinlogFile(v[0], v[1], v[2], v[3]), v[4], v[5], v[6])
-
-
-def _schema_after(manifest: dict[str, Any] | None, seed: str | None) -> SchemaTracker:
+def _schema_after(manifest: BatchManifest | None, seed: str | None) -> SchemaTracker:
     """The schema where the next batch starts: the last batch's start state and DDL, over the ``--schema`` seed, and
     the sessions' temporary tables where the last batch ended."""
     tracker = SchemaTracker.from_sql(seed) if seed else SchemaTracker()
     if manifest is None:
         return tracker
-    ddl = [Statement.from_json(v) for v in manifest.get("statements", [])]
-    last = tracker_at(manifest.get("schema", []), ddl, 1 << 200)
+    last = tracker_at(manifest.schema, manifest.statements, 1 << 200)
     known = last.tables
     return SchemaTracker({**{k: v for k, v in tracker.tables.items() if k not in known}, **known}, last.temporary.state)
 
@@ -209,39 +148,69 @@ def _schema_after(manifest: dict[str, Any] | None, seed: str | None) -> SchemaTr
 def ingest(
     spark: Any,
     sources: list[str],
-    lake: str,
+    lake: str | Lake,
     *,
     split_bytes: int = DEFAULT_SPLIT_BYTES,
     progress: Progress | None = None,
     read: ReadSpec | None = None,
     cores: int | None = None,
+    wait: float = 0.0,
+    lease_seconds: float = 60.0,
 ) -> IngestResult:
     """Ingest what is new in ``sources`` into ``lake`` (finishing an interrupted batch first); see the module doc.
 
+    ``sources`` and ``lake``: local paths or URIs (:mod:`binlake.storage`).
     ``spark``: a SparkSession or SparkContext (only the context is used: the tasks are Python), or a
     :class:`~concurrent.futures.Future` of one still starting (the plan and the scan run on the driver meanwhile;
     ``binlake ingest`` starts its JVM so, which saves most of a second).
     ``read``: decoding options (``schema_sql`` seeds the schema of the first batch), decryptor, ``on_error``.
     ``cores``: the task slots to size splits for (default: the session's ``defaultParallelism``).
+    ``wait``: seconds to wait for another ingest writing the lake, then :class:`~binlake.lake.LakeBusy`;
+    ``lease_seconds``: how long the writer lease lasts unrenewed (:mod:`binlake.lake.lease`).
     """
-    lake = os.path.abspath(lake)
+    lake = lake if isinstance(lake, Lake) else Lake(lake)
     read = read or ReadSpec()
     progress = progress or Progress(spark)
     result = IngestResult()
     t0 = time.monotonic()
-    manifest, done = _last_manifest(lake)
-    if manifest is not None and not done:
-        progress.log(f"finishing interrupted batch {manifest['batch']}")
-        _run_batch(spark, lake, manifest, progress, result, read)
-    positions: dict[str, int] = dict(manifest["positions"]) if manifest is not None else {}
+    files = _binlogs(sources)  # before the lease: a source that is not there leaves the lake untouched
+    with lake.writing(wait=wait, lease_seconds=lease_seconds, on_wait=progress.log) as lease:
+        result.waited = lease.waited
+        if lease.waited:
+            progress.log(f"the lake is free after {lease.waited:.1f} s")
+            files = _binlogs(sources)  # they may have grown meanwhile
+        _ingest(spark, files, lake, split_bytes, progress, read, cores, result)
+    result.seconds = time.monotonic() - t0
+    return result
+
+
+def _binlogs(sources: list[str]) -> list[BinlogFile]:
+    """The binlog files of ``sources``, in order (a name given twice counts once)."""
     files: dict[str, BinlogFile] = {}
     for src in sources:
         found = list_binlogs(src)
-        if not found and not os.path.isdir(src):  # a typo is an error, an empty folder is nothing new
+        if not found and not source_exists(src):  # a typo is an error, an empty folder is nothing new
             raise BinlogError("no such file or folder, and no file matches it as a glob", file=src)
         for f in found:
             files.setdefault(f.name, f)
-    ordered = sorted(files.values(), key=lambda f: (f.seq, f.name))
+    return sorted(files.values(), key=lambda f: (f.seq, f.name))
+
+
+def _ingest(
+    spark: Any,
+    ordered: list[BinlogFile],
+    lake: Lake,
+    split_bytes: int,
+    progress: Progress,
+    read: ReadSpec,
+    cores: int | None,
+    result: IngestResult,
+) -> None:
+    manifest, done = lake.last_manifest()
+    if manifest is not None and not done:
+        progress.log(f"finishing interrupted batch {manifest.batch}")
+        _run_batch(spark, lake, manifest, progress, result, read)
+    positions: dict[str, int] = dict(manifest.positions) if manifest is not None else {}
     new_bytes = sum(max(0, f.size - positions.get(f.name, 4)) for f in ordered)
     if cores is None:
         cores = int(getattr(context_of(spark), "defaultParallelism", 1) or 1)
@@ -254,26 +223,18 @@ def ingest(
     if splits:
         after = dict(positions)
         for s in splits:
-            after[s.file.name] = s.stop if s.stop is not None else s.file.size
-        batch = (manifest["batch"] + 1) if manifest is not None else 1
+            after[s.file.name] = s.end
+        batch = (manifest.batch + 1) if manifest is not None else 1
         tracker = _schema_after(manifest, read.options.schema_sql)
         start_schema = tracker_to_json(tracker)
         maps = MapLog(tracker, known_layouts(lake))
         statements = progress.timed("scan", lambda: scan_statements(splits, tracker, read, maps, headers=headers))
         headers.clear()  # about 19 bytes per event: not kept through the Spark job
-        manifest = {
-            "batch": batch,
-            "splits": [_split_json(s) for s in splits],
-            "positions": after,
-            "schema": start_schema,
-            "statements": [s.to_json() for s in statements],
-        }
-        _atomic_write(os.path.join(_batches_dir(lake), f"{batch:010d}.json"), json.dumps(manifest, indent=1))
+        manifest = BatchManifest(batch, tuple(splits), after, start_schema, tuple(statements))
+        lake.write_manifest(manifest)
         _run_batch(spark, lake, manifest, progress, result, read, maps)
     elif result.batches == 0:
         progress.log("nothing new")
-    result.seconds = time.monotonic() - t0
-    return result
 
 
 def _balanced(new_bytes: int, split_bytes: int, cores: int) -> int:
@@ -296,8 +257,8 @@ def _balanced(new_bytes: int, split_bytes: int, cores: int) -> int:
 
 def _run_batch(
     spark: Any,
-    lake: str,
-    manifest: dict[str, Any],
+    lake: Lake,
+    manifest: BatchManifest,
     progress: Progress,
     result: IngestResult,
     read: ReadSpec,
@@ -305,29 +266,29 @@ def _run_batch(
 ) -> None:
     """Run one planned batch: ``maps`` are its table maps when the planning scan collected them (a batch finished
     after a crash scans its ranges again from the schema it started with: the same maps)."""
-    batch: int = manifest["batch"]
-    splits = [_split_from(v) for v in manifest["splits"]]
-    statements = [Statement.from_json(v) for v in manifest.get("statements", [])]
+    batch = manifest.batch
+    splits = list(manifest.splits)
+    statements = manifest.statements
     outcomes = {s.xid: s.rolled_back for s in statements if s.kind == "xa"}
     renames = [s for s in statements if s.kind == "rename"]
     ddl = [s for s in statements if s.kind in ("ddl", "temporary")]  # what tracker_at follows
-    shutil.rmtree(staging_dir(lake, batch), ignore_errors=True)  # an interrupted attempt's
-    progress.log(f"batch {batch}: {len(splits)} splits of {len({s.file.name for s in splits})} files")
+    lake.staging(batch).delete_dir()  # an interrupted attempt's
+    progress.log(f"batch {batch}: {len(splits)} splits of {manifest.files} files")
 
     # 1. table maps -> the lake layout of every map and every table's schema (binlog order decides new columns)
     if maps is None:
-        tracker = tracker_from_json(manifest.get("schema", []))
+        tracker = tracker_from_json(manifest.schema)
         maps = MapLog(tracker, known_layouts(lake))
         progress.timed("table maps", lambda: scan_statements(splits, tracker, read, maps))
     known, pk = maps.known.layouts, dict(maps.known.pk)
-    plan = TaskPlan(read, manifest.get("schema", []), ddl, outcomes, renames, batch, maps.enriched)
+    plan = TaskPlan(read, manifest.schema, ddl, outcomes, renames, batch, maps.enriched)
     schemas: dict[str, list[pa.Field]] = {}
     layouts: dict[str, Layout] = {}
     new_history: list[dict[str, Any]] = []
     for row in maps.rows:
         key = table_dir(row["database"], row["table"])
         if key not in schemas:
-            existing = table_schema(os.path.join(lake, key, "changes"))
+            existing = lake.schema_of(lake.changes(key))
             schemas[key] = [f for f in existing if f.name not in META_NAMES] if existing is not None else []
         mid = row["map_id"]
         if mid not in layouts:
@@ -343,75 +304,59 @@ def _run_batch(
     # 2. decode and write Parquet in the tasks
     rdd = context_of(spark).parallelize(splits, max(1, len(splits)))
     task_pk = {k: v for k, v in pk.items() if k in full and v}
-    reports: list[dict[str, Any]] = progress.run(
+    reports = progress.run(
         "decode", lambda: collect(rdd, lambda it: write_task(it, lake, layouts, full, task_pk, plan))
     )
 
     # 3. commit every table (each idempotent for this batch)
     by_table: dict[str, list[DataFile]] = defaultdict(list)
     event_files: list[DataFile] = []
-    truncates: list[tuple[int, str]] = []
-    pending: dict[str, set[str]] = {x: set(k) for x, k in _done_state(lake, batch - 1).get("xa_pending", {}).items()}
-    skips: list[dict[str, Any]] = []
-    for rep in sorted(reports, key=lambda r: int(r["split"])):
-        for f in rep["files"]:
+    emptied: list[Emptied] = []
+    pending = {x: set(k) for x, k in lake.done(batch - 1).xa_pending.items()}
+    skips: list[SkipRecord] = []
+    for rep in sorted(reports, key=lambda r: r.split):
+        for f in rep.files:
             by_table[f.table].append(f)
-        event_files.extend(rep["events"])
-        truncates.extend((seq, key) for key, seq in rep["truncates"])
-        result.changes.update(rep["counts"])
-        result.events += sum(f.rows for f in rep["events"])
-        for x, keys in rep["prepared"].items():
+        event_files.extend(rep.events)
+        emptied.extend(rep.emptied)
+        result.changes.update(rep.counts)
+        result.events += sum(f.rows for f in rep.events)
+        for x, keys in rep.prepared.items():
             pending.setdefault(x, set()).update(keys)
-        skips.extend({**s, "batch": batch} for s in rep["skips"])
+        skips.extend(rep.skips)
     resolved = {x: (outcomes[x], keys) for x, keys in pending.items() if x in outcomes}
     pending = {x: keys for x, keys in pending.items() if x not in outcomes}
     earlier_xa: dict[str, list[str]] = defaultdict(list)  # table -> XIDs committed now, prepared in a batch before
     for x, (rolled_back, keys) in resolved.items():
         for key in keys:
-            resolve_rollbacks(os.path.join(lake, key, "changes"), {x: rolled_back}, batch)
+            lake.resolve_rollbacks(lake.changes(key), {x: rolled_back}, batch)
             if not rolled_back:
                 earlier_xa[key].append(x)
 
     def commit() -> None:
         for key, fs in sorted(by_table.items()):
-            commit_files(os.path.join(lake, key, "changes"), fs, full[key], batch)
+            lake.commit(lake.changes(key), fs, full[key], batch)
         if event_files:
-            commit_files(os.path.join(lake, EVENTS_DIR), event_files, EVENTS, batch)
+            lake.commit(lake.own(EVENTS_DIR), event_files, EVENTS, batch)
         if new_history:
-            append_table(os.path.join(lake, HISTORY_DIR), pa.Table.from_pylist(new_history, schema=HISTORY), batch)
+            lake.append(lake.own(HISTORY_DIR), pa.Table.from_pylist(new_history, schema=HISTORY), batch)
         if skips:
-            append_table(os.path.join(lake, SKIPS_DIR), pa.Table.from_pylist(skips, schema=SKIPS), batch)
+            rows = [{**s.to_json(), "batch": batch} for s in skips]
+            lake.append(lake.own(SKIPS_DIR), pa.Table.from_pylist(rows, schema=SKIPS), batch)
 
     progress.timed("commit", commit)
 
     # 4. current state of tables with a primary key: changes, emptying statements and renames in binlog order
     latest = staged_latest(reports, by_table)
     progress.timed(
-        "current", lambda: update_current(lake, batch, pk, full, by_table, earlier_xa, truncates, renames, latest)
+        "current", lambda: update_current(lake, batch, pk, full, by_table, earlier_xa, emptied, renames, latest)
     )
 
-    _atomic_write(
-        os.path.join(_batches_dir(lake), f"{batch:010d}.done"),
-        json.dumps({"xa_pending": {x: sorted(k) for x, k in sorted(pending.items())}}),
-    )
-    shutil.rmtree(staging_dir(lake, batch), ignore_errors=True)
+    lake.write_done(batch, BatchDone({x: tuple(sorted(k)) for x, k in pending.items()}))
+    lake.staging(batch).delete_dir()
     result.batches += 1
-    result.files += len({s.file.name for s in splits})
-    result.bytes += sum((s.stop if s.stop is not None else s.file.size) - s.start for s in splits)
+    result.files += manifest.files
+    result.bytes += manifest.bytes
     result.skips.extend(skips)
     result.xa_pending = len(pending)
     result.renames += len(renames)
-
-
-SKIPS = pa.schema(
-    [
-        ("file", pa.string()),
-        ("start", pa.int64()),
-        ("end", pa.int64()),
-        ("reason", pa.string()),
-        ("events_lost", pa.int64()),
-        ("resynced", pa.bool_()),
-        ("transaction_start", pa.int64()),
-        ("batch", pa.int64()),
-    ]
-)

@@ -11,7 +11,6 @@ Example::
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -19,19 +18,17 @@ import pyarrow as pa
 
 from binlake.coltypes import Column
 from binlake.events.table_map import TableMapEvent
+from binlake.lake.lake import Lake
+from binlake.lake.names import table_dir
+from binlake.lake.records import Split
+from binlake.lake.tables import HISTORY_DIR, META_NAMES
 from binlake.schema import SchemaTracker
-from binlake.spark.arrow import COLUMN, SEQ, UTC_TS, lake_type, tablemap_rows
+from binlake.spark.arrow import COLUMN, lake_type, tablemap_rows
 from binlake.spark.enrich import Namer, borrow, named
 from binlake.spark.extract import TableMapRecord, map_id
-from binlake.spark.lake import read_table
-from binlake.spark.names import table_dir
-from binlake.spark.plan import Split
 
 __all__ = [
     "HISTORY",
-    "HISTORY_DIR",
-    "META",
-    "META_NAMES",
     "Known",
     "Layout",
     "MapLog",
@@ -40,20 +37,6 @@ __all__ = [
     "resolve_layout",
 ]
 
-META = [
-    ("_op", pa.string()),
-    ("_file", pa.string()),
-    ("_pos", pa.int64()),
-    ("_row", pa.int32()),
-    ("_gtid", pa.string()),
-    ("_ts", UTC_TS),
-    ("_seq", SEQ),
-    ("_rolled_back", pa.bool_()),
-    ("_xid", pa.string()),
-    ("_absent", pa.list_(pa.string())),
-]
-META_NAMES = {n for n, _ in META}
-HISTORY_DIR = "_schema_history"
 Layout = list[tuple[str, pa.DataType]]  # per column of a table map: lake column name and type
 
 
@@ -105,9 +88,9 @@ class Known:
     tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
-def known_layouts(lake: str) -> Known:
+def known_layouts(lake: Lake) -> Known:
     """What the lake's ``_schema_history`` knows (:class:`Known`), read once per batch."""
-    history = read_table(os.path.join(lake, HISTORY_DIR))
+    history = lake.read(lake.own(HISTORY_DIR))
     known = Known()
     if history is None:
         return known

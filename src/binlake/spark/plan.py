@@ -1,7 +1,9 @@
 """Which binlog files a path names, their order, and how to cut them into partitions at transaction boundaries.
 
 Runs on the driver and reads only event headers (:func:`binlake.reader.header_table`, memory-mapped, walked in C
-where the extension is built), so planning a large file costs a fraction of decoding it.  A split starts where a
+where the extension is built; an object-store file is read in chunks), so planning a large file costs a fraction of
+decoding it.  Sources are local paths, folders and globs, or the same as URIs of any store :mod:`binlake.storage`
+reaches (``s3://bucket/binlogs/``, ``gs://bucket/binlogs/mysql-bin.*``).  A split starts where a
 transaction starts (a GTID event, or just after an XID), never inside one, so a task decodes it with nothing but the
 file's format description (``read_events(path, start=..., stop=...)`` decodes the FDE at position 4 first).  The
 boundaries are those a header walk sees (:data:`binlake.transactions.CUT`).
@@ -15,19 +17,21 @@ Example::
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import itertools
 import os
 import re
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from binlake.decoder import MAGIC
 from binlake.errors import BinlogError, TruncatedError
 from binlake.events.base import EventType
-from binlake.reader import HeaderCache, HeaderTable, header_table, walk_headers
+from binlake.lake.records import BinlogFile, Split
+from binlake.reader import HeaderCache, HeaderTable, Source, header_table, walk_headers
+from binlake.storage import Location, StorageError, locate
 from binlake.transactions import FILE_END_EVENTS, last_boundary, next_boundary
 
 __all__ = ["DEFAULT_SPLIT_BYTES", "BinlogFile", "Split", "list_binlogs", "plan_splits"]
@@ -35,26 +39,6 @@ __all__ = ["DEFAULT_SPLIT_BYTES", "BinlogFile", "Split", "list_binlogs", "plan_s
 DEFAULT_SPLIT_BYTES = 64 << 20
 _EXT = re.compile(r"\.(\d+)$")
 _IN_USE = 0x1  # LOG_EVENT_BINLOG_IN_USE_F
-
-
-@dataclass(frozen=True, slots=True)
-class BinlogFile:
-    """One binlog file: its path, its name (stored in every table) and its sequence number (orders files)."""
-
-    path: str
-    name: str
-    seq: int
-    size: int
-
-
-@dataclass(frozen=True, slots=True)
-class Split:
-    """A byte range ``[start, stop)`` of one file decoded by one task; ``stop`` ``None`` means to the end."""
-
-    file: BinlogFile
-    start: int
-    stop: int | None
-    index: int = 0
 
 
 def _is_binlog(path: str) -> bool:
@@ -65,35 +49,73 @@ def _is_binlog(path: str) -> bool:
         return False
 
 
+def _stored_is_binlog(loc: Location) -> bool:
+    try:
+        with loc.open_input() as f:
+            return bytes(f.read(4)) == MAGIC
+    except (OSError, StorageError):
+        return False
+
+
 def list_binlogs(path: str | os.PathLike[str]) -> list[BinlogFile]:
-    """The binlog files at ``path`` (a file, a folder, or a glob), ordered by sequence number.
+    """The binlog files at ``path`` (a file, a folder, or a glob; local, or a URI of :mod:`binlake.storage`),
+    ordered by sequence number.
 
     A folder or glob keeps only files that start with the binlog magic (so ``binlog.index``, README files and the
     like are skipped).  The sequence number is the numeric extension (``mysql-bin.000042`` -> 42) when every file
     has one, otherwise the position in name order.
     """
     text = os.fspath(path)
-    if os.path.isdir(text):
-        names = [str(p) for p in Path(text).iterdir() if p.is_file() and _is_binlog(str(p))]
-    elif os.path.isfile(text):
-        names = [text]
+    found: list[tuple[str, str, int]]  # (path or URI, name, size)
+    if "://" in text and not locate(text).is_local:
+        found = _stored_binlogs(locate(text))
     else:
-        names = [p for p in glob.glob(text) if os.path.isfile(p) and _is_binlog(p)]
-    names = sorted({os.path.abspath(n) for n in names})
-    exts = [_EXT.search(os.path.basename(n)) for n in names]
-    if names and all(m is not None for m in exts):
+        local = locate(text).uri if "://" in text else text
+        if os.path.isdir(local):
+            names = [str(p) for p in Path(local).iterdir() if p.is_file() and _is_binlog(str(p))]
+        elif os.path.isfile(local):
+            names = [local]
+        else:
+            names = [p for p in glob.glob(local) if os.path.isfile(p) and _is_binlog(p)]
+        found = [(n, os.path.basename(n), os.path.getsize(n)) for n in sorted({os.path.abspath(n) for n in names})]
+    exts = [_EXT.search(name) for _, name, _ in found]
+    if found and all(m is not None for m in exts):
         seqs = [int(m.group(1)) for m in exts if m is not None]
     else:
-        seqs = list(range(1, len(names) + 1))
-    files = [BinlogFile(n, os.path.basename(n), s, os.path.getsize(n)) for n, s in zip(names, seqs, strict=True)]
+        seqs = list(range(1, len(found) + 1))
+    files = [BinlogFile(p, name, s, size) for (p, name, size), s in zip(found, seqs, strict=True)]
     return sorted(files, key=lambda f: (f.seq, f.name))
 
 
-def _head(path: str) -> tuple[bool, bool]:
+def _stored_binlogs(loc: Location) -> list[tuple[str, str, int]]:
+    """:func:`list_binlogs` of a URI: an object, a folder (prefix), or a glob in its last part."""
+    info = loc.info()
+    import pyarrow.fs as pafs
+
+    if info.type == pafs.FileType.File:
+        return [(loc.uri, loc.name, int(info.size or 0))]
+    if info.type == pafs.FileType.Directory:
+        entries = loc.list()
+    elif any(c in loc.name for c in "*?["):
+        entries = [e for e in loc.parent.list() if fnmatch.fnmatchcase(e.location.name, loc.name)]
+    else:
+        return []
+    files = [e for e in entries if not e.is_dir and _stored_is_binlog(e.location)]
+    return [(e.location.uri, e.location.name, e.size) for e in files]
+
+
+def source_exists(path: str) -> bool:
+    """Whether ``path`` (a local path or a URI) names an existing file or folder: a source that lists no binlog
+    is then an empty folder (nothing new), not a typo."""
+    loc = locate(path)
+    return os.path.exists(loc.uri) if loc.is_local else loc.exists()
+
+
+def _head(source: str | Source) -> tuple[bool, bool]:
     """(closed, encrypted) from the file's first events: the format description's LOG_EVENT_BINLOG_IN_USE_F (set
     while the server writes the file, cleared when it closes it: ``MYSQL_BIN_LOG::close``) and MariaDB's
     START_ENCRYPTION_EVENT right after it (every later header's type code is then ciphertext)."""
-    first = list(itertools.islice(walk_headers(path, 4), 2))  # the generator (and its mmap) closes as it goes
+    first = list(itertools.islice(walk_headers(source, 4), 2))  # the generator (and its mmap) closes as it goes
     closed = bool(first) and not first[0].flags & _IN_USE
     return closed, any(h.type_code == EventType.START_ENCRYPTION_EVENT for h in first[1:])
 
@@ -131,8 +153,9 @@ def plan_file(
     if file.size - start <= split_bytes and whole_tail:
         return [Split(file, start, None)] if file.size > start else []
     try:
-        closed, encrypted = _head(file.path)
-        table = headers.table(file.path, start) if headers is not None else header_table(file.path, start)
+        source = file.source
+        closed, encrypted = _head(source)
+        table = headers.table(source, start) if headers is not None else header_table(source, start)
     except BinlogError:
         return [Split(file, start, None)]  # encrypted or damaged: one task decodes (and reports) it all
     if table.why and not isinstance(table.error(), TruncatedError):  # (a partial event at the end is a file still

@@ -21,7 +21,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-__all__ = ["build_context", "build_session", "context_of", "finish_class_sharing", "local_cores"]
+__all__ = ["build_context", "build_session", "context_of", "finish_class_sharing", "local_cores", "resolved_master"]
 
 
 def _worker_pythonpath() -> None:
@@ -116,7 +116,7 @@ def finish_class_sharing(spark: Any, timeout: float = 120.0) -> None:
 
 
 def build_session(
-    master: str = "local[*]",
+    master: str | None = "local[*]",
     *,
     shuffle_partitions: int | None = None,
     app_name: str = "binlake",
@@ -128,8 +128,9 @@ def build_session(
 
     ``quick_start``: a driver JVM for a short run that only schedules Python tasks and passes their small reports:
     see :func:`build_context`.  Applies only when this call starts the JVM.
-    ``data_source=False`` leaves the ``binlake`` data source unregistered: registering makes Spark start Python
-    processes that look for installed data sources (~1 CPU-s).  ``jvm_log``: see :func:`build_context`.
+    ``data_source=False`` leaves the ``binlake`` and ``binlake-lake`` data sources unregistered: registering makes
+    Spark start Python processes that look for installed data sources (~1 CPU-s).
+    ``jvm_log``: see :func:`build_context`.
     """
     from pyspark.sql import SparkSession
 
@@ -139,12 +140,14 @@ def build_session(
     spark.sparkContext.setLogLevel("ERROR")
     if data_source:
         from binlake.spark.datasource import BinlakeDataSource
+        from binlake.spark.lakesource import LakeDataSource
 
         spark.dataSource.register(BinlakeDataSource)
+        spark.dataSource.register(LakeDataSource)
     return spark
 
 
-def build_context(master: str = "local[*]", *, app_name: str = "binlake", jvm_log: str | None = None) -> Any:
+def build_context(master: str | None = "local[*]", *, app_name: str = "binlake", jvm_log: str | None = None) -> Any:
     """A SparkContext alone on ``master`` (``getOrCreate``), for ``binlake ingest``, which runs Python tasks and
     nothing of Spark SQL: 0.4-0.5 s less to its first job than a SparkSession (2.6-3.2 s against 3.0-3.7 here).
 
@@ -181,13 +184,31 @@ def _launch(conf: Any, jvm_log: str | None) -> None:
     SparkContext._jvm = gateway.jvm
 
 
-def _conf(master: str, app_name: str, quick_start: bool, shuffle_partitions: int | None) -> Any:
-    """binlake's Spark settings (and the environment its Python workers need) as a SparkConf."""
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+def resolved_master(master: str | None) -> str | None:
+    """The master a run uses: ``master``; for ``None`` the one ``spark-submit`` gave (``None``: the driver runs
+    under spark-submit, which set it), else ``local[*]``.
+
+    >>> resolved_master("spark://h:7077"), resolved_master(None) in ("local[*]", None)
+    ('spark://h:7077', True)
+    """
+    if master is not None:
+        return master
+    return None if "PYSPARK_GATEWAY_PORT" in os.environ else "local[*]"
+
+
+def _conf(master: str | None, app_name: str, quick_start: bool, shuffle_partitions: int | None) -> Any:
+    """binlake's Spark settings (and the environment its Python workers need) as a SparkConf; ``master`` as
+    :func:`resolved_master` takes it.
+
+    A local master runs on the loopback address (this machine's name may resolve to an address Spark cannot
+    bind); a cluster's driver keeps Spark's own choice (``SPARK_LOCAL_IP``, else this machine's address), which
+    the executors on other machines must reach."""
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
     _worker_pythonpath()
-    local = master.strip().startswith("local")
+    master = resolved_master(master)
+    local = master is not None and master.strip().startswith("local")
     if local:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         # The Python workers of a local master run this interpreter (its packages: pyarrow, binlake), not the
         # `python3` first on PATH, which is another one when binlake runs from an unactivated virtual environment.
         # PySpark reads PYSPARK_PYTHON (a user's own setting wins); spark.pyspark.python says the same to the JVM.
@@ -196,18 +217,18 @@ def _conf(master: str, app_name: str, quick_start: bool, shuffle_partitions: int
 
     conf = (
         SparkConf()
-        .setMaster(master)
         .setAppName(app_name)
         .set("spark.ui.enabled", "false")
         .set("spark.ui.showConsoleProgress", "false")
-        .set("spark.driver.host", "127.0.0.1")
-        .set("spark.driver.bindAddress", "127.0.0.1")
         .set("spark.sql.session.timeZone", "UTC")
         .set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
         .set("spark.sql.execution.arrow.pyspark.enabled", "true")
         .set("spark.python.worker.reuse", "true")
     )
+    if master is not None:
+        conf = conf.setMaster(master)
     if local:
+        conf = conf.set("spark.driver.host", "127.0.0.1").set("spark.driver.bindAddress", "127.0.0.1")
         conf = conf.set("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
     if quick_start:
         opts = ["-XX:TieredStopAtLevel=1", "-Xlog:disable", "-Xlog:all=warning:stderr", *_class_sharing()]
@@ -217,14 +238,15 @@ def _conf(master: str, app_name: str, quick_start: bool, shuffle_partitions: int
     return conf
 
 
-def local_cores(master: str) -> int | None:
+def local_cores(master: str | None) -> int | None:
     """The task slots of a local master URL (what ``defaultParallelism`` will be), ``None`` for a cluster's: lets
     ``binlake ingest`` size its splits while the session is still starting.
 
     >>> local_cores("local[2]"), local_cores("local"), local_cores("local[3,4]"), local_cores("spark://h:7077")
     (2, 1, 3, None)
     """
-    m = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master.strip())
+    master = resolved_master(master)
+    m = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", (master or "").strip())
     if m is None:
         return None
     if m.group(1) == "*":

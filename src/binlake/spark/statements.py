@@ -30,11 +30,10 @@ Example::
 from __future__ import annotations
 
 import itertools
-import mmap
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any
 
 from binlake.decoder import Decryptor
 from binlake.errors import BinlogError, UnsupportedError
@@ -43,12 +42,12 @@ from binlake.events.context import DecodeOptions
 from binlake.events.format import FormatDescriptionEvent, StartV3Event
 from binlake.events.query import QueryEvent
 from binlake.events.table_map import TableMapEvent
-from binlake.reader import HeaderCache, header_table, read_events, walk_headers
+from binlake.lake.records import Split, Statement
+from binlake.reader import HeaderCache, byte_ranges, header_table, read_events, span, walk_headers
 from binlake.recovery import OnError, Skipped, read_events_recovering
 from binlake.schema import SchemaTracker, TableSchema, TrackedColumn
-from binlake.spark.plan import Split
 from binlake.sql.lexer import leading_keyword
-from binlake.sql.statements import RENAMING_KEYWORDS, SCHEMA_KEYWORDS, Scope, TableRef, renames, xa_outcome
+from binlake.sql.statements import RENAMING_KEYWORDS, SCHEMA_KEYWORDS, Scope, renames, xa_outcome
 from binlake.sql.temporary import TemporaryState
 from binlake.transactions import QUERY_EVENTS
 
@@ -91,77 +90,6 @@ class ReadSpec:
     on_error: OnError = "stop"
 
 
-@dataclass(frozen=True, slots=True)
-class Statement:
-    """What the driver learnt at ``seq``: ``kind`` ``ddl`` (a statement that changed the tracked schema, run in a
-    session whose temporary tables were ``scope``), ``rename`` (``pairs`` of base tables ``(db, table)`` from ->
-    to, in execution order), ``xa`` (``xid`` resolved; ``rolled_back``) or ``temporary`` (the sessions' temporary
-    tables from ``seq`` on: ``temporary``, recorded where a split starts and where the batch ends, if changed).
-
-    A record of the batch manifest: :meth:`to_json` writes version :attr:`VERSION`, :meth:`from_json` reads it and
-    the positional lists of version 1 (no ``scope``, no ``temporary`` kind)."""
-
-    VERSION: ClassVar[int] = 2
-
-    kind: Literal["ddl", "rename", "xa", "temporary"]
-    seq: int
-    file: str
-    pos: int
-    db: str | None = None
-    sql_mode: int = 0
-    query: str = ""
-    pairs: tuple[tuple[TableRef, TableRef], ...] = ()
-    xid: str = ""
-    rolled_back: bool = False
-    scope: tuple[TableRef, ...] = ()  # folded names (binlake.sql.statements.folded)
-    temporary: TemporaryState | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"version": self.VERSION, "kind": self.kind, "seq": self.seq}
-        out.update(file=self.file, pos=self.pos)
-        if self.kind in ("ddl", "rename"):
-            out.update(db=self.db, sql_mode=self.sql_mode, query=self.query)
-        if self.pairs:
-            out["pairs"] = [[list(a), list(b)] for a, b in self.pairs]
-        if self.kind == "xa":
-            out.update(xid=self.xid, rolled_back=self.rolled_back)
-        if self.scope:
-            out["scope"] = [list(t) for t in self.scope]
-        if self.temporary is not None:
-            out["temporary"] = self.temporary.to_json()
-        return out
-
-    @classmethod
-    def from_json(cls, v: dict[str, Any] | Sequence[Any]) -> Statement:
-        if not isinstance(v, dict):  # version 1
-            pairs = tuple((_ref(a), _ref(b)) for a, b in v[7])
-            return cls(v[0], int(v[1]), v[2], v[3], v[4], v[5], v[6], pairs, v[8], v[9])
-        if v.get("version") != cls.VERSION:
-            raise UnsupportedError(
-                f"a statement record of version {v.get('version')!r} (this binlake reads "
-                f"version {cls.VERSION}): written by another binlake"
-            )
-        temporary = v.get("temporary")
-        return cls(
-            v["kind"],
-            int(v["seq"]),
-            v["file"],
-            int(v["pos"]),
-            v.get("db"),
-            int(v.get("sql_mode", 0)),
-            v.get("query", ""),
-            tuple((_ref(a), _ref(b)) for a, b in v.get("pairs", ())),
-            v.get("xid", ""),
-            bool(v.get("rolled_back", False)),
-            tuple(_ref(t) for t in v.get("scope", ())),
-            TemporaryState.from_json(temporary) if temporary is not None else None,
-        )
-
-
-def _ref(v: Sequence[Any]) -> TableRef:
-    return (str(v[0]), str(v[1]))
-
-
 # -- reading a split -----------------------------------------------------------------------------------------------
 
 
@@ -192,7 +120,7 @@ def open_split(
     f = split.file
     if read.on_error == "stop":
         yield from read_events(
-            f.path,
+            f.source,
             options=read.options,
             start=split.start if split.start > 4 else None,
             stop=split.stop,
@@ -207,7 +135,7 @@ def open_split(
             skips.append(s)
 
     events = read_events_recovering(
-        f.path,
+        f.source,
         on_error=read.on_error,
         on_skip=keep,
         options=read.options,
@@ -237,23 +165,24 @@ def _surveyed(
     decoded one by one after a header walk (``headers``' when given; identical table maps once per schema state),
     or by a full read where the header walk cannot see the type codes (encrypted logs) or fails (damage)."""
     f = split.file
+    source = f.source
     wanted: list[tuple[int, int]] = []
     try:
-        if any(h.type_code == E.START_ENCRYPTION_EVENT for h in itertools.islice(walk_headers(f.path, 4), 3)):
+        if any(h.type_code == E.START_ENCRYPTION_EVENT for h in itertools.islice(walk_headers(source, 4), 3)):
             raise BinlogError("encrypted: the header walk sees ciphertext type codes")
         if headers is not None:
-            table = headers.table(f.path, split.start, split.stop)
+            table = headers.table(source, split.start, split.stop)
         else:
-            table = header_table(f.path, split.start, split.stop)
+            table = header_table(source, split.start, split.stop)
         error = table.error()
         if error is not None:
             raise error
         codes, positions, sizes = table.codes, table.positions, table.sizes
-        with open(f.path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        with byte_ranges(source) as m:
             for found in (_PICK_MAPS if maps else _PICK).finditer(codes):
                 i = found.start()
                 pos, code = positions[i], codes[i]
-                if code != E.QUERY_EVENT or _CANDIDATE.search(m, pos, pos + sizes[i]):
+                if code != E.QUERY_EVENT or _CANDIDATE.search(*span(m, pos, pos + sizes[i])):
                     wanted.append((pos, code))
     except BinlogError:
         shadow = tracker.copy()  # the reader's own, following the DDL as it reads
@@ -264,7 +193,7 @@ def _surveyed(
         return
     known: dict[tuple[bytes, int], TableMapEvent] = {}  # identical table-map bytes decode the same in one schema
     crc = 0  # bytes of the checksum (it covers the header, so identical maps differ there): known after a decode
-    with open(f.path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:
+    with byte_ranges(source) as m:
         for pos, code in wanted:
             if code == E.TABLE_MAP_EVENT:
                 size = int.from_bytes(m[pos + 9 : pos + 13], "little")
@@ -277,7 +206,7 @@ def _surveyed(
                 schema = tracker if code in _MAPS else None  # the caller follows statements and starts itself
                 events = list(
                     read_events(
-                        f.path, options=read.options, start=pos, stop=pos + 1, decryptor=read.decryptor, schema=schema
+                        source, options=read.options, start=pos, stop=pos + 1, decryptor=read.decryptor, schema=schema
                     )
                 )
             except BinlogError:

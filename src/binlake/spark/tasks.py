@@ -6,6 +6,9 @@ table's data columns straight from the rows events' bytes with :mod:`binlake.spa
 that cannot), adds the META columns (``_op``, ``_seq``...) vectorised per rows event, and writes Parquet row groups
 of :data:`FLUSH_ROWS` rows; for tables with a primary key it stages the last change of each key as an Arrow file.
 
+Files go to the lake's storage through :class:`~binlake.lake.Lake` (a local folder or an object store), and the
+task's :class:`~binlake.lake.records.TaskReport` goes back to the driver as JSON.
+
 Example (what :func:`binlake.spark.ingest.ingest` runs on every partition)::
 
     reports = collect(rdd, lambda splits: write_task(splits, lake, layouts, schemas, pk, plan))
@@ -32,25 +35,27 @@ import pyarrow as pa
 from binlake.coltypes import Column
 from binlake.errors import BinlogError
 from binlake.events.table_map import TableMapEvent
+from binlake.lake.current import counted_changes, database_key, keys_of, latest_changes
+from binlake.lake.delta import ParquetSink
+from binlake.lake.lake import Lake
+from binlake.lake.names import table_dir
+from binlake.lake.records import DataFile, Emptied, SkipRecord, Split, Statement, TaskReport
+from binlake.lake.tables import EVENTS_DIR, META_NAMES, SEQ
 from binlake.recovery import Skipped
 from binlake.schema import SchemaTracker
-from binlake.spark.arrow import EVENTS, SEQ, event_batch, safe_array, to_lake, transpose, utc_seconds
+from binlake.spark.arrow import EVENTS, event_batch, safe_array, to_lake, transpose, utc_seconds
 from binlake.spark.columnar import plan_for, table_for
-from binlake.spark.current import counted_changes, database_key, keys_of, latest_changes
 from binlake.spark.extract import Changes, EventRecord, Truncate, decode_split, map_id
-from binlake.spark.lake import DataFile, ParquetSink
-from binlake.spark.layouts import META_NAMES, Layout
-from binlake.spark.names import table_dir
-from binlake.spark.plan import Split
+from binlake.spark.layouts import Layout
 from binlake.spark.progress import profiled
-from binlake.spark.statements import SEQ_FILE, SEQ_POS, ReadSpec, Statement, tracker_at
+from binlake.spark.statements import SEQ_FILE, SEQ_POS, ReadSpec, tracker_at
 from binlake.wire import bits_lsb_first
 
 if TYPE_CHECKING:
     from binlake._columnar import Plan
 
 
-__all__ = ["EVENTS_DIR", "FLUSH_ROWS", "TaskPlan", "collect", "staging_dir", "write_task"]
+__all__ = ["FLUSH_ROWS", "TaskPlan", "collect", "write_task"]
 
 
 FLUSH_ROWS = 65536  # rows of one table (or events) per row group
@@ -65,15 +70,12 @@ LATEST_ROWS = 1 << 20
 _DICTIONARY = ["_op", "_file", "_xid"]
 
 
-EVENTS_DIR = "_events"
-
-
 @dataclass(frozen=True)
 class TaskPlan:
     """What every task of a batch gets besides its splits (pickled once per task)."""
 
     read: ReadSpec
-    schema: list[Any]  # SchemaTracker state at the batch start (statements.tracker_to_json)
+    schema: dict[str, Any] | list[Any]  # SchemaTracker state at the batch start (statements.tracker_to_json)
     ddl: list[Statement]
     outcomes: dict[str, bool]  # XID -> rolled back, for the XA outcomes seen in the batch
     renames: list[Statement]
@@ -84,26 +86,23 @@ class TaskPlan:
         return tracker_at(self.schema, self.ddl, split.file.seq * SEQ_FILE + split.start * SEQ_POS)
 
 
-def staging_dir(lake: str, batch: int) -> str:
-    """Where a batch's tasks leave the last change of each key for the driver (removed when the batch is done)."""
-    return os.path.join(lake, "_binlake", "staging", f"{batch:010d}")
-
-
-def _guarded(rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    """A task's output, with a BinlogError passed to the driver as a value (Spark would wrap it in its own
-    exception, losing the file and position): :func:`collect` raises it there."""
+def _guarded(reports: Iterator[TaskReport]) -> Iterator[str | BinlogError]:
+    """A task's output: each report as JSON, a BinlogError passed to the driver as a value (Spark would wrap it in
+    its own exception, losing the file and position): :func:`collect` raises it there."""
     try:
-        yield from rows
+        for report in reports:
+            yield report.to_json()
     except BinlogError as e:
-        yield {"error": e}
+        yield e
 
 
-def collect(rdd: Any, task: Callable[[Iterator[Split]], Iterator[dict[str, Any]]]) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = rdd.mapPartitions(lambda it: _guarded(task(it))).collect()
+def collect(rdd: Any, task: Callable[[Iterator[Split]], Iterator[TaskReport]]) -> list[TaskReport]:
+    """Run ``task`` on every partition of ``rdd``; the reports, or the first BinlogError a task met."""
+    rows: list[str | BinlogError] = rdd.mapPartitions(lambda it: _guarded(task(it))).collect()
     for row in rows:
-        if "error" in row:
-            raise row["error"]
-    return rows
+        if isinstance(row, BinlogError):
+            raise row
+    return [TaskReport.from_json(row) for row in rows if isinstance(row, str)]
 
 
 _OPS = pa.array(["insert", "update_preimage", "update_postimage", "delete"], pa.string())
@@ -156,7 +155,7 @@ class _TableWriter:
     instead of reading every change back.  A split whose rows of the table include partial images (``_absent``) or
     a statement emptying the table gives none (the driver then reads the split's files)."""
 
-    def __init__(self, key: str, uri: str, schema: pa.Schema, pk: list[str] | None, file: str) -> None:
+    def __init__(self, key: str, sink: ParquetSink, schema: pa.Schema, pk: list[str] | None, file: str) -> None:
         self.key, self.schema, self.pk, self.file = key, schema, pk, file
         self.data = [f for f in schema if f.name not in META_NAMES]
         self.chunks: list[tuple[Changes, int, list[str] | None, list[str] | None, bool | None]] = []
@@ -167,7 +166,7 @@ class _TableWriter:
         self.layout: _Layout | None = None  # ... all of this layout
         self.plans: dict[tuple[int, str, bytes, bytes | None], Plan | None] = {}
         self.absent: dict[tuple[int, bytes], list[str] | None] = {}
-        self.sink = ParquetSink(uri, key, schema, _DICTIONARY)
+        self.sink = sink
         self.latest: list[pa.Table] | None = [] if pk else None  # counted change rows, reduced every LATEST_ROWS
         self.latest_rows = 0
 
@@ -300,52 +299,44 @@ class _TableWriter:
         """A statement empties the table inside the split: the driver applies the split's changes itself."""
         self.latest = None
 
-    def current_file(self, staging: str) -> str | None:
-        """Write the last change of each key (:meth:`flush` first) as an Arrow IPC file in ``staging``; its path,
-        ``""`` when no row counts, ``None`` when the split gives none (see the class docstring)."""
+    def current_file(self, lake: Lake, batch: int) -> str | None:
+        """Write the last change of each key (:meth:`flush` first) as an Arrow IPC file in the batch's staging
+        folder; its name there, ``""`` when no row counts, ``None`` when the split gives none (see the class
+        docstring)."""
         if self.latest is None or self.pk is None:
             return None
         if not self.latest or not any(t.num_rows for t in self.latest):
             return ""
         table = latest_changes(pa.concat_tables(self.latest), self.pk)
-        os.makedirs(staging, exist_ok=True)
-        path = os.path.join(staging, f"{uuid.uuid4().hex}.arrow")
-        with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
+        name = f"{uuid.uuid4().hex}.arrow"
+        with (lake.staging(batch) / name).open_output() as sink, pa.ipc.new_file(sink, table.schema) as w:
             w.write_table(table)
-        return path
+        return name
 
 
 def _arr_str(values: list[str | None]) -> pa.Array:
     return safe_array(values, pa.string())
 
 
-def _skip_row(s: Skipped) -> dict[str, Any]:
-    return {
-        "file": os.path.basename(s.file),
-        "start": s.start,
-        "end": s.end,
-        "reason": s.reason,
-        "events_lost": s.events_lost,
-        "resynced": s.resynced,
-        "transaction_start": s.transaction_start,
-    }
+def _skip_record(s: Skipped) -> SkipRecord:
+    return SkipRecord(os.path.basename(s.file), s.start, s.end, s.reason, s.events_lost, s.resynced,
+                      s.transaction_start)  # fmt: skip
 
 
 def write_task(
     splits: Iterable[Split],
-    lake: str,
+    lake: Lake,
     layouts: dict[str, Layout],
     schemas: dict[str, pa.Schema],
     pk: dict[str, list[str]],
     plan: TaskPlan,
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[TaskReport]:
     """Decode splits; write each table's changes and the events as Parquet files and the last change of each key
     as staged Arrow files; report them (nothing is committed)."""
-    staging = staging_dir(lake, plan.batch)
     renamed = {table_dir(*t) for s in plan.renames for pair in s.pairs for t in pair}
     for split in splits:
         with profiled(f"decode-{split.index}"), _no_cycle_collection():
-            report = _write_split(split, lake, layouts, schemas, pk, plan, staging, renamed)
+            report = _write_split(split, lake, layouts, schemas, pk, plan, renamed)
         yield report
 
 
@@ -368,21 +359,20 @@ def _no_cycle_collection() -> Iterator[None]:
 
 def _write_split(
     split: Split,
-    lake: str,
+    lake: Lake,
     layouts: dict[str, Layout],
     schemas: dict[str, pa.Schema],
     pk: dict[str, list[str]],
     plan: TaskPlan,
-    staging: str,
     renamed: set[str],
-) -> dict[str, Any]:
+) -> TaskReport:
     writers: dict[str, _TableWriter] = {}
     seen: dict[int, tuple[TableMapEvent, _Layout]] = {}  # id(table map) -> its layout (the map kept: ids stay unique)
     by_id: dict[str, _Layout] = {}
     events: list[EventRecord] = []
-    event_sink = ParquetSink(os.path.join(lake, EVENTS_DIR), EVENTS_DIR, EVENTS, ["file", "type"])
+    event_sink = lake.sink(lake.own(EVENTS_DIR), EVENTS_DIR, EVENTS, ["file", "type"])
     counts: Counter[str] = Counter()
-    truncates: list[tuple[str, int]] = []
+    emptied: list[Emptied] = []
     prepared: dict[str, set[str]] = defaultdict(set)  # XID without an outcome in the batch -> its tables
     skips: list[Skipped] = []
     for rec in decode_split(
@@ -402,8 +392,8 @@ def _write_split(
                     members = tuple(c.set_values for c in tm.columns)
                     lay = by_id[mid] = _Layout(key, names, tuple(where.get(n) for n in data), members)
                     if key not in writers:
-                        uri = os.path.join(lake, key, "changes")
-                        w = writers[key] = _TableWriter(key, uri, schemas[key], pk.get(key), split.file.name)
+                        sink = lake.sink(lake.changes(key), key, schemas[key], _DICTIONARY)
+                        w = writers[key] = _TableWriter(key, sink, schemas[key], pk.get(key), split.file.name)
                         if key in renamed:
                             w.spoil()
                 hit = seen[id(tm)] = (tm, lay)
@@ -421,7 +411,7 @@ def _write_split(
                 events = []
         elif isinstance(rec, Truncate):
             key = table_dir(rec.database, rec.table) if rec.table else database_key(rec.database)
-            truncates.append((key, rec.seq))
+            emptied.append(Emptied(key, rec.seq))
             for k in keys_of(key, writers):  # changes of the table before the statement and maybe after: no
                 if k in writers:  # single "last" change of each key
                     writers[k].spoil()
@@ -434,17 +424,17 @@ def _write_split(
         done = w.sink.close()
         if done is not None:
             files.append(done)
-        path = w.current_file(staging)
-        if path is not None:
-            current[key] = path
+        name = w.current_file(lake, plan.batch)
+        if name is not None:
+            current[key] = name
     event_file = event_sink.close()
-    return {
-        "split": split.index,
-        "files": files,
-        "events": [event_file] if event_file is not None else [],
-        "counts": counts,
-        "truncates": truncates,
-        "prepared": {x: sorted(k) for x, k in prepared.items()},
-        "skips": [_skip_row(s) for s in skips],
-        "current": current,
-    }
+    return TaskReport(
+        split.index,
+        tuple(files),
+        (event_file,) if event_file is not None else (),
+        dict(counts),
+        tuple(emptied),
+        {x: tuple(sorted(k)) for x, k in prepared.items()},
+        tuple(_skip_record(s) for s in skips),
+        current,
+    )

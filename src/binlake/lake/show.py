@@ -1,4 +1,5 @@
-"""``binlake tables LAKE [TABLE] [--limit N]``: what a lake written by ``binlake ingest`` holds, without Spark.
+"""``binlake tables LAKE [TABLE] [--limit N]``: what a lake written by ``binlake ingest`` holds, without Spark
+(``LAKE``: a folder or an object-store URI, :mod:`binlake.storage`).
 
 Reads through each Delta table's log with the ``deltalake`` package (never the folder's Parquet files, which may
 include files an overwrite replaced): row counts come from the log's statistics, so listing a large lake reads no
@@ -22,79 +23,13 @@ Example::
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from dataclasses import dataclass
 from typing import Any, TextIO
 
-from binlake.spark.names import decode_name
+from binlake.errors import BinlogError
+from binlake.lake.lake import KINDS, Lake, LakeTable
 
-__all__ = ["LakeTable", "add_tables_arguments", "format_rows", "lake_tables", "tables_main"]
-
-_OWN = {"_events": "events", "_schema_history": "schema_history", "_skips": "skips"}
-_KINDS = ("changes", "current")
-
-
-@dataclass(frozen=True, slots=True)
-class LakeTable:
-    """One Delta table of a lake: ``name`` as the source named it (``db.table``, or the lake's ``_events`` ...),
-    ``kind`` (``changes``, ``current``, ``events``, ``schema_history``, ``skips``), its folder, rows and columns."""
-
-    name: str
-    kind: str
-    uri: str
-    rows: int
-    columns: int
-
-
-def _is_delta(path: str) -> bool:
-    return os.path.isdir(os.path.join(path, "_delta_log"))
-
-
-def _describe(name: str, kind: str, uri: str) -> LakeTable:
-    import pyarrow as pa
-    from deltalake import DeltaTable
-
-    dt = DeltaTable(uri)
-    adds = pa.table(dt.get_add_actions(flatten=True))
-    rows = sum(n for n in adds["num_records"].to_pylist() if n is not None) if adds.num_rows else 0
-    return LakeTable(name, kind, uri, rows, len(dt.schema().fields))
-
-
-def _source_name(db_dir: str, table_dir: str) -> str:
-    try:
-        return f"{decode_name(db_dir)}.{decode_name(table_dir)}"
-    except ValueError:
-        return f"{db_dir}/{table_dir}"  # a shortened (hashed) name: the folder is all there is
-
-
-def lake_tables(lake: str) -> list[LakeTable]:
-    """Every Delta table of ``lake``: source tables by name (changes before current), then the lake's own."""
-    if not os.path.isdir(lake):
-        raise FileNotFoundError(f"no lake at {lake}")
-    out: list[LakeTable] = []
-    for db in sorted(os.listdir(lake)):
-        db_path = os.path.join(lake, db)
-        if db.startswith("_") or not os.path.isdir(db_path):
-            continue
-        for table in sorted(os.listdir(db_path)):
-            for kind in _KINDS:
-                uri = os.path.join(db_path, table, kind)
-                if _is_delta(uri):
-                    out.append(_describe(_source_name(db, table), kind, uri))
-    out.sort(key=lambda t: (t.name, t.kind))
-    for own, kind in _OWN.items():
-        uri = os.path.join(lake, own)
-        if _is_delta(uri):
-            out.append(_describe(own, kind, uri))
-    return out
-
-
-def _find(tables: list[LakeTable], wanted: str) -> LakeTable | None:
-    name, _, kind = wanted.partition("/")
-    hits = [t for t in tables if t.name == name and (not kind or t.kind == kind)]
-    hits.sort(key=lambda t: t.kind != "current")  # the current state first, when there is one
-    return hits[0] if hits else None
+__all__ = ["add_tables_arguments", "format_rows", "show_table", "tables_main"]
 
 
 def _cell(value: object, width: int = 32) -> str:
@@ -136,11 +71,10 @@ def _numeric(value: object) -> bool:
     return isinstance(value, int | float | Decimal) and not isinstance(value, bool | dt.datetime)
 
 
-def show_table(table: LakeTable, limit: int, out: TextIO) -> None:
+def show_table(lake: Lake, table: LakeTable, limit: int, out: TextIO) -> None:
     """Print the first ``limit`` rows of ``table`` (in ``_seq`` order when it has one)."""
-    from deltalake import DeltaTable
-
-    data = DeltaTable(table.uri).to_pyarrow_table()
+    data = lake.read(table.location)
+    assert data is not None
     if "_seq" in data.column_names:
         data = data.sort_by([("_seq", "ascending")])
     shown = data.slice(0, limit)
@@ -159,7 +93,7 @@ _LIMIT = 20  # rows shown of a table unless --limit says otherwise
 
 def add_tables_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``tables`` command's arguments to ``parser``."""
-    parser.add_argument("lake", metavar="LAKE", help="a lake folder written by binlake ingest")
+    parser.add_argument("lake", metavar="LAKE", help="a lake written by binlake ingest: a folder or a URI (s3://...)")
     parser.add_argument(
         "table",
         nargs="?",
@@ -172,25 +106,25 @@ def add_tables_arguments(parser: argparse.ArgumentParser) -> None:
 def tables_main(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """List the tables of ``args.lake``, or show ``args.table``; 0 on success, 2 when there is nothing to show."""
     out = out or sys.stdout
-    lake = os.path.abspath(args.lake)
     if args.limit is not None and not args.table:
         print("binlake tables: --limit N is the rows shown of a TABLE: give TABLE too", file=sys.stderr)
         return 2
     try:
-        tables = lake_tables(lake)
-    except FileNotFoundError as e:
+        lake = Lake(args.lake)
+        tables = lake.tables()
+    except BinlogError as e:
         print(f"binlake tables: {e}", file=sys.stderr)
         return 2
     if args.table:
-        found = _find(tables, args.table)
+        found = lake.find(args.table, tables)
         if found is None:
-            print(f"binlake tables: no table {args.table!r} in {lake} (run `binlake tables LAKE` to list them)",
+            print(f"binlake tables: no table {args.table!r} in {lake.root} (run `binlake tables LAKE` to list them)",
                   file=sys.stderr)  # fmt: skip
             return 2
-        show_table(found, max(0, _LIMIT if args.limit is None else args.limit), out)
+        show_table(lake, found, max(0, _LIMIT if args.limit is None else args.limit), out)
         return 0
-    sources = len({t.name for t in tables if t.kind in _KINDS})
-    out.write(f"{lake}: {sources} source tables, {len(tables)} Delta tables\n")
+    sources = len({t.name for t in tables if t.kind in KINDS})
+    out.write(f"{lake.root}: {sources} source tables, {len(tables)} Delta tables\n")
     rows: list[list[Any]] = [[t.name, t.kind, t.rows, t.columns] for t in tables]
     for text in format_rows(["TABLE", "KIND", "ROWS", "COLUMNS"], rows, {2, 3}):
         out.write(text + "\n")

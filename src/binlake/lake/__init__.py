@@ -1,0 +1,46 @@
+"""The lake without Spark: a :class:`Lake` of Delta tables on a local disk or an object store, its names, records,
+commit protocol, current-state merge and writer lease; ``binlake tables`` reads it.
+
+Spark (:mod:`binlake.spark`) decodes binlogs into the files a :class:`Lake` commits; everything here needs only
+``pyarrow`` and ``deltalake``.
+
+==================  ===============================================================================================
+``lake``            :class:`Lake`: where tables are, the batch manifests, reading and committing (fenced by the lease)
+``storage``         (``binlake.storage``) the filesystem layer under it: URIs through ``pyarrow.fs``
+``names``           reversible folder names for database and table names from a binlog
+``tables``          the lake's own tables and the META columns of every change table
+``records``         the typed, versioned records: batch manifests, completion marks, task reports, splits
+``delta``           Delta commits with ``deltalake``, each carrying its batch as an application transaction
+``current``         the current-state merge (pyarrow): change rows in binlog order, emptying and renaming statements
+``lease``           one writer at a time, on object stores too: a lease renewed by conditional Delta commits
+``show``            ``binlake tables LAKE [TABLE]``
+==================  ===============================================================================================
+
+Example::
+
+    from binlake.lake import Lake
+    for t in Lake("s3://bucket/lake").tables():
+        print(t.name, t.kind, t.rows)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from binlake.lake.lake import Lake, LakeTable
+    from binlake.lake.lease import LakeBusy, LeaseLost
+
+__all__ = ["Lake", "LakeBusy", "LakeTable", "LeaseLost"]
+
+_WHERE = {"Lake": "binlake.lake.lake", "LakeTable": "binlake.lake.lake", "LakeBusy": "binlake.lake.lease",
+          "LeaseLost": "binlake.lake.lease"}  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    """Load the module of a public name on first use (``import binlake.lake.names`` stays cheap)."""
+    if name not in _WHERE:
+        raise AttributeError(f"module 'binlake.lake' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(_WHERE[name]), name)

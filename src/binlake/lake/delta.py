@@ -1,0 +1,253 @@
+"""Delta tables at any :class:`~binlake.storage.Location`, written the way SPARK-NOTES measured works here: tasks write
+Parquet files, the driver commits them with the ``deltalake`` package, each commit carrying an application
+transaction ``(app_id, batch)``, so a batch re-run after a crash commits to a table only if that table has not got
+the batch yet.  Two writers racing to commit the same batch to a table cannot both succeed: delta-rs puts each
+commit file only if absent (a conditional put on object stores), and each commit is made on the version its writer
+read, where the batch was not there yet, or not at all (:func:`commit_files` then reads the table again and finds
+the batch there).
+
+These are the lake's building blocks; :class:`binlake.lake.Lake` is what the ingest calls (it checks its writer
+lease before every commit).
+
+Example::
+
+    files = write_parquet(table, loc, "db/t")
+    commit_files(loc, files, table.schema, batch=3)
+    assert txn_version(loc) == 3
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Literal
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from deltalake import DeltaTable, Field, Schema
+from deltalake.exceptions import DeltaError
+from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction, create_table_with_add_actions
+
+from binlake.lake.records import DataFile
+from binlake.storage import Location
+
+__all__ = [
+    "APP_ID",
+    "XA_APP_ID",
+    "ParquetSink",
+    "commit_files",
+    "delta_table",
+    "is_table",
+    "read_table",
+    "read_table_before",
+    "resolve_rollbacks",
+    "table_schema",
+    "txn_version",
+    "write_parquet",
+]
+
+APP_ID = "binlake-ingest"
+XA_APP_ID = "binlake-xa"  # the later XA COMMIT/ROLLBACK updates of change rows: a batch's second kind of commit
+
+
+def delta_table(loc: Location, version: int | None = None) -> DeltaTable:
+    """The Delta table at ``loc`` (as of ``version``), with the storage options of its location."""
+    return DeltaTable(loc.delta_uri, version=version, storage_options=loc.delta_options())
+
+
+def is_table(loc: Location) -> bool:
+    return bool(DeltaTable.is_deltatable(loc.delta_uri, storage_options=loc.delta_options()))
+
+
+class ParquetSink:
+    """A new uniquely named Parquet file in the table folder ``table``, written a row group per :meth:`write` (a
+    crashed attempt's files stay unreferenced by the Delta log, so readers never see them).
+
+    Zstd; dictionary encoding only for the ``dictionary`` columns (few distinct values: an operation, a file name):
+    on other columns it cost a third of the writing time and saved nothing after zstd.
+    """
+
+    def __init__(self, table: Location, key: str, schema: pa.Schema, dictionary: list[str]) -> None:
+        self.table, self.key, self.schema, self.dictionary = table, key, schema, dictionary
+        self.name = f"part-{uuid.uuid4().hex}.parquet"
+        self.rows = 0
+        self._stream: Any = None
+        self._writer: pq.ParquetWriter | None = None
+
+    def write(self, table: pa.Table) -> None:
+        if self._writer is None:
+            self._stream = (self.table / self.name).open_output()
+            self._writer = pq.ParquetWriter(
+                self._stream, self.schema, compression="zstd", use_dictionary=self.dictionary
+            )
+        self._writer.write_table(table)
+        self.rows += table.num_rows
+
+    def close(self) -> DataFile | None:
+        """Finish the file; what to commit (``None`` when nothing was written)."""
+        if self._writer is None:
+            return None
+        self._writer.close()
+        self._writer = None
+        size = self._stream.tell()
+        self._stream.close()
+        schema = self.schema.serialize().to_pybytes()
+        return DataFile(self.key, self.name, size, self.rows, int(time.time() * 1000), schema)
+
+
+def write_parquet(
+    table: pa.Table, loc: Location, key: str, dictionary: list[str] | None = None, *, part_rows: int = 1 << 19
+) -> list[DataFile]:
+    """Write ``table`` as new Parquet files in the table folder ``loc`` (:class:`ParquetSink`): as many files of
+    equal size as there are cores, each of at least ``part_rows`` rows (one file for a smaller table, none for an
+    empty one), written side by side in threads (pyarrow writes without the GIL)."""
+    parts = max(1, min(os.cpu_count() or 1, table.num_rows // part_rows))
+    size = max(1, -(-table.num_rows // parts))
+    slices = [table.slice(at, size) for at in range(0, table.num_rows, size)]
+
+    def one(part: pa.Table) -> DataFile:
+        sink = ParquetSink(loc, key, table.schema, dictionary or [])
+        sink.write(part)
+        done = sink.close()
+        assert done is not None
+        return done
+
+    if len(slices) <= 1:
+        return [one(p) for p in slices]
+    with ThreadPoolExecutor(len(slices)) as pool:
+        return list(pool.map(one, slices))
+
+
+def _commit(batch: int, app_id: str = APP_ID) -> CommitProperties:
+    """A commit carrying batch ``batch`` as application transaction ``app_id``, made on the version the writer read
+    or not at all: delta-rs would otherwise retry it on a newer version, and two writers could both add a batch
+    (its retries check conflicts of files, not of application transactions)."""
+    return CommitProperties(app_transactions=[Transaction(app_id, batch)], max_commit_retries=0)
+
+
+_ATTEMPTS = 8  # a lost race reads the table again; more than a few in a row means something else is wrong
+
+
+def txn_version(loc: Location, app_id: str = APP_ID) -> int:
+    """The last batch committed to the table at ``loc`` (-1 when the table does not exist or has none)."""
+    if not is_table(loc):
+        return -1
+    v = delta_table(loc).transaction_version(app_id)
+    return -1 if v is None else int(v)
+
+
+def table_schema(loc: Location) -> pa.Schema | None:
+    """The Arrow schema of the Delta table at ``loc``, or ``None`` when there is none."""
+    if not is_table(loc):
+        return None
+    return pa.schema(delta_table(loc).schema().to_arrow())
+
+
+def _evolve(dt: DeltaTable, schema: pa.Schema) -> bool:
+    """Add the columns of ``schema`` the table lacks (ALTER TABLE ADD COLUMN upstream): a schema merge; whether it
+    added any."""
+    have = set(pa.schema(dt.schema().to_arrow()).names)
+    new = [Field.from_arrow(f) for f in schema if f.name not in have]
+    if new:
+        dt.alter.add_columns(new)
+    return bool(new)
+
+
+def commit_files(
+    loc: Location,
+    files: list[DataFile],
+    schema: pa.Schema,
+    batch: int,
+    mode: Literal["append", "overwrite"] = "append",
+) -> bool:
+    """Add ``files`` to the table at ``loc`` as batch ``batch`` (creating it, adding new columns), or with
+    ``mode="overwrite"`` make them its whole content (the same commit removes every file it had); a table that
+    already has the batch is left alone (returns ``False``).  Each commit is made on the version it read, where the
+    batch was not there yet (:func:`_commit`): of two writers committing one batch, one adds it and the other finds
+    it there."""
+    actions = [AddAction(f.path, f.size, {}, f.mtime_ms, True, json.dumps({"numRecords": f.rows})) for f in files]
+    for attempt in range(_ATTEMPTS):
+        try:
+            if not is_table(loc):
+                create_table_with_add_actions(
+                    loc.delta_uri,
+                    Schema.from_arrow(schema),
+                    actions,
+                    mode="error",
+                    storage_options=loc.delta_options(),
+                    commit_properties=_commit(batch),
+                )
+                return True
+            dt = delta_table(loc)
+            if (dt.transaction_version(APP_ID) or -1) >= batch:
+                return False
+            if _evolve(dt, schema):
+                continue  # (a commit of its own) read the table again
+            dt.create_write_transaction(
+                list[AddAction | RemoveAction](actions),
+                mode=mode,
+                schema=pa.schema(dt.schema().to_arrow()),
+                commit_properties=_commit(batch),
+            )
+            return True
+        except (DeltaError, OSError) as e:  # another writer committed first (or created the table): read it again
+            if attempt == _ATTEMPTS - 1:
+                raise _commit_error(loc, e) from e
+    raise AssertionError("unreachable")
+
+
+def _commit_error(loc: Location, e: Exception) -> Exception:
+    from binlake.storage import StorageError
+
+    return StorageError(f"Delta commit failed: {e}", file=loc.uri)
+
+
+def _sql_text(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def resolve_rollbacks(loc: Location, outcomes: dict[str, bool], batch: int) -> bool:
+    """Set ``_rolled_back`` of the change rows of the XA transactions ``outcomes`` names (XID -> rolled back) that
+    still wait for it (null), in one commit per table and batch (made on the version read, as :func:`commit_files`
+    makes its commits)."""
+    if not outcomes or not is_table(loc):
+        return False
+    xids = ", ".join(_sql_text(x) for x in sorted(outcomes))
+    rolled = [x for x, rb in sorted(outcomes.items()) if rb]
+    value = f"_xid IN ({', '.join(_sql_text(x) for x in rolled)})" if rolled else "false"
+    for attempt in range(_ATTEMPTS):
+        dt = delta_table(loc)
+        if (dt.transaction_version(XA_APP_ID) or -1) >= batch:
+            return False
+        try:
+            dt.update(
+                updates={"_rolled_back": value},
+                predicate=f"_xid IN ({xids}) AND _rolled_back IS NULL",
+                commit_properties=_commit(batch, XA_APP_ID),
+            )
+            return True
+        except (DeltaError, OSError) as e:
+            if attempt == _ATTEMPTS - 1:
+                raise _commit_error(loc, e) from e
+    raise AssertionError("unreachable")
+
+
+def read_table_before(loc: Location, batch: int) -> pa.Table | None:
+    """The content of the table at ``loc`` before batch ``batch`` was committed to it (time travel back over the
+    commits carrying that batch or a later one), or ``None`` when it had none."""
+    if not is_table(loc):
+        return None
+    version = delta_table(loc).version()
+    while version >= 0 and (delta_table(loc, version).transaction_version(APP_ID) or -1) >= batch:
+        version -= 1
+    return delta_table(loc, version).to_pyarrow_table() if version >= 0 else None
+
+
+def read_table(loc: Location) -> pa.Table | None:
+    """The current content of a Delta table (through its log: never the folder's files), or ``None``."""
+    if not is_table(loc):
+        return None
+    return delta_table(loc).to_pyarrow_table()

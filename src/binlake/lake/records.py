@@ -1,0 +1,386 @@
+"""The values that cross a process or a file boundary in an ingest, as typed, versioned records with explicit JSON.
+
+* :class:`BinlogFile` and :class:`Split`: the byte ranges the driver plans and the tasks decode (pickled into each
+  Spark task, kept in the batch manifest);
+* :class:`Statement`: what the driver learns from a batch's QUERY events (DDL, renames, XA outcomes);
+* :class:`DataFile`, :class:`Emptied`, :class:`SkipRecord` and :class:`TaskReport`: what a task wrote and saw, sent
+  to the driver as JSON (so a driver and executors running different binlake versions fail with a clear message
+  instead of unpickling one another's classes);
+* :class:`BatchManifest` and :class:`BatchDone`: a batch's plan, written before any table is touched, and its
+  completion mark (``LAKE/_binlake/batches/NNNNNNNNNN.json`` and ``.done``).
+
+Each record's JSON is an object with named fields; the top-level ones carry a ``version``.  A manifest or mark
+written by an older binlake (version 1: no version field, positional lists) still reads; one from a newer binlake
+fails with :class:`LakeFormatError` saying so.
+
+Example::
+
+    m = BatchManifest(3, (Split(BinlogFile("s3://b/binlog.000001", "binlog.000001", 1, 9000), 4, None),), {...})
+    assert BatchManifest.from_json(m.to_json()) == m
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from binlake.errors import BinlogError, UnsupportedError
+from binlake.sql.statements import TableRef
+from binlake.sql.temporary import TemporaryState
+
+__all__ = [
+    "BatchDone",
+    "BatchManifest",
+    "BinlogFile",
+    "DataFile",
+    "Emptied",
+    "LakeFormatError",
+    "SkipRecord",
+    "Split",
+    "Statement",
+    "TaskReport",
+]
+
+
+class LakeFormatError(BinlogError):
+    """A record of the lake (a manifest, a completion mark, a task report) that this binlake cannot read."""
+
+
+def _check_version(kind: str, found: object, known: int, where: str | None) -> None:
+    if found != known:
+        raise LakeFormatError(
+            f"{kind} has format version {found!r}, this binlake reads version {known} and older: it was written by "
+            "another binlake version (install the same version on the driver and the executors)",
+            file=where,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class BinlogFile:
+    """One binlog file: where it is (a local path or a URI), its name (stored in every table), its sequence number
+    (orders files) and its size when planned."""
+
+    path: str
+    name: str
+    seq: int
+    size: int
+
+    @property
+    def source(self) -> Any:
+        """What :mod:`binlake.reader` reads: the local path, or a :class:`binlake.storage.StoredFile`."""
+        from binlake.storage import binlog_source
+
+        return binlog_source(self.path)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "name": self.name, "seq": self.seq, "size": self.size}
+
+    @classmethod
+    def from_json(cls, v: dict[str, Any]) -> BinlogFile:
+        return cls(str(v["path"]), str(v["name"]), int(v["seq"]), int(v["size"]))
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    """A byte range ``[start, stop)`` of one file decoded by one task; ``stop`` ``None`` means to the end."""
+
+    file: BinlogFile
+    start: int
+    stop: int | None
+    index: int = 0
+
+    @property
+    def end(self) -> int:
+        """Where the range ends: ``stop``, or the file's size when planned."""
+        return self.stop if self.stop is not None else self.file.size
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file.to_json(), "start": self.start, "stop": self.stop, "index": self.index}
+
+    @classmethod
+    def from_json(cls, v: dict[str, Any]) -> Split:
+        stop = v["stop"]
+        return cls(
+            BinlogFile.from_json(v["file"]), int(v["start"]), None if stop is None else int(stop), int(v["index"])
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """What the driver learnt at ``seq``: ``kind`` ``ddl`` (a statement that changed the tracked schema, run in a
+    session whose temporary tables were ``scope``), ``rename`` (``pairs`` of base tables ``(db, table)`` from ->
+    to, in execution order), ``xa`` (``xid`` resolved; ``rolled_back``) or ``temporary`` (the sessions' temporary
+    tables from ``seq`` on: ``temporary``, recorded where a split starts and where the batch ends, if changed).
+
+    A record of the batch manifest: :meth:`to_json` writes version :attr:`VERSION`, :meth:`from_json` reads it and
+    the positional lists of version 1 (no ``scope``, no ``temporary`` kind)."""
+
+    VERSION: ClassVar[int] = 2
+
+    kind: Literal["ddl", "rename", "xa", "temporary"]
+    seq: int
+    file: str
+    pos: int
+    db: str | None = None
+    sql_mode: int = 0
+    query: str = ""
+    pairs: tuple[tuple[TableRef, TableRef], ...] = ()
+    xid: str = ""
+    rolled_back: bool = False
+    scope: tuple[TableRef, ...] = ()  # folded names (binlake.sql.statements.folded)
+    temporary: TemporaryState | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"version": self.VERSION, "kind": self.kind, "seq": self.seq}
+        out.update(file=self.file, pos=self.pos)
+        if self.kind in ("ddl", "rename"):
+            out.update(db=self.db, sql_mode=self.sql_mode, query=self.query)
+        if self.pairs:
+            out["pairs"] = [[list(a), list(b)] for a, b in self.pairs]
+        if self.kind == "xa":
+            out.update(xid=self.xid, rolled_back=self.rolled_back)
+        if self.scope:
+            out["scope"] = [list(t) for t in self.scope]
+        if self.temporary is not None:
+            out["temporary"] = self.temporary.to_json()
+        return out
+
+    @classmethod
+    def from_json(cls, v: dict[str, Any] | Sequence[Any]) -> Statement:
+        if not isinstance(v, dict):  # version 1
+            pairs = tuple((_ref(a), _ref(b)) for a, b in v[7])
+            return cls(v[0], int(v[1]), v[2], v[3], v[4], v[5], v[6], pairs, v[8], v[9])
+        if v.get("version") != cls.VERSION:
+            raise UnsupportedError(
+                f"a statement record of version {v.get('version')!r} (this binlake reads "
+                f"version {cls.VERSION}): written by another binlake"
+            )
+        temporary = v.get("temporary")
+        return cls(
+            v["kind"],
+            int(v["seq"]),
+            v["file"],
+            int(v["pos"]),
+            v.get("db"),
+            int(v.get("sql_mode", 0)),
+            v.get("query", ""),
+            tuple((_ref(a), _ref(b)) for a, b in v.get("pairs", ())),
+            v.get("xid", ""),
+            bool(v.get("rolled_back", False)),
+            tuple(_ref(t) for t in v.get("scope", ())),
+            TemporaryState.from_json(temporary) if temporary is not None else None,
+        )
+
+
+def _ref(v: Sequence[Any]) -> TableRef:
+    return (str(v[0]), str(v[1]))
+
+
+@dataclass(frozen=True, slots=True)
+class DataFile:
+    """A Parquet file written by a task or the driver, not yet part of any table: ``table`` is the lake table's key
+    (``db/table``, or ``_events``), ``path`` relative to the table's folder, ``schema`` the serialized Arrow schema
+    of the file."""
+
+    table: str
+    path: str
+    size: int
+    rows: int
+    mtime_ms: int
+    schema: bytes
+
+    @property
+    def arrow_schema(self) -> Any:
+        import pyarrow as pa
+
+        return pa.ipc.read_schema(pa.py_buffer(self.schema))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"table": self.table, "path": self.path, "size": self.size, "rows": self.rows,
+                "mtime_ms": self.mtime_ms, "schema": self.schema.hex()}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, v: dict[str, Any]) -> DataFile:
+        return cls(
+            v["table"], v["path"], int(v["size"]), int(v["rows"]), int(v["mtime_ms"]), bytes.fromhex(v["schema"])
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Emptied:
+    """A statement that empties a table without row events (TRUNCATE, DROP, CREATE OR REPLACE) at ``seq``; ``key``
+    is the table's (``db/table``), or a database's (``db/``: DROP DATABASE, every table of it)."""
+
+    key: str
+    seq: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "seq": self.seq}
+
+    @classmethod
+    def from_json(cls, v: dict[str, Any]) -> Emptied:
+        return cls(v["key"], int(v["seq"]))
+
+
+@dataclass(frozen=True, slots=True)
+class SkipRecord:
+    """What ``--on-error skip-*`` skipped (a row of the lake's ``_skips`` table, without its batch)."""
+
+    file: str
+    start: int
+    end: int
+    reason: str
+    events_lost: int
+    resynced: bool
+    transaction_start: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "start": self.start, "end": self.end, "reason": self.reason,
+                "events_lost": self.events_lost, "resynced": self.resynced,
+                "transaction_start": self.transaction_start}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, v: dict[str, Any]) -> SkipRecord:
+        ts = v["transaction_start"]
+        return cls(v["file"], int(v["start"]), int(v["end"]), v["reason"], int(v["events_lost"]), bool(v["resynced"]),
+                   None if ts is None else int(ts))  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class TaskReport:
+    """What one task wrote for one split, for the driver to commit: each table's Parquet files, the events' file,
+    the row changes per ``"db/table op"``, the statements emptying tables, the XA transactions prepared without an
+    outcome in the batch (XID -> their tables), the skips, and per keyed table the staged file of the last change
+    of each key (its path below the batch's staging folder; ``""``: no change of the split counts; absent: the
+    split gives none, see :mod:`binlake.spark.tasks`)."""
+
+    VERSION = 1
+
+    split: int
+    files: tuple[DataFile, ...] = ()
+    events: tuple[DataFile, ...] = ()
+    counts: dict[str, int] = field(default_factory=dict)
+    emptied: tuple[Emptied, ...] = ()
+    prepared: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    skips: tuple[SkipRecord, ...] = ()
+    current: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "version": self.VERSION,
+                "split": self.split,
+                "files": [f.to_json() for f in self.files],
+                "events": [f.to_json() for f in self.events],
+                "counts": self.counts,
+                "emptied": [e.to_json() for e in self.emptied],
+                "prepared": {x: list(k) for x, k in self.prepared.items()},
+                "skips": [s.to_json() for s in self.skips],
+                "current": self.current,
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> TaskReport:
+        v = json.loads(text)
+        _check_version("a task report (from an executor)", v.get("version"), cls.VERSION, None)
+        return cls(
+            int(v["split"]),
+            tuple(DataFile.from_json(f) for f in v["files"]),
+            tuple(DataFile.from_json(f) for f in v["events"]),
+            {k: int(n) for k, n in v["counts"].items()},
+            tuple(Emptied.from_json(e) for e in v["emptied"]),
+            {x: tuple(k) for x, k in v["prepared"].items()},
+            tuple(SkipRecord.from_json(s) for s in v["skips"]),
+            dict(v["current"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class BatchManifest:
+    """A batch's plan, written before any table is touched: its byte ranges, the position of every file after it,
+    the schema in force where it starts (``schema``: :func:`binlake.spark.statements.tracker_to_json`'s format,
+    the schema tracker's own) and the statements its QUERY events hold.  A batch re-run after a crash decodes
+    exactly these ranges."""
+
+    VERSION = 2
+
+    batch: int
+    splits: tuple[Split, ...]
+    positions: dict[str, int]
+    schema: dict[str, Any] | list[Any] = field(default_factory=list)
+    statements: tuple[Statement, ...] = ()
+
+    @property
+    def files(self) -> int:
+        return len({s.file.name for s in self.splits})
+
+    @property
+    def bytes(self) -> int:
+        return sum(s.end - s.start for s in self.splits)
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "version": self.VERSION,
+                "batch": self.batch,
+                "splits": [s.to_json() for s in self.splits],
+                "positions": self.positions,
+                "schema": self.schema,
+                "statements": [s.to_json() for s in self.statements],
+            },
+            indent=1,
+        )
+
+    @classmethod
+    def from_json(cls, text: str, where: str | None = None) -> BatchManifest:
+        """Read a manifest; ``where`` names it in errors.  Version 1 (binlake 0.1: no version, splits and statements
+        as positional lists) reads too."""
+        try:
+            v = json.loads(text)
+        except ValueError as e:
+            raise LakeFormatError(f"a batch manifest that is not JSON: {e}", file=where) from None
+        if "version" not in v:
+            return cls._from_v1(v)
+        _check_version("this batch manifest", v["version"], cls.VERSION, where)
+        return cls(
+            int(v["batch"]),
+            tuple(Split.from_json(s) for s in v["splits"]),
+            {k: int(p) for k, p in v["positions"].items()},
+            v["schema"],
+            tuple(Statement.from_json(s) for s in v["statements"]),
+        )
+
+    @classmethod
+    def _from_v1(cls, v: dict[str, Any]) -> BatchManifest:
+        splits = tuple(
+            Split(BinlogFile(s[0], s[1], int(s[2]), int(s[3])), int(s[4]), s[5], int(s[6])) for s in v["splits"]
+        )
+        statements = tuple(Statement.from_json(s) for s in v.get("statements", []))  # positional: their version 1
+        return cls(
+            int(v["batch"]), splits, {k: int(p) for k, p in v["positions"].items()}, v.get("schema", []), statements
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class BatchDone:
+    """A batch's completion mark: what it leaves for the next batch, the XA transactions prepared and still waiting
+    for their ``XA COMMIT``/``ROLLBACK`` (XID -> the tables their changes are in)."""
+
+    VERSION = 2
+
+    xa_pending: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        pending = {x: sorted(k) for x, k in sorted(self.xa_pending.items())}
+        return json.dumps({"version": self.VERSION, "xa_pending": pending})
+
+    @classmethod
+    def from_json(cls, text: str, where: str | None = None) -> BatchDone:
+        """Read a mark; one of binlake 0.1 (no version; empty, or only ``xa_pending``) reads too."""
+        v = json.loads(text) if text.strip() else {}
+        if "version" in v:
+            _check_version("this batch's completion mark", v["version"], cls.VERSION, where)
+        return cls({x: tuple(k) for x, k in v.get("xa_pending", {}).items()})

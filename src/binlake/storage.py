@@ -1,0 +1,313 @@
+"""Where bytes live: local paths and object-store URIs, read and written through one filesystem layer (``pyarrow.fs``).
+
+A :class:`Location` is a URI: ``s3://bucket/key``, ``gs://bucket/key`` (``gcs://``), ``abfs://container@account.dfs.
+core.windows.net/key`` (``abfss://``), ``hdfs://host:port/path``, ``file:///path`` or a plain path.  ``pyarrow.fs``
+serves every scheme it knows (``FileSystem.from_uri``); a scheme it lacks goes to ``fsspec`` when that is installed
+(``pip install fsspec`` and the scheme's own package).  The lake, the ingest driver and its tasks, the Spark data
+sources and the decoding commands all read and write through it; Delta commits go through ``deltalake`` with the
+storage options :meth:`Location.delta_options` derives from the same URI and environment.
+
+Credentials are each cloud's standard environment and configuration, read by pyarrow and deltalake themselves (for S3:
+``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, ``AWS_REGION``, ``AWS_ENDPOINT_URL``,
+``AWS_PROFILE`` and ``~/.aws``; GCS: ``GOOGLE_APPLICATION_CREDENTIALS``; Azure: ``AZURE_STORAGE_ACCOUNT_NAME``,
+``AZURE_STORAGE_ACCOUNT_KEY`` ...).  binlake passes none on, logs none and pickles none: a :class:`Location` travels
+(to a Spark executor, into a manifest) as its URI alone, and each process resolves its own filesystem from its own
+environment.
+
+Example::
+
+    lake = locate("s3://bucket/lake")
+    (lake / "_binlake" / "note.txt").write_bytes(b"hello")     # one PUT (a rename into place on local disk)
+    [e.location.name for e in lake.list()]
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import urllib.parse
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
+
+from binlake.errors import BinlogError
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
+
+__all__ = ["Entry", "Location", "StorageError", "StoredFile", "binlog_source", "locate"]
+
+
+class StorageError(BinlogError):
+    """A location binlake cannot use: an unknown scheme, a missing object, a store that refused a request."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One object or folder found by :meth:`Location.list`."""
+
+    location: Location
+    is_dir: bool
+    size: int
+
+
+def locate(text: str | os.PathLike[str] | Location) -> Location:
+    """The :class:`Location` of a URI or a path (made absolute; ``file://`` URIs are plain paths).
+
+    >>> locate("s3://bucket/lake/").uri, locate("file:///tmp/lake").uri
+    ('s3://bucket/lake', '/tmp/lake')
+    >>> (locate("s3://bucket/lake") / "db" / "t").uri
+    's3://bucket/lake/db/t'
+    """
+    if isinstance(text, Location):
+        return text
+    raw = os.fspath(text)
+    if "://" not in raw:
+        return Location(os.path.abspath(raw))
+    scheme, rest = raw.split("://", 1)
+    scheme = scheme.lower()
+    if scheme == "file":
+        return Location(os.path.abspath(urllib.parse.unquote(urllib.parse.urlsplit(raw).path)))
+    netloc, _, path = rest.partition("/")
+    if not netloc:
+        raise StorageError(f"{scheme}:// needs a bucket, container or host: {raw}")
+    path = "/".join(p for p in path.split("/") if p)
+    return Location(f"{scheme}://{netloc}/{path}" if path else f"{scheme}://{netloc}")
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """A file or folder, local or in an object store, by its URI (a plain absolute path for local ones).
+
+    Picklable as its URI: its filesystem is resolved (and cached) by each process that uses it."""
+
+    uri: str
+
+    # -- naming ------------------------------------------------------------------------------------------------
+
+    @property
+    def is_local(self) -> bool:
+        return "://" not in self.uri
+
+    @property
+    def scheme(self) -> str:
+        return "file" if self.is_local else self.uri.split("://", 1)[0]
+
+    @property
+    def name(self) -> str:
+        return self.uri.rstrip("/").rsplit("/", 1)[-1]
+
+    @property
+    def parent(self) -> Location:
+        head = self.uri.rstrip("/").rsplit("/", 1)[0]
+        return Location(head or "/")
+
+    def __truediv__(self, part: str) -> Location:
+        """The child ``part`` (one name, or several joined by ``/``)."""
+        if not part or part.startswith("/") or ".." in part.split("/"):
+            raise ValueError(f"not a relative name below {self.uri}: {part!r}")
+        return Location(f"{self.uri.rstrip('/')}/{part}")
+
+    def relative_to(self, base: Location) -> str:
+        """This location's path below ``base`` (``a/b``)."""
+        prefix = base.uri.rstrip("/") + "/"
+        if not self.uri.startswith(prefix):
+            raise ValueError(f"{self.uri} is not below {base.uri}")
+        return self.uri[len(prefix) :]
+
+    def __str__(self) -> str:
+        return self.uri
+
+    # -- the filesystem --------------------------------------------------------------------------------------------
+
+    @property
+    def fs(self) -> pafs.FileSystem:
+        return _filesystem(self)[0]
+
+    @property
+    def path(self) -> str:
+        """The location's path inside :attr:`fs` (``bucket/key`` for S3, the absolute path for local files)."""
+        return _filesystem(self)[1]
+
+    def info(self) -> Any:
+        """pyarrow's ``FileInfo`` (``type``, ``size``, ``mtime_ns``) of this location."""
+        return _call(self, lambda: self.fs.get_file_info(self.path))
+
+    def exists(self) -> bool:
+        import pyarrow.fs as pafs
+
+        return bool(self.info().type != pafs.FileType.NotFound)
+
+    def is_dir(self) -> bool:
+        import pyarrow.fs as pafs
+
+        return bool(self.info().type == pafs.FileType.Directory)
+
+    def list(self, *, recursive: bool = False) -> list[Entry]:
+        """What the folder holds (nothing when it does not exist), sorted by URI."""
+        import pyarrow.fs as pafs
+
+        selector = pafs.FileSelector(self.path, allow_not_found=True, recursive=recursive)
+        infos = _call(self, lambda: self.fs.get_file_info(selector))
+        base = self.path.rstrip("/")
+        out = []
+        for i in infos:
+            rel = i.path[len(base) + 1 :] if i.path.startswith(base + "/") else i.base_name
+            out.append(Entry(self / rel, i.type == pafs.FileType.Directory, i.size or 0))
+        return sorted(out, key=lambda e: e.location.uri)
+
+    def read_bytes(self) -> bytes:
+        def read() -> bytes:
+            with self.fs.open_input_stream(self.path) as f:
+                return bytes(f.read())
+
+        data: bytes = _call(self, read)
+        return data
+
+    def write_bytes(self, data: bytes) -> None:
+        """Write ``data`` as this file, atomically: readers see the old content or the new, never a part (an object
+        store's single PUT; a local file is written beside and renamed into place, after an fsync)."""
+        if self.is_local:
+            os.makedirs(os.path.dirname(self.uri), exist_ok=True)
+            tmp = f"{self.uri}.tmp{os.getpid()}-{threading.get_ident()}"
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.uri)
+            return
+
+        def put() -> None:
+            with self.fs.open_output_stream(self.path) as f:
+                f.write(data)
+
+        _call(self, put)
+
+    def open_input(self) -> Any:
+        """A seekable binary file (pyarrow ``RandomAccessFile``) reading this location."""
+        return _call(self, lambda: self.fs.open_input_file(self.path))
+
+    def open_output(self) -> Any:
+        """A binary output stream writing this file (its folders created first on a local disk)."""
+        if self.is_local:
+            os.makedirs(os.path.dirname(self.uri), exist_ok=True)
+        return _call(self, lambda: self.fs.open_output_stream(self.path))
+
+    def delete_dir(self) -> None:
+        """Remove this folder and everything below it (nothing when it does not exist)."""
+        if self.exists():
+            _call(self, lambda: self.fs.delete_dir(self.path))
+
+    def delete(self) -> None:
+        """Remove this file (nothing when it does not exist)."""
+        if self.exists():
+            _call(self, lambda: self.fs.delete_file(self.path))
+
+    # -- deltalake ------------------------------------------------------------------------------------------------
+
+    @property
+    def delta_uri(self) -> str:
+        """This location as ``deltalake`` names a table (``s3://...`` or a local path; ``gs://`` for ``gcs://``)."""
+        return "gs://" + self.uri[len("gcs://") :] if self.uri.startswith("gcs://") else self.uri
+
+    def delta_options(self) -> dict[str, str]:
+        """``deltalake`` storage options for this location, derived from the environment: delta-rs reads each cloud's
+        credentials and endpoint from the environment itself, and needs only to be told that an S3-compatible
+        endpoint at an ``http://`` URL (a private server, MinIO, moto) may be used without TLS.  Holds no secret."""
+        if self.scheme in ("s3", "s3a"):
+            endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or ""
+            if endpoint.startswith("http://"):
+                return {"allow_http": "true"}
+        return {}
+
+
+def _call(loc: Location, fn: Any) -> Any:
+    """``fn()``, an error of the store (refused, unreachable, missing) raised as a :class:`StorageError` naming
+    the location (the stores' messages hold no credentials)."""
+    try:
+        return fn()
+    except FileNotFoundError as e:
+        raise StorageError(f"not found: {e}", file=loc.uri) from e
+    except OSError as e:
+        raise StorageError(f"storage error: {e}", file=loc.uri) from e
+
+
+_FILESYSTEMS: dict[tuple[str, str], tuple[Any, str]] = {}  # (scheme, netloc) -> (filesystem, its root path)
+_LOCK = threading.Lock()
+
+
+def _filesystem(loc: Location) -> tuple[Any, str]:
+    """(filesystem, path inside it) of ``loc``: one filesystem per scheme and bucket (host, container) per process."""
+    if loc.is_local:
+        import pyarrow.fs as pafs
+
+        return pafs.LocalFileSystem(), loc.uri
+    scheme, rest = loc.uri.split("://", 1)
+    netloc, _, path = rest.partition("/")
+    key = (scheme, netloc)
+    with _LOCK:
+        held = _FILESYSTEMS.get(key)
+        if held is None:
+            held = _FILESYSTEMS[key] = _resolve(scheme, netloc)
+    fs, root = held
+    return fs, (f"{root.rstrip('/')}/{path}" if path else root)
+
+
+def _resolve(scheme: str, netloc: str) -> tuple[Any, str]:
+    import pyarrow as pa
+    import pyarrow.fs as pafs
+
+    uri = f"{scheme}://{netloc}/"
+    try:
+        fs, root = pafs.FileSystem.from_uri("s3://" + uri[len("s3a://") :] if scheme == "s3a" else uri)
+        return fs, root.rstrip("/") or ("/" if scheme in ("hdfs", "viewfs") else root)
+    except pa.ArrowInvalid as e:
+        if "Unrecognized filesystem type" not in str(e):
+            raise StorageError(f"cannot use {uri}: {e}", file=uri) from e
+    except OSError as e:
+        raise StorageError(f"cannot use {uri}: {e}", file=uri) from e
+    try:
+        import fsspec  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        raise StorageError(
+            f"no filesystem for {scheme}://: pyarrow has none, and fsspec is not installed "
+            f"(pip install fsspec and the package for {scheme}://)",
+            file=uri,
+        ) from None
+    try:
+        spec = fsspec.filesystem(scheme)
+    except (ImportError, ValueError) as e:
+        raise StorageError(f"no filesystem for {scheme}://: {e}", file=uri) from e
+    root = spec._strip_protocol(uri)
+    return pafs.PyFileSystem(pafs.FSSpecHandler(spec)), root
+
+
+@dataclass(frozen=True, slots=True)
+class StoredFile:
+    """A binlog in an object store, as :mod:`binlake.reader` reads it (its ``Source``): a name for errors, the
+    size, a seekable stream (each ``read`` one ranged request: the reader asks for large chunks)."""
+
+    location: Location
+
+    @property
+    def name(self) -> str:
+        return self.location.uri
+
+    def size(self) -> int:
+        return int(self.location.info().size or 0)
+
+    def open(self) -> BinaryIO:
+        return cast("BinaryIO", self.location.open_input())
+
+    def identity(self) -> tuple[object, ...]:
+        info = self.location.info()
+        return (info.size, info.mtime_ns)
+
+
+def binlog_source(path: str | os.PathLike[str]) -> str | StoredFile:
+    """What :mod:`binlake.reader` reads for ``path``: a local path as it is (memory-mapped, the fast path), a
+    ``file://`` URI as its path, any other URI as a :class:`StoredFile`."""
+    text = os.fspath(path)
+    if "://" not in text:
+        return text
+    loc = locate(text)
+    return loc.uri if loc.is_local else StoredFile(loc)

@@ -1,0 +1,308 @@
+"""The lake without Spark: its records (JSON round trips, older and newer formats), the writer lease (one holder at a
+time, waiting, expiry, takeover from a killed holder, fencing), and Delta commits that two writers race — on a local
+disk and on S3 (moto on 127.0.0.1), since the lease must hold on object stores too."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("deltalake", reason="deltalake not installed: pip install -e '.[spark]'")
+
+import pyarrow as pa
+
+from binlake.lake import Lake, LakeBusy, LeaseLost
+from binlake.lake import delta as lake_delta
+from binlake.lake.lease import LeaseRecord, WriterLease
+from binlake.lake.records import (
+    BatchDone,
+    BatchManifest,
+    BinlogFile,
+    DataFile,
+    Emptied,
+    LakeFormatError,
+    SkipRecord,
+    Split,
+    Statement,
+    TaskReport,
+)
+from binlake.storage import locate
+
+REPO = Path(__file__).resolve().parents[1]
+
+# -- records ------------------------------------------------------------------------------------------------------
+
+_SPLIT = Split(BinlogFile("s3://b/binlogs/mysql-bin.000042", "mysql-bin.000042", 42, 9000), 4, 5000, 3)
+_STATEMENTS = (
+    Statement("ddl", 42 * 10**20 + 620 * 10**10, "mysql-bin.000042", 620, "shop", 0, "ALTER TABLE t ADD c INT"),
+    Statement(
+        "rename", 7, "mysql-bin.000042", 800, "shop", 0, "RENAME TABLE a TO b", ((("shop", "a"), ("shop", "b")),)
+    ),
+    Statement("xa", 9, "mysql-bin.000042", 900, xid="X'01',X'',1", rolled_back=True),
+)
+
+
+def test_records_round_trip_through_json() -> None:
+    m = BatchManifest(3, (_SPLIT, Split(_SPLIT.file, 5000, None, 4)), {"mysql-bin.000042": 9000}, [["d"]], _STATEMENTS)
+    assert BatchManifest.from_json(m.to_json()) == m
+    assert json.loads(m.to_json())["version"] == BatchManifest.VERSION
+    assert m.files == 1 and m.bytes == 8996
+    done = BatchDone({"X'01'": ("shop/a", "shop/b")})
+    assert BatchDone.from_json(done.to_json()) == done
+    f = DataFile("shop/t", "part-1.parquet", 100, 7, 1234, pa.schema([("a", pa.int64())]).serialize().to_pybytes())
+    report = TaskReport(
+        2, (f,), (f,), {"shop/t insert": 7}, (Emptied("shop/", 5),), {"X'01'": ("shop/t",)},
+        (SkipRecord("mysql-bin.000042", 10, 20, "CRC32", 1, False, None),), {"shop/t": "abc.arrow"},
+    )  # fmt: skip
+    assert TaskReport.from_json(report.to_json()) == report
+    assert f.arrow_schema.names == ["a"]
+
+
+def test_a_manifest_of_binlake_0_1_reads() -> None:
+    """Version 1 (no version field; splits and statements as positional lists), as binlake 0.1 wrote them."""
+    old = {
+        "batch": 3,
+        "splits": [["/data/mysql-bin.000042", "mysql-bin.000042", 42, 9000, 4, 5000, 3]],
+        "positions": {"mysql-bin.000042": 5000},
+        "schema": [["shop", "t", [["id", "int", [], False, "id int"]], ["id"], False]],
+        "statements": [
+            ["rename", 7, "mysql-bin.000042", 800, "shop", 0, "RENAME TABLE a TO b", [[["shop", "a"], ["shop", "b"]]],
+             "", False],
+        ],
+    }  # fmt: skip
+    m = BatchManifest.from_json(json.dumps(old))
+    assert m.splits == (Split(BinlogFile("/data/mysql-bin.000042", "mysql-bin.000042", 42, 9000), 4, 5000, 3),)
+    assert m.statements == (_STATEMENTS[1],) and m.schema == old["schema"] and m.positions == old["positions"]
+    assert BatchDone.from_json('{"xa_pending": {"x": ["shop/t"]}}') == BatchDone({"x": ("shop/t",)})
+    assert BatchDone.from_json("") == BatchDone()
+
+
+def test_a_newer_format_is_refused_clearly() -> None:
+    m = json.loads(BatchManifest(1, (_SPLIT,), {}).to_json())
+    m["version"] = 99
+    with pytest.raises(LakeFormatError, match="format version 99, this binlake reads version 2") as e:
+        BatchManifest.from_json(json.dumps(m), "s3://b/lake/_binlake/batches/0000000001.json")
+    assert e.value.file == "s3://b/lake/_binlake/batches/0000000001.json"
+    with pytest.raises(LakeFormatError, match="task report"):
+        TaskReport.from_json(json.dumps({"version": 0}))
+    with pytest.raises(LakeFormatError, match="not JSON"):
+        BatchManifest.from_json("{")
+
+
+# -- on a local disk and on S3 ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["local", "s3"])
+def root(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A lake's root URI: a folder, or a prefix of a new bucket on the session's S3 server (its variables in this
+    test's environment)."""
+    if request.param == "local":
+        yield str(tmp_path / "lake")
+        return
+    server = request.getfixturevalue("s3_server")
+    for k, v in server.env().items():
+        monkeypatch.setenv(k, v)
+    yield f"s3://{server.bucket()}/lake"
+
+
+def test_one_writer_at_a_time(root: str) -> None:
+    lake, other = Lake(root), Lake(root)
+    with lake.writing(lease_seconds=30):
+        lake.check()
+        with pytest.raises(LakeBusy, match=f"pid {os.getpid()} on .*--wait SECONDS waits for it") as e, other.writing():
+            pass
+        assert e.value.file == locate(root).uri
+        t0 = time.monotonic()
+        with pytest.raises(LakeBusy, match="after waiting 1 s"), other.writing(wait=1.0):
+            pass
+        assert time.monotonic() - t0 >= 1.0
+    with other.writing():  # handed back: free at once
+        other.check()
+    with pytest.raises(LeaseLost, match="needs its writer lease"):
+        lake.check()
+
+
+def test_a_waiting_writer_gets_the_lake_when_the_holder_finishes(root: str) -> None:
+    lake = Lake(root)
+    told: list[str] = []
+    hold = threading.Event()
+
+    def holder() -> None:
+        with lake.writing(lease_seconds=30):
+            hold.set()
+            time.sleep(1.5)
+
+    t = threading.Thread(target=holder)
+    t.start()
+    hold.wait()
+    with Lake(root).writing(wait=60, on_wait=told.append) as lease:
+        assert 0.5 < lease.waited < 30
+    t.join()
+    assert len(told) == 1 and "waiting up to 60 s for another ingest writing this lake" in told[0]
+
+
+def test_an_expired_lease_is_taken_over_and_its_holder_fenced(root: str) -> None:
+    """A holder that stops renewing (hung, cut off) loses the lake after its lease runs out; it can then commit
+    nothing, and its renewal finds the new holder's record."""
+    stuck = WriterLease(locate(root), seconds=2.0).acquire()
+    stuck._stop.set()  # its renewals stop, as in a process that hangs
+    assert stuck._thread is not None
+    stuck._thread.join()
+    stuck.check()  # still in its lease
+    with pytest.raises(LakeBusy):
+        WriterLease(locate(root), seconds=2.0).acquire()
+    t0 = time.monotonic()
+    with WriterLease(locate(root), seconds=2.0).acquire(wait=30) as taker:
+        assert 0.5 < time.monotonic() - t0 < 10 and taker.waited > 0
+        with pytest.raises(LeaseLost, match="expires before a commit could finish"):
+            stuck.check()
+        with pytest.raises(LeaseLost, match="taken over"):
+            stuck.renew()
+        with pytest.raises(LeaseLost, match="taken over"):
+            stuck.check()
+        time.sleep(2.5)  # the taker's own renewals keep it
+        taker.check()
+    stuck.release()
+
+
+def test_a_killed_holder_on_this_machine_is_taken_over_at_once(root: str, tmp_path: Path) -> None:
+    code = (
+        "import sys, time; from binlake.lake import Lake\n"
+        "with Lake(sys.argv[1]).writing(lease_seconds=600):\n"
+        "    print('held', flush=True); time.sleep(600)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    proc = subprocess.Popen([sys.executable, "-c", code, root], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "held\n"
+        with pytest.raises(LakeBusy, match=f"pid {proc.pid} "), Lake(root).writing():
+            pass
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait()
+    with Lake(root).writing() as lease:  # its process is gone: no waiting for 600 s
+        assert lease.waited == 0
+
+
+def test_a_record_from_another_machine_waits_for_its_expiry(root: str) -> None:
+    """A holder on another host (or in another pid namespace) cannot be checked: only its expiry frees the lake."""
+    lease = WriterLease(locate(root), seconds=600)
+    alien = LeaseRecord("x", "another-host", 1, "boot/pid:[1]", time.time(), time.time() + 1.5)
+    assert lease._put(None, alien)
+    with pytest.raises(LakeBusy, match="pid 1 on another-host"):
+        WriterLease(locate(root)).acquire()
+    WriterLease(locate(root)).acquire(wait=30).release()
+
+
+def test_racing_writers_one_wins(root: str) -> None:
+    results: list[str] = []
+    barrier = threading.Barrier(4)
+
+    def one() -> None:
+        lease = WriterLease(locate(root), seconds=30)
+        barrier.wait()
+        try:
+            lease.acquire()
+            results.append("won")
+            time.sleep(1.0)
+            lease.release()
+        except LakeBusy:
+            results.append("busy")
+
+    threads = [threading.Thread(target=one) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == ["busy", "busy", "busy", "won"]
+
+
+def test_writers_never_both_commit_a_batch(root: str) -> None:
+    """Three writers committing one batch to one table at once (as a fenced-off holder and its successor could),
+    batch after batch: the table gets each batch once; the others find it there and add nothing."""
+    table = locate(root) / "db" / "t" / "changes"
+    data = pa.table({"id": pa.array([1, 2, 3], pa.int64())})
+    for batch in range(1, 5):
+        files = [lake_delta.write_parquet(data, table, "db/t") for _ in range(3)]
+        barrier = threading.Barrier(3)
+        won: list[bool] = []
+
+        def commit(
+            i: int, batch: int = batch, files: list[Any] = files, barrier: Any = barrier, won: list[bool] = won
+        ) -> None:
+            barrier.wait()
+            won.append(lake_delta.commit_files(table, files[i], data.schema, batch))
+
+        threads = [threading.Thread(target=commit, args=(i,)) for i in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(won) == [False, False, True], batch
+        assert lake_delta.txn_version(table) == batch
+    read = lake_delta.read_table(table)
+    assert read is not None and read.num_rows == 12
+
+
+def test_commits_need_the_lease(root: str) -> None:
+    lake = Lake(root)
+    table = lake.changes("db/t")
+    data = pa.table({"id": pa.array([1], pa.int64())})
+    with pytest.raises(LeaseLost):
+        lake.append(table, data, 1)
+    with pytest.raises(LeaseLost):
+        lake.write_done(1, BatchDone())
+    with lake.writing():
+        assert lake.append(table, data, 1) and not lake.append(table, data, 1)
+        lake.write_manifest(BatchManifest(1, (_SPLIT,), {"mysql-bin.000042": 5000}))
+        lake.write_done(1, BatchDone())
+    manifest, done = lake.last_manifest()
+    assert manifest is not None and manifest.batch == 1 and done
+    assert [(t.name, t.kind, t.rows) for t in lake.tables()] == [("db.t", "changes", 1)]
+
+
+def test_readers_see_only_committed_batches(root: str) -> None:
+    """Files a batch's tasks wrote and no commit references yet (an ingest running, or killed) are invisible to
+    readers of the Delta log: deltalake, and Polars and DuckDB where installed."""
+    lake = Lake(root)
+    loc = lake.changes("db/t")
+    with lake.writing():
+        lake.append(loc, pa.table({"id": pa.array([1, 2], pa.int64())}), 1)
+    pending = lake_delta.write_parquet(pa.table({"id": pa.array([3, 4, 5], pa.int64())}), loc, "db/t")  # batch 2
+    assert len([e for e in loc.list() if e.location.name.endswith(".parquet")]) == 2  # on disk: both batches' files
+    read = lake_delta.read_table(loc)
+    assert read is not None and sorted(read["id"].to_pylist()) == [1, 2]
+    assert all(rows == 2 for rows in _other_readers(loc).values())
+    with lake.writing():
+        lake.commit(loc, pending, pending[0].arrow_schema, 2)
+    read = lake_delta.read_table(loc)
+    assert read is not None and sorted(read["id"].to_pylist()) == [1, 2, 3, 4, 5]
+    assert all(rows == 5 for rows in _other_readers(loc).values())
+
+
+def _other_readers(loc: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    try:
+        import polars as pl
+    except ImportError:
+        pass
+    else:
+        out["polars"] = pl.read_delta(loc.delta_uri, storage_options=loc.delta_options() or None).height
+    try:
+        import duckdb
+    except ImportError:
+        pass
+    else:
+        if loc.is_local:
+            out["duckdb"] = duckdb.sql(f"SELECT count(*) FROM delta_scan('{loc.uri}')").fetchone()[0]
+    return out

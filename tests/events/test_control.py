@@ -26,6 +26,7 @@ from binlake.events.control import (
     UserVarEvent,
     XaPrepareEvent,
     XidEvent,
+    decode_heartbeat,
     decode_heartbeat_v2,
     decode_incident,
     decode_rotate,
@@ -123,6 +124,39 @@ def test_heartbeat_v2_fields() -> None:
     body = bytes([1, 11]) + b"binlog.0042" + bytes([2, 3, 0xFC, 0x10, 0x27]) + bytes([7, 1, 0]) + b"\x00"
     ev = decode_heartbeat_v2(_h(EventType.HEARTBEAT_LOG_EVENT_V2), body, DecodeContext())
     assert isinstance(ev, HeartbeatEvent) and (ev.log_file, ev.position) == ("binlog.0042", 10000)
+
+
+def _mariadb_heartbeat(name: bytes, position: int) -> bytes:
+    """The event MariaDB's ``send_heartbeat_event`` (sql/sql_repl.cc) sends, CRC32 included: timestamp 0, the position
+    in the header's log_pos while it fits 32 bits, else 0 there and the position (``int8store``) before the name."""
+    sub = b"" if position <= 0xFFFFFFFF else position.to_bytes(8, "little")
+    size = 19 + len(sub) + len(name) + 4
+    header = HEADER.pack(0, EventType.HEARTBEAT_LOG_EVENT, 1, size, position if not sub else 0, 0)
+    return header + sub + name + crc32(header + sub + name).to_bytes(4, "little")
+
+
+@pytest.mark.parametrize("position", [4, 0xFFFFFFFF, 0x1_0000_0000, 0x1_2345_6789_ABCD, (1 << 64) - 1])
+def test_mariadb_heartbeat_past_4_gib_carries_its_position_before_the_name(position: int) -> None:
+    """Past 4 GiB the position does not fit the header's log_pos: MariaDB writes 0 there and 8 bytes before the name
+    (HB_SUB_HEADER_LEN), the CRC32 covering them."""
+    from binlake.decoder import decode_event
+
+    mariadb = DecodeContext(fde=synthetic_fde("10.11.6-MariaDB-log"))
+    heartbeat = decode_event(_mariadb_heartbeat(b"mariadb-bin.000007", position), 4, mariadb)  # its CRC32 checked
+    assert isinstance(heartbeat, HeartbeatEvent)
+    assert (heartbeat.log_file, heartbeat.position) == ("mariadb-bin.000007", position)
+    assert heartbeat.summary() == f"heartbeat at mariadb-bin.000007:{position}"
+
+
+def test_heartbeat_log_pos_zero_is_no_position_field_from_mysql() -> None:
+    """MySQL's HEARTBEAT_LOG_EVENT carries no such field: a zero log_pos under a MySQL format description leaves the
+    body the file name."""
+    body = b"binlog.000001"
+    mysql = DecodeContext(fde=synthetic_fde())
+    ev = decode_heartbeat(_h(EventType.HEARTBEAT_LOG_EVENT), body, mysql)
+    assert (ev.log_file, ev.position) == ("binlog.000001", 0)
+    short = decode_heartbeat(_h(EventType.HEARTBEAT_LOG_EVENT), b"bin.1", DecodeContext())
+    assert (short.log_file, short.position) == ("bin.1", 0)  # fewer than 8 bytes: no position field
 
 
 def test_rows_query_from_a_payload(corpus_dir: Path) -> None:

@@ -12,7 +12,8 @@ MariaDB ``sql/log_event.{h,cc}``)::
                         and (5.6+/10.x) flags u8 (UNSIGNED_F = 1)
     STOP                nothing
     INCIDENT            incident u16, message_len u8, message
-    HEARTBEAT           the current file name to the end (the position is the header's log_pos)
+    HEARTBEAT           the current file name to the end (the position is the header's log_pos); MariaDB past
+                        4 GiB: the header's log_pos is 0 and a position u64 comes before the name
     HEARTBEAT_V2        TLV fields (type, length, value: packed integers): 1 file name, 2 position, 0 ends
     IGNORABLE           nothing binlake (or any server) reads
     ROWS_QUERY          length u8 (the text's length modulo 256, unused), the statement to the end
@@ -345,9 +346,21 @@ class HeartbeatEvent(Event):
         return f"heartbeat at {self.log_file}:{self.position}"
 
 
+HEARTBEAT_SUB_HEADER = 8
+"""MariaDB's ``HB_SUB_HEADER_LEN``: the bytes of the position a heartbeat carries in its body past 4 GiB."""
+
+
 @register(EventType.HEARTBEAT_LOG_EVENT)
 def decode_heartbeat(header: EventHeader, body: bytes, ctx: DecodeContext) -> HeartbeatEvent:
-    return HeartbeatEvent(header, ctx.cursor(body).rest(), header.log_pos)
+    """``send_heartbeat_event`` (MariaDB ``sql/sql_repl.cc``): the header's ``log_pos`` is the position and the body
+    the file name, except past 4 GiB, where ``log_pos`` does not hold the position: MariaDB then writes 0 there and
+    the position as a u64 (``int8store``) before the name.  MySQL writes no such field (its HEARTBEAT_LOG_EVENT_V2
+    carries large positions): a zero ``log_pos`` is read so only from MariaDB, or before any format description."""
+    c = ctx.cursor(body)
+    if header.log_pos == 0 and c.remaining >= HEARTBEAT_SUB_HEADER and (ctx.fde is None or ctx.is_mariadb):
+        position = c.u64("heartbeat log position")
+        return HeartbeatEvent(header, c.rest(), position)
+    return HeartbeatEvent(header, c.rest(), header.log_pos)
 
 
 def _packed_value(value: memoryview, what: str) -> int:

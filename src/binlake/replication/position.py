@@ -3,11 +3,11 @@ typed, versioned record the tail and the live ingest store).  Sans-IO, standard 
 
 A resume point names the server's binlog ``file`` and the ``position`` in it where the next event to deliver starts,
 and ``gtid``: the server's GTID state (MariaDB ``domain-server-seq,...``, MySQL GTID set) covering every event group
-that ended before ``position`` (it may lag behind it by the group in flight).  Resuming by position is exact on the
-same server.  Resuming by GTID restarts at the first group not in ``gtid``; the client then drops the events of
-``file`` that end at or before ``position`` (the part of that group already delivered), so a point taken inside a
-group is still exact on the same server, and a point taken at a group's end (what the tail stores) is exact on any
-server of the replication topology.
+that ended at or before ``position`` (a point inside a group has the state before that group; one at a group's end
+includes it).  Resuming by position is exact on the same server.  Resuming by GTID restarts at the first group not
+in ``gtid``; the client then drops the events of ``file`` that end at or before ``position`` (the part of that group
+already delivered), so a point taken inside a group is still exact on the same server, and a point taken at a
+group's end (what the tail stores) is exact on any server of the replication topology.
 
 Example::
 

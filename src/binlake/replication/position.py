@@ -57,27 +57,24 @@ class ResumePoint:
                 f"resume point version {self.version!r}: this binlake reads version {RESUME_POINT_VERSION}"
             )
 
+    def to_dict(self) -> dict[str, Any]:
+        """Every field (``version`` first): the JSON object of :meth:`to_json`, for records that hold one."""
+        return {
+            "version": self.version,
+            "file": self.file,
+            "position": self.position,
+            "gtid": self.gtid,
+            "flavor": self.flavor,
+        }
+
     def to_json(self) -> str:
         """One line of JSON with every field (``version`` first)."""
-        return json.dumps(
-            {
-                "version": self.version,
-                "file": self.file,
-                "position": self.position,
-                "gtid": self.gtid,
-                "flavor": self.flavor,
-            },
-            separators=(",", ":"),
-        )
+        return json.dumps(self.to_dict(), separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> ResumePoint:
-        """Read :meth:`to_json`'s output; anything else (other versions, missing or extra fields, wrong types)
+    def from_dict(cls, data: object) -> ResumePoint:
+        """Read :meth:`to_dict`'s output; anything else (other versions, missing or extra fields, wrong types)
         raises :class:`~binlake.errors.ReplicationError`."""
-        try:
-            data: Any = json.loads(text)
-        except (ValueError, UnicodeDecodeError) as e:
-            raise ReplicationError(f"resume point is not JSON: {e}") from None
         fields = {"version", "file", "position", "gtid", "flavor"}
         if not isinstance(data, dict) or set(data) != fields:
             keys = sorted(data) if isinstance(data, dict) else type(data).__name__
@@ -85,6 +82,15 @@ class ResumePoint:
         if not isinstance(data["file"], str):
             raise ReplicationError(f"resume point file is not text: {data['file']!r}")
         return cls(data["file"], data["position"], data["gtid"], data["flavor"], data["version"])
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> ResumePoint:
+        """Read :meth:`to_json`'s output (as :meth:`from_dict`)."""
+        try:
+            data: Any = json.loads(text)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise ReplicationError(f"resume point is not JSON: {e}") from None
+        return cls.from_dict(data)
 
 
 @dataclass(frozen=True, slots=True)

@@ -158,11 +158,16 @@ class FileSource:
 class ServerSource:
     """The events of a running server's binlog files, as a :class:`ReplicationClient` streams them (what the server
     sends besides its files' events, heartbeats and artificial events, is left out).  The client reconnects by
-    itself; a stream that starts inside a file marks its first event as after a gap."""
+    itself; a stream that starts inside a file marks its first event as after a gap.
 
-    def __init__(self, client: ReplicationClient) -> None:
+    ``on_start`` is called once with the resume point where the stream begins, as soon as the client knows it (the
+    server's first event, its artificial ROTATE): a reader that keeps a state stores it before any transaction, so
+    a start at the server's current end is not moved on by a restart."""
+
+    def __init__(self, client: ReplicationClient, *, on_start: Callable[[ResumePoint], None] | None = None) -> None:
         self.client = client
         self.schema = client.stream.decoder.ctx.schema
+        self._on_start = on_start
 
     @property
     def flavor(self) -> Flavor | None:
@@ -174,6 +179,11 @@ class ServerSource:
     def __iter__(self) -> Iterator[Located]:
         first = True
         for se in self.client:
+            if self._on_start is not None:
+                point = self.client.resume_point
+                if point is not None:
+                    self._on_start(point)
+                    self._on_start = None
             if not se.in_file:
                 continue
             gap = first and se.start > 4

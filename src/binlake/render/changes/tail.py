@@ -370,8 +370,21 @@ def tail_main(args: argparse.Namespace) -> int:
     except (BinlogError, ValueError) as e:
         print(f"binlake tail: {e}", file=sys.stderr)
         return 2
+    try:
+        out = _Output(args.output, state.output_offset if state is not None else None)
+    except (BinlogError, OSError) as e:
+        print(f"binlake tail: {e}", file=sys.stderr)
+        return 2
+    fmt_name = cast(Format, args.format)
+
+    def save(point: ResumePoint) -> None:
+        if args.state is not None:
+            offset = out.offset if args.output is not None else None
+            save_state(args.state, TailState(point, by, fmt_name, offset))
+
     client = ReplicationClient(options, start, follow=follow, decode_options=decode)
-    source: EventSource = ServerSource(client)
+    # a fresh state is written where the stream begins, before any transaction: a restart goes on from there
+    source: EventSource = ServerSource(client, on_start=save if state is None else None)
     fmt: _Text | _Debezium
     if args.format == "text":
         kept = _Kept(source)
@@ -379,21 +392,14 @@ def tail_main(args: argparse.Namespace) -> int:
     else:
         fmt = _Debezium(args)
     stream = ChangeStream(source, change_filter)
-    try:
-        out = _Output(args.output, state.output_offset if state is not None else None)
-    except (BinlogError, OSError) as e:
-        print(f"binlake tail: {e}", file=sys.stderr)
-        return 2
     status = 0
     try:
         if out.offset == 0:
             out.deliver(fmt.begin())
         for trx in stream:
             out.deliver(fmt.transaction(trx))
-            if args.state is not None:
-                assert trx.resume is not None  # a server source knows where it is after an event
-                offset = out.offset if args.output is not None else None
-                save_state(args.state, TailState(trx.resume, by, cast(Format, args.format), offset))
+            assert trx.resume is not None  # a server source knows where it is after an event
+            save(trx.resume)
         out.deliver(fmt.finish())  # not in the state: a restart cuts it off and goes on after the last transaction
     except KeyboardInterrupt:
         pass

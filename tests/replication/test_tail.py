@@ -144,31 +144,47 @@ def test_output_is_exactly_once_across_sigkills_and_a_server_restart(
     state, out = tmp_path / "tail.state", tmp_path / "changes.jsonl"
     args = ["--format", "debezium", "--state", str(state), "--output", str(out), *start]
     rng = random.Random(13)
-    stderr = b""
+    log = tmp_path / "stderr"
 
-    def kill(proc: subprocess.Popen[bytes]) -> None:
-        nonlocal stderr
-        proc.send_signal(signal.SIGKILL)
-        stderr += proc.communicate()[1]
+    def start_tail() -> subprocess.Popen[bytes]:
+        """A following tail, once it is connected (its log says where it reads from)."""
+        seen = log.read_bytes().count(b"reading from") if log.exists() else 0
+        with log.open("ab") as err:
+            proc = subprocess.Popen(tail_cmd(fresh_server, user, *args), env=ENV, stderr=err)
+        deadline = time.monotonic() + 60
+        while log.read_bytes().count(b"reading from") == seen:
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        return proc
 
     for k in range(1, 5):
-        proc = subprocess.Popen(tail_cmd(fresh_server, user, *args), env=ENV, stderr=subprocess.PIPE)
+        proc = start_tail()
         batch(server, k, big=k % 2 == 1)
         if k == 3:  # the server restarts under a running tail: it reconnects and goes on
             server.restart()
             batch(server, 30)
             time.sleep(2.0)
         time.sleep(rng.uniform(0.0, 0.6))
-        kill(proc)  # k = 1, 2: SIGKILLs while the workload streams (k = 4: the last one, before the catch-up)
+        proc.send_signal(signal.SIGKILL)  # k = 1, 2 (and 4, before the catch-up): while the workload streams
+        proc.wait()
+        if k == 2:  # what a kill between a transaction's write and its state leaves: the restart cuts it off
+            with out.open("ab") as f:
+                f.write(b'{"before":null,"after":{"id":')
     server.flush_logs()
     batch(server, 9)
     done = run_tail(fresh_server, user, *args, "--no-follow")
-    stderr += done.stderr
+    stderr = log.read_bytes() + done.stderr
     assert done.returncode == 0, done.stderr.decode()
+
+    whole = out.read_bytes()
+    with out.open("ab") as f:  # once more, with nothing new on the server: the file is cut back to the state's end
+        f.write(b'{"before":null,')
+    again = run_tail(fresh_server, user, *args, "--no-follow")
+    assert again.returncode == 0 and out.read_bytes() == whole, again.stderr.decode()
 
     text = stderr.decode("utf-8", "replace")
     assert "reconnecting" in text  # the restart: one line per attempt
-    assert "cut back" in text  # a kill left a transaction's start in the file: it was cut off
+    assert "cut back" in text
     assert PASSWORD not in text and PASSWORD not in state.read_text()
     saved = load_state(state)
     assert saved is not None and saved.by == by and saved.output_offset == out.stat().st_size

@@ -346,3 +346,11 @@ def test_the_state_round_trips_and_refuses_anything_else(tmp_path: Path) -> None
             TailState.from_json(json.dumps(bad))
     with pytest.raises(ReplicationError):
         TailState.from_json(b"\xff")
+
+
+def test_from_takes_a_file_and_a_position() -> None:
+    assert StartAt.parse_at("binlog.000003") == StartAt.at("binlog.000003", 4)
+    assert StartAt.parse_at("binlog.000003:1234") == StartAt.at("binlog.000003", 1234)
+    for bad in ("", ":4", "binlog.000003:", "binlog.000003:x", "binlog.000003:2"):
+        with pytest.raises(ReplicationError):
+            StartAt.parse_at(bad)

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from binlake.errors import ReplicationError
 
-__all__ = ["RESUME_POINT_VERSION", "Flavor", "ResumePoint", "StartAt", "binlog_order"]
+__all__ = ["RESUME_POINT_VERSION", "Flavor", "ResumePoint", "StartAt", "binlog_order", "load_json", "record_fields"]
 
 RESUME_POINT_VERSION = 1
 Flavor = Literal["mariadb", "mysql"]
@@ -75,10 +75,7 @@ class ResumePoint:
     def from_dict(cls, data: object) -> ResumePoint:
         """Read :meth:`to_dict`'s output; anything else (other versions, missing or extra fields, wrong types)
         raises :class:`~binlake.errors.ReplicationError`."""
-        fields = {"version", "file", "position", "gtid", "flavor"}
-        if not isinstance(data, dict) or set(data) != fields:
-            keys = sorted(data) if isinstance(data, dict) else type(data).__name__
-            raise ReplicationError(f"resume point needs exactly the fields {sorted(fields)}, has {keys}")
+        data = record_fields(data, {"version", "file", "position", "gtid", "flavor"}, "resume point")
         if not isinstance(data["file"], str):
             raise ReplicationError(f"resume point file is not text: {data['file']!r}")
         return cls(data["file"], data["position"], data["gtid"], data["flavor"], data["version"])
@@ -86,11 +83,7 @@ class ResumePoint:
     @classmethod
     def from_json(cls, text: str | bytes) -> ResumePoint:
         """Read :meth:`to_json`'s output (as :meth:`from_dict`)."""
-        try:
-            data: Any = json.loads(text)
-        except (ValueError, UnicodeDecodeError) as e:
-            raise ReplicationError(f"resume point is not JSON: {e}") from None
-        return cls.from_dict(data)
+        return cls.from_dict(load_json(text, "resume point"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +109,14 @@ class StartAt:
         return cls("gtid", None, 4, gtid)
 
     @classmethod
+    def parse_at(cls, text: str) -> StartAt:
+        """``FILE`` or ``FILE:POS`` (a command line's ``--from``) as a position start."""
+        file, colon, pos = text.partition(":")
+        if not file or (colon and not pos.isdigit()):
+            raise ReplicationError(f"a start is FILE or FILE:POS, not {text!r}")
+        return cls.at(file, int(pos) if pos else 4)
+
+    @classmethod
     def oldest(cls) -> StartAt:
         return cls("oldest")
 
@@ -131,6 +132,23 @@ class StartAt:
                 raise ReplicationError("the resume point has no GTID state to resume by")
             return cls("gtid", point.file, point.position, point.gtid)
         return cls("position", point.file, point.position)
+
+
+def load_json(text: str | bytes, what: str) -> Any:
+    """``text`` parsed as JSON; else a :class:`~binlake.errors.ReplicationError` (``what`` names the record)."""
+    try:
+        return json.loads(text)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ReplicationError(f"{what} is not JSON: {e}") from None
+
+
+def record_fields(data: object, fields: set[str], what: str) -> dict[str, Any]:
+    """``data`` as a JSON record with exactly ``fields``; else a :class:`~binlake.errors.ReplicationError` saying
+    what it has (``what`` names the record)."""
+    if not isinstance(data, dict) or set(data) != fields:
+        keys = sorted(data) if isinstance(data, dict) else type(data).__name__
+        raise ReplicationError(f"{what} needs exactly the fields {sorted(fields)}, has {keys}")
+    return data
 
 
 def binlog_order(name: str) -> tuple[str, int]:

@@ -43,7 +43,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Literal, cast
+from typing import IO, Literal, cast
 
 from binlake.changes.filters import add_filter_arguments, filter_from_args
 from binlake.changes.records import Transaction
@@ -52,7 +52,8 @@ from binlake.changes.stream import ChangeStream
 from binlake.errors import BinlogError, ReplicationError
 from binlake.events.base import Event
 from binlake.render import add_decode_arguments, decode_options
-from binlake.replication.position import Flavor, ResumePoint, StartAt
+from binlake.render.changes import add_debezium_arguments, debezium_encoder
+from binlake.replication.position import Flavor, ResumePoint, StartAt, load_json, record_fields
 
 __all__ = ["TAIL_STATE_VERSION", "TailState", "add_tail_arguments", "load_state", "save_state", "tail_main"]
 
@@ -103,13 +104,7 @@ class TailState:
     @classmethod
     def from_json(cls, text: str | bytes) -> TailState:
         """Read :meth:`to_json`'s output; anything else raises :class:`~binlake.errors.ReplicationError`."""
-        try:
-            data: Any = json.loads(text)
-        except (ValueError, UnicodeDecodeError) as e:
-            raise ReplicationError(f"tail state is not JSON: {e}") from None
-        if not isinstance(data, dict) or set(data) != _FIELDS:
-            keys = sorted(data) if isinstance(data, dict) else type(data).__name__
-            raise ReplicationError(f"tail state needs exactly the fields {sorted(_FIELDS)}, has {keys}")
+        data = record_fields(load_json(text, "tail state"), _FIELDS, "tail state")
         resume = ResumePoint.from_dict(data["resume"])
         return cls(resume, data["by"], data["format"], data["output_offset"], data["version"])
 
@@ -269,9 +264,7 @@ class _Debezium:
     """``binlake changes --format debezium``'s JSON lines."""
 
     def __init__(self, args: argparse.Namespace) -> None:
-        from binlake.render.changes.debezium import DebeziumEncoder, DebeziumOptions
-
-        self.encoder = DebeziumEncoder(DebeziumOptions(name=args.name))
+        self.encoder = debezium_encoder(args)
 
     def begin(self) -> bytes:
         return b""
@@ -314,13 +307,7 @@ def add_tail_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="write here instead of standard output, exactly once across restarts with --state",
     )
-    parser.add_argument(
-        "--name",
-        "--topic-prefix",
-        dest="name",
-        default="binlake",
-        help="debezium: the logical server name (source.name; Debezium's topic.prefix), default binlake",
-    )
+    add_debezium_arguments(parser)
     add_filter_arguments(parser, positions=False)
     add_decode_arguments(parser, on_error=False)
     add_connection_arguments(parser)
@@ -330,11 +317,7 @@ def _start(args: argparse.Namespace, state: TailState | None) -> tuple[StartAt, 
     if state is not None:
         return StartAt.resume(state.resume, by=state.by), state.by
     if args.from_:
-        file, _, pos = args.from_.partition(":")
-        try:
-            return StartAt.at(file, int(pos) if pos else 4), "position"
-        except ValueError:
-            raise ReplicationError(f"--from takes FILE or FILE:POS, not {args.from_!r}") from None
+        return StartAt.parse_at(args.from_), "position"
     if args.gtid is not None:
         return StartAt.after_gtid(args.gtid), "gtid"
     return (StartAt.oldest() if args.from_start else StartAt.current()), "position"

@@ -24,6 +24,7 @@ from tests.replication.conftest import PASSWORD, ReplServer, batch, idle
 from binlake.changes import ChangeStream, FileSource
 from binlake.errors import ReplicationError
 from binlake.events.base import EventType
+from binlake.events.gtid import BinlogCheckpointEvent
 from binlake.reader import read_events
 from binlake.render.changes.debezium import DebeziumEncoder
 from binlake.render.changes.tail import TailState, load_state, save_state
@@ -224,10 +225,15 @@ def _in_use(text: bytes) -> bytes:
 
 
 def settled(server: MariaDBServer) -> None:
-    """Wait for the BINLOG_CHECKPOINT the server writes into its new binlog a moment after a rotation."""
+    """Wait for the BINLOG_CHECKPOINT naming the new binlog itself, which the server writes into it a moment after a
+    rotation (once the transactions of the file before are durable in the engine)."""
     deadline = time.monotonic() + 30
+    current = server.current_binlog()
     while time.monotonic() < deadline:
-        if any(ev.type == "BINLOG_CHECKPOINT_EVENT" for ev in read_events(server.current_binlog(), stop=1 << 20)):
+        if any(
+            isinstance(ev, BinlogCheckpointEvent) and ev.binlog_file == current.name
+            for ev in read_events(current, stop=1 << 20)
+        ):
             return
         time.sleep(0.1)
     raise AssertionError("no binlog checkpoint")
@@ -242,6 +248,16 @@ def test_no_follow_from_the_start_equals_dump_and_changes_of_the_files(repl_serv
     assert text.returncode == 0, text.stderr.decode()
     dumped = subprocess.run([sys.executable, "-m", "binlake", "dump", *files], capture_output=True, check=True)
     assert _in_use(text.stdout) == _in_use(dumped.stdout)
+
+    # into a file with a state: a second run (nothing new) cuts the closing lines off, reads on from the last
+    # transaction and writes them again: the same text
+    owned, text_state = tmp_path / "dump.txt", tmp_path / "text.state"
+    for _ in range(2):
+        again = run_tail(repl_server, "repl_native", "--from-start", "--no-follow", "--state", f"{text_state}",
+                         "--output", f"{owned}")  # fmt: skip
+        assert again.returncode == 0, again.stderr.decode()
+        assert _in_use(owned.read_bytes()) == _in_use(dumped.stdout)
+    assert b"cut back" in again.stderr
 
     state = tmp_path / "s"
     js = run_tail(

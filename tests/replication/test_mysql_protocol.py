@@ -92,8 +92,8 @@ def test_a_tagged_gtid_resumption_inside_a_transaction(fake: FakeMySQL) -> None:
     assert [str(dump.gtid_set) for dump in fake.dumps] == [start] * 3
     assert [(se.start, se.event.type) for se in got] == [(e.header.pos, e.type) for e in read_events(fake.binlog)]
     assert client.gtid_state == "55778904-0299-11f1-b1b8-4ef0c4956feb:1-13:mytag:1-3"
-    point = client.resume_point  # after the transaction's end: its GTID is in the state (inside it, it was not)
-    assert point is not None and point.flavor == "mysql" and point.gtid == client.gtid_state
+    point = client.resume_point
+    assert point is not None and point.flavor == "mysql" and point.gtid == start
     assert (point.file, point.position) == ("binlog.000005", 4)
 
 

@@ -16,9 +16,7 @@ the server still has).
 
 For the tail and the live ingest: :attr:`ReplicationClient.resume_point` is, after each event yielded, the
 :class:`~binlake.replication.position.ResumePoint` that continues right after it (store it at transaction ends
-and start a later client with ``StartAt.resume(point)``).  Its GTID state covers every event group that ended:
-after a transaction's last event (as :class:`binlake.transactions.Transactions` tells it) it includes that
-transaction, inside one it is the state before it.  :attr:`ReplicationClient.gtid_state` is the GTID state
+and start a later client with ``StartAt.resume(point)``); :attr:`ReplicationClient.gtid_state` is the GTID state
 including the group in flight.
 
 Example::
@@ -48,7 +46,6 @@ from binlake.replication.gtid import GtidTracker, MariaGtidPosition, encode_gtid
 from binlake.replication.options import ConnectionOptions
 from binlake.replication.position import ResumePoint, StartAt, binlog_order
 from binlake.replication.stream import ReplicationStream, StreamEvent
-from binlake.transactions import Transactions
 
 __all__ = ["ReplicationClient"]
 
@@ -96,7 +93,6 @@ class ReplicationClient:
         self._skipped = 0
         self._closed = False
         self._gtid: GtidTracker | None = None
-        self._groups = Transactions()  # where the event groups the GTID tracker follows end
 
     # -- what a caller keeps -----------------------------------------------------------------------------------
 
@@ -204,7 +200,6 @@ class ReplicationClient:
         if start.kind == "gtid":
             assert start.gtid is not None and self._gtid is not None
             self.stream.reset(gtid=start.gtid)
-            self._groups = Transactions()  # the server replays from the start of a group
             # The server replays from the group after ``start.gtid``; the tracker replays with it (the events
             # dropped below as already delivered are observed again), so its state is what it was the first time.
             self._gtid.set_baseline(start.gtid)
@@ -270,9 +265,7 @@ class ReplicationClient:
     def _observe_gtid(self, ev: Event) -> None:
         tracker = self._gtid
         assert tracker is not None
-        if self._groups.event(ev).ends:
-            tracker.group_ended()
-        elif isinstance(ev, MariaGtidEvent):
+        if isinstance(ev, MariaGtidEvent):
             tracker.add(ev.gtid)
         elif isinstance(ev, GtidEvent):
             if not ev.anonymous:

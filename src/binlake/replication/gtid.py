@@ -178,11 +178,10 @@ def encode_gtid_set(gtid_set: GtidSet) -> bytes:
 
 class GtidTracker:
     """The GTID state of a stream, event by event: :attr:`state` covers every event group seen (its GTID event
-    seen), :attr:`resume_state` every group that ended: the latest group is left out while it is in flight, from
-    its GTID event until :meth:`group_ended` says its last event was seen (the caller knows transaction ends:
-    :mod:`binlake.transactions`; see :mod:`binlake.replication.position`).  A baseline comes from the start
-    (:meth:`set_baseline`) or from the state each binlog file starts with (MariaDB GTID_LIST, MySQL PREVIOUS_GTIDS);
-    before one, both are ``None`` (a partial state would make a GTID start replay whole domains).
+    seen), :attr:`resume_state` every group but the latest, which may still be in flight (see
+    :mod:`binlake.replication.position`).  A baseline comes from the start (:meth:`set_baseline`) or from the
+    state each binlog file starts with (MariaDB GTID_LIST, MySQL PREVIOUS_GTIDS); before one, both are ``None``
+    (a partial state would make a GTID start replay whole domains).
 
     Example::
 
@@ -190,8 +189,6 @@ class GtidTracker:
         >>> t.set_baseline("0-1-5")
         >>> t.add(MariaGtid(0, 1, 6)); (t.state, t.resume_state)
         ('0-1-6', '0-1-5')
-        >>> t.group_ended(); t.resume_state
-        '0-1-6'
     """
 
     def __init__(self, flavor: str) -> None:
@@ -228,10 +225,6 @@ class GtidTracker:
                 self._maria_before, self._maria = self._maria, self._maria.with_gtid(gtid)
         elif self._mysql is not None:
             self._mysql_before, self._mysql = self._mysql, add_gtid(self._mysql, *gtid)
-
-    def group_ended(self) -> None:
-        """The last event of the latest group was seen: :attr:`resume_state` covers it from now on."""
-        self._maria_before, self._mysql_before = self._maria, self._mysql
 
     @property
     def state(self) -> str | None:

@@ -2,12 +2,19 @@
 typed, versioned record the tail and the live ingest store).  Sans-IO, standard library only.
 
 A resume point names the server's binlog ``file`` and the ``position`` in it where the next event to deliver starts,
-and ``gtid``: the server's GTID state (MariaDB ``domain-server-seq,...``, MySQL GTID set) covering every event group
-that ended at or before ``position`` (a point inside a group has the state before that group; one at a group's end
-includes it).  Resuming by position is exact on the same server.  Resuming by GTID restarts at the first group not
-in ``gtid``; the client then drops the events of ``file`` that end at or before ``position`` (the part of that group
-already delivered), so a point taken inside a group is still exact on the same server, and a point taken at a
-group's end (what the tail stores) is exact on any server of the replication topology.
+and ``gtid``: the server's GTID state (MariaDB ``domain-server-seq,...``, MySQL GTID set).  Two kinds exist:
+
+* the replication client's, after any event (:attr:`ReplicationClient.resume_point
+  <binlake.replication.client.ReplicationClient.resume_point>`): ``gtid`` covers every event group before the latest
+  one, which may be in flight.  Resuming by GTID restarts at that group; the client drops the events of ``file``
+  that end at or before ``position`` (the part already delivered), so the point is exact, event for event, on the
+  same server, events between groups included;
+* a change stream's, after a whole transaction (:attr:`Transaction.resume
+  <binlake.changes.records.Transaction.resume>`, what the tail stores): ``gtid`` is the state at the transaction's
+  end, that transaction included.  Resuming by GTID goes on with the next transaction, on any server of the
+  replication topology (events between transactions that end a file, its STOP or ROTATE, are not read again).
+
+Resuming by position is exact on the same server for both.
 
 Example::
 

@@ -332,13 +332,22 @@ def _check_state(state: TailState, args: argparse.Namespace) -> None:
         raise ReplicationError(f"{args.state} is the state of a tail that wrote to {wrote}")
 
 
+def _log_to_stderr() -> None:
+    """binlake's log lines (connections, each reconnection attempt, a cut-back output) on stderr, timestamped."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("binlake tail: %(asctime)s %(message)s"))
+    root = logging.getLogger("binlake")
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+
+
 def tail_main(args: argparse.Namespace) -> int:
     """Run ``binlake tail``: 0 at the server's end (``--no-follow``) or on Ctrl-C, 1 when reading fails, 2 for bad
     arguments."""
     from binlake.replication.client import ReplicationClient
     from binlake.replication.options import connection_from_args
 
-    logging.basicConfig(level=logging.INFO, format="binlake tail: %(asctime)s %(message)s", stream=sys.stderr)
+    _log_to_stderr()
     follow = not args.no_follow
     try:
         if args.key_file is not None:

@@ -188,7 +188,7 @@ def advance(
     """The end of the next micro-batch from ``start``: every whole transaction there is, at most ``max_bytes`` of
     them (at least one), not beyond ``target`` (an offset of :func:`available_end`: Trigger.AvailableNow).  Returns
     ``start`` itself when there is nothing new (its GTID state is left for the caller to carry)."""
-    if not files:
+    if not files or (target is not None and target.file is None):
         return start
     i = _index(files, start)
     pos = start.pos if start.file is not None else 4
@@ -357,25 +357,25 @@ class LiveSource:
         Mirror(Path(self.mirror), self.options(), start=start, follow=False).run()
 
     def initial(self) -> StreamOffset:
-        """Where a new query starts: the mirror's first file if it holds one, else the server's oldest binlog or
-        its current end (``startingPosition``), whose file the mirror then copies from its start."""
+        """Where a new query starts (``startingPosition``): ``latest``, the server's current end (an empty mirror
+        then copies from the start of that file); ``earliest``, the mirror's first file, or for an empty mirror
+        the server's oldest binlog."""
         from binlake.replication.connection import ReplicationConnection
         from binlake.replication.position import StartAt
 
+        if self.starting == "latest":
+            with ReplicationConnection(self.options()) as conn:
+                conn.open()
+                file, pos, gtid = conn.binlog_status()
+                if gtid is None:
+                    gtid = conn.binlog_gtid_pos(file, pos)
+            self.catch_up(StartAt.at(file))
+            return StreamOffset(file, pos, gtid)
         have = self.files()
-        if have:
-            return StreamOffset(have[0].name)
-        if self.starting == "earliest":
+        if not have:
             self.catch_up(StartAt.oldest())
             have = self.files()
-            return StreamOffset(have[0].name if have else None)
-        with ReplicationConnection(self.options()) as conn:
-            conn.open()
-            file, pos, gtid = conn.binlog_status()
-            if gtid is None:
-                gtid = conn.binlog_gtid_pos(file, pos)
-        self.catch_up(StartAt.at(file))
-        return StreamOffset(file, pos, gtid)
+        return StreamOffset(have[0].name if have else None)
 
 
 # -- the Spark stream reader ---------------------------------------------------------------------------------------
@@ -468,6 +468,8 @@ def stream_reader(options: Mapping[str, str], view: str, split_bytes: int) -> Bi
     """The stream reader for the data source's (lowercased) ``options``: a server when ``host`` is given, else the
     folder ``path``."""
     text = options.get("maxbytespertrigger")
+    if text is not None and not text.isdigit():
+        raise BinlogError(f"binlake: maxBytesPerTrigger is a number of bytes, not {text!r}")
     max_bytes = int(text) if text else None
     if "host" in options:
         if options.get("path"):

@@ -132,16 +132,16 @@ def test_offset_record_round_trip_and_refusals() -> None:
 def test_live_options_refuse_a_password_and_need_a_mirror() -> None:
     base = {"host": "127.0.0.1", "user": "u", "serverid": "7", "mirror": "m"}
     with pytest.raises(BinlogError, match="passwordFile") as e:
-        stream_reader({**base, "password": "sekrit-pw"}, "changes", 1 << 20)
+        stream_reader({**base, "password": "sekrit-pw"}, "changes", 1 << 20, read_split)
     assert "sekrit-pw" not in str(e.value)
     with pytest.raises(BinlogError, match="mirror"):
-        stream_reader({k: v for k, v in base.items() if k != "mirror"}, "changes", 1 << 20)
+        stream_reader({k: v for k, v in base.items() if k != "mirror"}, "changes", 1 << 20, read_split)
     with pytest.raises(BinlogError, match="server-id"):
-        stream_reader({**base, "serverid": "x"}, "changes", 1 << 20)
+        stream_reader({**base, "serverid": "x"}, "changes", 1 << 20, read_split)
     with pytest.raises(BinlogError, match="startingPosition"):
-        stream_reader({**base, "startingposition": "middle"}, "changes", 1 << 20)
+        stream_reader({**base, "startingposition": "middle"}, "changes", 1 << 20, read_split)
     with pytest.raises(BinlogError, match="not both"):
-        stream_reader({**base, "path": "/x"}, "changes", 1 << 20)
+        stream_reader({**base, "path": "/x"}, "changes", 1 << 20, read_split)
 
 
 def test_offsets_while_a_folder_grows_are_whole_transaction_ends(workload_binlogs: Any, tmp_path: Path) -> None:
@@ -304,7 +304,7 @@ def test_a_server_streamed_through_a_mirror(spark: Any, fresh_server: ReplServer
     def sink(df: Any, batch_id: int) -> None:
         got.extend(spark_rows(df))
 
-    def start(trigger: dict[str, Any]) -> Any:
+    def start(trigger: dict[str, Any], starting: str = "earliest", ckpt: Path = ckpt, mirror: Path = mirror) -> Any:
         df = (
             spark.readStream.format("binlake")
             .option("host", "127.0.0.1")
@@ -313,7 +313,7 @@ def test_a_server_streamed_through_a_mirror(spark: Any, fresh_server: ReplServer
             .option("serverId", 4343)
             .option("passwordFile", str(pw))
             .option("mirror", str(mirror))
-            .option("startingPosition", "earliest")
+            .option("startingPosition", starting)
             .option("maxBytesPerTrigger", 1 << 20)
             .load()
         )
@@ -341,4 +341,16 @@ def test_a_server_streamed_through_a_mirror(spark: Any, fresh_server: ReplServer
         if p.is_file():
             assert PASSWORD.encode() not in p.read_bytes(), p
     last = StreamOffset.from_dict(json.loads(query.lastProgress["sources"][0]["endOffset"]))
-    assert last.gtid is not None and last.gtid.startswith("0-1-")
+    assert last.gtid == server.query("SELECT @@gtid_binlog_pos")[0][0]  # every group streamed, the state followed
+
+    # startingPosition=latest: a new query (checkpoint, mirror) starts at the server's end, takes only what follows
+    got.clear()
+    file, pos = server.query("SHOW MASTER STATUS")[0][:2]
+    later = {"starting": "latest", "ckpt": tmp_path / "ckpt2", "mirror": tmp_path / "mirror2"}
+    query = start({"availableNow": True}, **later)
+    assert query.awaitTermination(300) and query.exception() is None and got == []
+    batch(server, 9)
+    query = start({"availableNow": True}, **later)
+    assert query.awaitTermination(300) and query.exception() is None
+    new = spark_rows(spark.read.format("binlake").load(str(files[0].parent / str(file))).where(f"pos >= {pos}"))
+    assert len(new) > 40 and Counter(got) == Counter(new)

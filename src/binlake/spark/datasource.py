@@ -136,4 +136,4 @@ class BinlakeDataSource(DataSource):
         from binlake.spark.streaming import stream_reader
 
         options = {str(k).lower(): str(v) for k, v in dict(self.options).items()}
-        return stream_reader(options, self._view(), int(self._opt("splitBytes", str(DEFAULT_SPLIT_BYTES))))
+        return stream_reader(options, self._view(), int(self._opt("splitBytes", str(DEFAULT_SPLIT_BYTES))), read_split)

@@ -49,7 +49,7 @@ from __future__ import annotations
 import argparse
 import os
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -77,6 +77,9 @@ __all__ = [
 
 STREAM_OFFSET_VERSION = 1
 _FIELDS = ("version", "file", "pos", "gtid")
+ReadSplit = Callable[[Split, str], Iterator[pa.RecordBatch]]
+"""The rows of one view of one split: the batch source's :func:`~binlake.spark.datasource.read_split`, which the
+data source hands over (this module does not import the data source that registers it)."""
 _GTID_STATE_EVENTS = GTID_EVENTS | {EventType.GTID_LIST_EVENT, EventType.PREVIOUS_GTIDS_LOG_EVENT}
 
 
@@ -191,6 +194,8 @@ def advance(
     if not files or (target is not None and target.file is None):
         return start
     i = _index(files, start)
+    if target is not None and _index(files, target) < i:
+        return start
     pos = start.pos if start.file is not None else 4
     budget = max_bytes
     while True:
@@ -246,8 +251,8 @@ def stream_splits(
 
 def gtid_after(splits: Iterable[Split], state: str | None) -> str | None:
     """The GTID state after reading ``splits`` from a point whose state is ``state``: each GTID event's group added,
-    a file's GTID_LIST / PREVIOUS_GTIDS taken while no state is known
-    (:class:`~binlake.replication.gtid.GtidTracker`)."""
+    a file's GTID_LIST / PREVIOUS_GTIDS taken while no state is known (:meth:`GtidTracker.observe
+    <binlake.replication.gtid.GtidTracker.observe>`: the client's rule)."""
     from binlake.replication.gtid import GtidTracker
 
     tracker: GtidTracker | None = None
@@ -262,15 +267,7 @@ def gtid_after(splits: Iterable[Split], state: str | None) -> str | None:
                 tracker = GtidTracker("mariadb" if isinstance(ev, MariaGtidEvent | GtidListEvent) else "mysql")
                 if state is not None:
                     tracker.set_baseline(state)
-            if isinstance(ev, MariaGtidEvent):
-                tracker.add(ev.gtid)
-            elif isinstance(ev, GtidEvent):
-                if not ev.anonymous:
-                    tracker.add((ev.uuid, ev.tag, ev.gno))
-            elif isinstance(ev, GtidListEvent):
-                tracker.set_file_state(ev.gtids)
-            elif isinstance(ev, PreviousGtidsEvent):
-                tracker.set_file_state(ev.gtid_set)
+            tracker.observe(ev)
     return state if tracker is None else tracker.state
 
 
@@ -350,31 +347,38 @@ class LiveSource:
 
         return list_binlogs(self.mirror) if os.path.isdir(self.mirror) else []
 
-    def catch_up(self, start: Any = None) -> None:
-        """Copy what the server has written since the last call into the mirror (a non-blocking dump)."""
+    def catch_up(self) -> None:
+        """Copy what the server has written since the last call into the mirror (a non-blocking dump).  An empty
+        mirror starts where ``startingPosition`` says: at the server's oldest binlog, or at the start of the one
+        it writes now."""
         from binlake.replication.mirror import Mirror
-
-        Mirror(Path(self.mirror), self.options(), start=start, follow=False).run()
-
-    def initial(self) -> StreamOffset:
-        """Where a new query starts (``startingPosition``): ``latest``, the server's current end (an empty mirror
-        then copies from the start of that file); ``earliest``, the mirror's first file, or for an empty mirror
-        the server's oldest binlog."""
-        from binlake.replication.connection import ReplicationConnection
         from binlake.replication.position import StartAt
 
+        start = None
+        if not self.files():
+            start = StartAt.oldest() if self.starting == "earliest" else StartAt.at(self.status()[0])
+        Mirror(Path(self.mirror), self.options(), start=start, follow=False).run()
+
+    def status(self) -> tuple[str, int, str | None]:
+        """The server's current end: file, position and GTID state there (MySQL's executed set, MariaDB's
+        ``BINLOG_GTID_POS``)."""
+        from binlake.replication.connection import ReplicationConnection
+
+        with ReplicationConnection(self.options()) as conn:
+            conn.open()
+            file, pos, gtid = conn.binlog_status()
+            return file, pos, gtid if gtid is not None else conn.binlog_gtid_pos(file, pos)
+
+    def initial(self) -> StreamOffset:
+        """Where a new query starts (``startingPosition``): ``latest``, the server's current end; ``earliest``, the
+        mirror's first file (for an empty mirror, the server's oldest binlog, copied first)."""
         if self.starting == "latest":
-            with ReplicationConnection(self.options()) as conn:
-                conn.open()
-                file, pos, gtid = conn.binlog_status()
-                if gtid is None:
-                    gtid = conn.binlog_gtid_pos(file, pos)
-            self.catch_up(StartAt.at(file))
+            file, pos, gtid = self.status()
+            self.catch_up()
             return StreamOffset(file, pos, gtid)
+        if not self.files():
+            self.catch_up()
         have = self.files()
-        if not have:
-            self.catch_up(StartAt.oldest())
-            have = self.files()
         return StreamOffset(have[0].name if have else None)
 
 
@@ -401,6 +405,7 @@ class BinlakeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         live: LiveSource | None,
         split_bytes: int,
         max_bytes: int | None,
+        read: ReadSplit,
     ) -> None:
         if (path is None) == (live is None):
             raise BinlogError("binlake: stream a folder (load(PATH)) or a server (option host), not both")
@@ -411,6 +416,7 @@ class BinlakeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.live = live
         self.split_bytes = split_bytes
         self.max_bytes = max_bytes
+        self.read_split = read
         self._target: StreamOffset | None = None  # Trigger.AvailableNow: where the catch-up ends
 
     def _files(self, *, refresh: bool) -> list[BinlogFile]:
@@ -455,18 +461,16 @@ class BinlakeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return [StreamPartition(s) for s in stream_splits(files, begin, finish, split_bytes=self.split_bytes)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        from binlake.spark.datasource import read_split
-
         assert isinstance(partition, StreamPartition)
-        yield from read_split(partition.split, self.view)
+        yield from self.read_split(partition.split, self.view)
 
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to release: the files stay (a mirror is a backup; purge it with the server's own tools)."""
 
 
-def stream_reader(options: Mapping[str, str], view: str, split_bytes: int) -> BinlakeStreamReader:
+def stream_reader(options: Mapping[str, str], view: str, split_bytes: int, read: ReadSplit) -> BinlakeStreamReader:
     """The stream reader for the data source's (lowercased) ``options``: a server when ``host`` is given, else the
-    folder ``path``."""
+    folder ``path``; ``read``: the batch source's rows of a split (:func:`binlake.spark.datasource.read_split`)."""
     text = options.get("maxbytespertrigger")
     if text is not None and not text.isdigit():
         raise BinlogError(f"binlake: maxBytesPerTrigger is a number of bytes, not {text!r}")
@@ -474,10 +478,9 @@ def stream_reader(options: Mapping[str, str], view: str, split_bytes: int) -> Bi
     if "host" in options:
         if options.get("path"):
             raise BinlogError("binlake: stream a folder (load(PATH)) or a server (option host), not both")
-        return BinlakeStreamReader(
-            view, path=None, live=LiveSource.from_options(options), split_bytes=split_bytes, max_bytes=max_bytes
-        )
+        live = LiveSource.from_options(options)
+        return BinlakeStreamReader(view, path=None, live=live, split_bytes=split_bytes, max_bytes=max_bytes, read=read)
     path = options.get("path", "")
     if not path:
         raise BinlogError('binlake: give a folder (spark.readStream.format("binlake").load(PATH)) or option host')
-    return BinlakeStreamReader(view, path=path, live=None, split_bytes=split_bytes, max_bytes=max_bytes)
+    return BinlakeStreamReader(view, path=path, live=None, split_bytes=split_bytes, max_bytes=max_bytes, read=read)

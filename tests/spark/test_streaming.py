@@ -129,6 +129,18 @@ def test_offset_record_round_trip_and_refusals() -> None:
             StreamOffset.from_dict(bad)
 
 
+def test_a_range_ending_before_a_partial_event_reads_cleanly(workload_binlogs: Any, tmp_path: Path) -> None:
+    """``read_events(stop=...)`` stops at ``stop`` without reading on into a partial event (the growing file's end
+    that a micro-batch leaves for later)."""
+    source = max(workload_binlogs.files, key=lambda p: p.stat().st_size)
+    table = header_table(source)
+    k = len(table) // 2
+    cut = tmp_path / source.name
+    cut.write_bytes(source.read_bytes()[: table.positions[k] + table.sizes[k] // 2])  # event k cut in half
+    got = [ev.header.pos for ev in read_events(cut, stop=table.positions[k])]
+    assert got == list(table.positions[:k])
+
+
 def test_live_options_refuse_a_password_and_need_a_mirror() -> None:
     base = {"host": "127.0.0.1", "user": "u", "serverid": "7", "mirror": "m"}
     with pytest.raises(BinlogError, match="passwordFile") as e:

@@ -30,7 +30,16 @@ import uuid as _uuid
 from dataclasses import dataclass
 
 from binlake.errors import ReplicationError
-from binlake.events.gtid import GtidInterval, GtidSet, MariaGtid
+from binlake.events.base import Event
+from binlake.events.gtid import (
+    GtidEvent,
+    GtidInterval,
+    GtidListEvent,
+    GtidSet,
+    MariaGtid,
+    MariaGtidEvent,
+    PreviousGtidsEvent,
+)
 
 __all__ = [
     "GtidTracker",
@@ -225,6 +234,19 @@ class GtidTracker:
                 self._maria_before, self._maria = self._maria, self._maria.with_gtid(gtid)
         elif self._mysql is not None:
             self._mysql_before, self._mysql = self._mysql, add_gtid(self._mysql, *gtid)
+
+    def observe(self, event: Event) -> None:
+        """Follow one event of the stream: a GTID event adds its group (an anonymous one none), a file's GTID_LIST /
+        PREVIOUS_GTIDS gives the state it starts with (:meth:`set_file_state`); other events change nothing."""
+        if isinstance(event, MariaGtidEvent):
+            self.add(event.gtid)
+        elif isinstance(event, GtidEvent):
+            if not event.anonymous:
+                self.add((event.uuid, event.tag, event.gno))
+        elif isinstance(event, GtidListEvent):
+            self.set_file_state(event.gtids)
+        elif isinstance(event, PreviousGtidsEvent):
+            self.set_file_state(event.gtid_set)
 
     @property
     def state(self) -> str | None:

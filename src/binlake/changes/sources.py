@@ -24,7 +24,6 @@ from binlake.decoder import Decryptor
 from binlake.events.base import Event
 from binlake.events.context import DecodeOptions
 from binlake.events.format import FormatDescriptionEvent
-from binlake.events.gtid import GtidEvent, GtidListEvent, MariaGtidEvent, PreviousGtidsEvent
 from binlake.reader import read_events
 from binlake.schema import SchemaTracker
 
@@ -146,15 +145,7 @@ class FileSource:
 
                 self._flavor, self._gtids = flavor, GtidTracker(flavor)
         elif self._gtids is not None:
-            if isinstance(ev, MariaGtidEvent):
-                self._gtids.add(ev.gtid)
-            elif isinstance(ev, GtidEvent):
-                if not ev.anonymous:
-                    self._gtids.add((ev.uuid, ev.tag, ev.gno))
-            elif isinstance(ev, GtidListEvent):
-                self._gtids.set_file_state(ev.gtids)
-            elif isinstance(ev, PreviousGtidsEvent):
-                self._gtids.set_file_state(ev.gtid_set)
+            self._gtids.observe(ev)
 
 
 class ServerSource:

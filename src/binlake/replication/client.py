@@ -37,10 +37,8 @@ from collections.abc import Callable, Iterator
 
 from binlake.decoder import Decoder
 from binlake.errors import ConnectionLostError, ReplicationError
-from binlake.events.base import Event
 from binlake.events.context import DecodeOptions
 from binlake.events.control import RotateEvent
-from binlake.events.gtid import GtidEvent, GtidListEvent, MariaGtidEvent, PreviousGtidsEvent
 from binlake.replication.connection import ReplicationConnection, ServerInfo
 from binlake.replication.gtid import GtidTracker, MariaGtidPosition, encode_gtid_set, parse_gtid_set
 from binlake.replication.options import ConnectionOptions
@@ -231,7 +229,7 @@ class ReplicationClient:
                 ev = se.event
                 if se.in_file:
                     if self._gtid is not None:
-                        self._observe_gtid(ev)
+                        self._gtid.observe(ev)
                     if self._skip is not None:
                         if self._already_yielded(se):
                             self._skipped += 1
@@ -261,19 +259,6 @@ class ReplicationClient:
                         f"{self.options.address} ended the dump (shutting down?)", file=self._file, pos=self._position
                     )
                 return
-
-    def _observe_gtid(self, ev: Event) -> None:
-        tracker = self._gtid
-        assert tracker is not None
-        if isinstance(ev, MariaGtidEvent):
-            tracker.add(ev.gtid)
-        elif isinstance(ev, GtidEvent):
-            if not ev.anonymous:
-                tracker.add((ev.uuid, ev.tag, ev.gno))
-        elif isinstance(ev, GtidListEvent):
-            tracker.set_file_state(ev.gtids)
-        elif isinstance(ev, PreviousGtidsEvent):
-            tracker.set_file_state(ev.gtid_set)
 
     def _already_yielded(self, se: StreamEvent) -> bool:
         """After a GTID restart: ``se`` is at or before the point the last connection got to."""

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 import pymysql
+import pymysql.cursors
 import pymysql.err
 
 from binlake.errors import BinlogError, ConnectionLostError, ReplicationError, ReplicationTimeoutError
@@ -168,6 +169,11 @@ class ReplicationConnection:
         with translate_errors(self.options), self._connection().cursor() as cur:
             cur.execute(sql)
             return list(cur.fetchall())
+
+    def cursor(self, *, unbuffered: bool = False) -> pymysql.cursors.Cursor:
+        """A PyMySQL cursor of this connection (``unbuffered``: rows are read from the socket as they are fetched,
+        so a large result takes no more memory than a ``fetchmany``); run it inside :func:`translate_errors`."""
+        return self._connection().cursor(pymysql.cursors.SSCursor if unbuffered else pymysql.cursors.Cursor)
 
     def _row(self, sql: str) -> tuple[Any, ...]:
         rows = self.query(sql)

@@ -226,7 +226,7 @@ def test_snapshot_then_stream_equals_the_server(spark: Any, seeded: MariaDBServe
         writer.join()
     assert writer.error is None and writer.n > 20, writer.error
     assert result.reconciled > 0, lines  # the chunks were read at different points, and brought to one
-    assert result.rows["s.big"] > BIG - 200 and result.chunks_read >= BIG // CHUNK
+    assert result.rows["s.big"] > BIG * 0.9 and result.chunks_read >= BIG // CHUNK
     assert any("s.big: about" in line for line in lines) and any("rows landed" in line for line in lines)
     files = [str(f) for f in server.binlog_files()]
     ingest(spark, files, str(lake))
@@ -238,7 +238,7 @@ def test_snapshot_then_stream_equals_the_server(spark: Any, seeded: MariaDBServe
         n, bad = _compare_keyed(server, lake, db, table, key)
         cells, wrong = cells + n, wrong + bad
     assert not wrong, "\n".join(map(repr, wrong))[:8000]
-    assert cells > 300_000
+    assert cells > 250_000
     got, want = _nopk_state(lake, server, "s", "nopk")
     assert got == want and sum(want.values()) > 3
 

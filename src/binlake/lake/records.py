@@ -503,14 +503,12 @@ class SnapshotChunk:
 @dataclass(frozen=True, slots=True)
 class SnapshotPlan:
     """A snapshot's plan, written before any chunk is read: the lake batch it lands as, the point of the planning
-    transaction (where every table's columns and the chunk bounds were read), the binlogs before that point's file
-    with their sizes (the stream starts after them), the tables and the chunks."""
+    transaction (where every table's columns and the chunk bounds were read), the tables and the chunks."""
 
     VERSION: ClassVar[int] = 1
 
     batch: int
     point: SnapshotPoint
-    binlogs: tuple[tuple[str, int], ...]
     tables: tuple[SnapshotTable, ...]
     chunks: tuple[SnapshotChunk, ...]
 
@@ -520,7 +518,6 @@ class SnapshotPlan:
                 "version": self.VERSION,
                 "batch": self.batch,
                 "point": self.point.to_json(),
-                "binlogs": [list(b) for b in self.binlogs],
                 "tables": [t.to_json() for t in self.tables],
                 "chunks": [c.to_json() for c in self.chunks],
             },
@@ -534,7 +531,6 @@ class SnapshotPlan:
         return cls(
             int(v["batch"]),
             SnapshotPoint.from_json(v["point"]),
-            tuple((str(n), int(s)) for n, s in v["binlogs"]),
             tuple(SnapshotTable.from_json(t) for t in v["tables"]),
             tuple(SnapshotChunk.from_json(c) for c in v["chunks"]),
         )

@@ -154,9 +154,11 @@ def _bits(v: object) -> object:
 
 
 def _set(v: object) -> object:
+    """A SET's text (its members in definition order, comma-joined) as that list: the lake's value.  Not through
+    the members ``information_schema`` lists, which print a 4-byte character as ``?``."""
     if isinstance(v, str):
-        return frozenset(v.split(",")) if v else frozenset()
-    return frozenset(v) if isinstance(v, set | frozenset) else v
+        return v.split(",") if v else []
+    return v
 
 
 def _geometry(v: object) -> object:
@@ -175,7 +177,7 @@ def _same(v: object) -> object:
 
 def from_server(col: SnapshotColumn) -> Callable[[object], object]:
     """What turns PyMySQL's value of the column (read with :func:`select_expr`, session time zone ``+00:00``)
-    into the binlog decoder's Python value of the same cell."""
+    into the binlog decoder's Python value of the same cell (a SET: the lake's list, see :func:`_set`)."""
     dtype = col.data_type
     if dtype == "bit":
         return _bits

@@ -40,7 +40,6 @@ from binlake.lake.lake import Lake
 from binlake.lake.names import table_dir
 from binlake.lake.records import ChunkDone, SnapshotChunk, SnapshotPlan, SnapshotPoint, SnapshotTable
 from binlake.snapshot.chunks import ChunkWriter, chunk_record
-from binlake.snapshot.columns import to_column
 from binlake.snapshot.server import binlog_seq, lake_fields
 from binlake.spark.arrow import to_lake
 from binlake.values.row import ABSENT
@@ -64,18 +63,22 @@ def _image(names: Iterable[str], row: Iterable[Any] | None) -> dict[str, Any]:
     return dict(zip(names, row or (), strict=False))
 
 
-def _lake_rows(table: SnapshotTable, rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[set[str]]]:
+Members = dict[str, tuple[str, ...] | None]  # SET columns' members, as the binlog's table map names them
+
+
+def _lake_rows(
+    table: SnapshotTable, rows: list[dict[str, Any]], members: Members
+) -> tuple[list[dict[str, Any]], list[set[str]]]:
     """Binlog values -> the lake's (as Python values of the Arrow columns), and per row the columns it lacks."""
     fields = lake_fields(table)
-    cols = [to_column(i, c, None) for i, c in enumerate(table.columns)]
     out: list[dict[str, Any]] = [{} for _ in rows]
     absent: list[set[str]] = [set() for _ in rows]
-    for f, c in zip(fields, cols, strict=True):
+    for f in fields:
         values = [r.get(f.name, ABSENT) for r in rows]
         for i, v in enumerate(values):
             if v is ABSENT or v is _FROM_FILE:
                 absent[i].add(f.name)
-        lake = to_lake([None if v is _FROM_FILE else v for v in values], f.type, c.set_values).to_pylist()
+        lake = to_lake([None if v is _FROM_FILE else v for v in values], f.type, members.get(f.name)).to_pylist()
         for o, v in zip(out, lake, strict=True):
             o[f.name] = v
     return out, absent
@@ -105,6 +108,7 @@ def reconcile(
     wanted = {plan.chunks[i].table for i in behind}
     edits: dict[int, _Edits] = {i: _Edits() for i in behind}
     start = min(d.point for d in behind.values())
+    all_members: dict[str, Members] = {}
     log(f"snapshot: {len(behind)} chunk(s) read before {target.file}:{target.position}, bringing them forward")
 
     def chunk_of(key: str, first: object) -> int | None:
@@ -127,17 +131,22 @@ def reconcile(
                 continue
             table = tables[key]
             names = item.table.names
+            members = {n: c.set_values for n, c in zip(names, item.table.columns, strict=True)}
             for before, after in item.rows():
                 b, a = _image(names, before), _image(names, after)
                 if not table.primary_key:
                     i = chunks_of[key][0].index
                     if i in behind and at >= behind[i].point:
-                        _multiset(edits[i], table, b if before is not None else None, a if after is not None else None)
+                        _multiset(edits[i], table, b if before is not None else None, a if after is not None else None,
+                                  members)  # fmt: skip
                     continue
-                _keyed(edits, behind, table, chunk_of, at, b if before is not None else None, a if after is not None else None)
+                _keyed(edits, behind, table, chunk_of, at, b if before is not None else None,
+                       a if after is not None else None)  # fmt: skip
+                all_members.setdefault(key, {}).update(members)
     out = dict(done)
     for i, d in behind.items():
-        out[i] = _rewrite(lake, plan, tables[plan.chunks[i].table], d, edits[i], target)
+        key = plan.chunks[i].table
+        out[i] = _rewrite(lake, plan, tables[key], d, edits[i], target, all_members.get(key, {}))
     return out
 
 
@@ -177,13 +186,15 @@ def _keyed(
             edits[i].rows[ka] = row
 
 
-def _multiset(e: _Edits, table: SnapshotTable, before: dict[str, Any] | None, after: dict[str, Any] | None) -> None:
+def _multiset(
+    e: _Edits, table: SnapshotTable, before: dict[str, Any] | None, after: dict[str, Any] | None, members: Members
+) -> None:
     names = [c.name for c in table.columns]
     rows = [r for r in (before, after) if r is not None]
     if after is not None and before is not None:
         after = {**before, **{n: v for n, v in after.items() if v is not ABSENT}}
         rows = [before, after]
-    lake_rows, _ = _lake_rows(table, rows)
+    lake_rows, _ = _lake_rows(table, rows, members)
     if before is not None:
         e.counts[_key_repr(lake_rows[0], names)] -= 1
     if after is not None:
@@ -193,7 +204,13 @@ def _multiset(e: _Edits, table: SnapshotTable, before: dict[str, Any] | None, af
 
 
 def _rewrite(
-    lake: Lake, plan: SnapshotPlan, table: SnapshotTable, done: ChunkDone, e: _Edits, target: SnapshotPoint
+    lake: Lake,
+    plan: SnapshotPlan,
+    table: SnapshotTable,
+    done: ChunkDone,
+    e: _Edits,
+    target: SnapshotPoint,
+    members: Members,
 ) -> ChunkDone:
     """The chunk's rows as of ``target``: its file without the rows the edits replace, plus their new rows."""
     import time
@@ -207,8 +224,8 @@ def _rewrite(
     absent: list[set[str]] = []
     if keyed:
         live = [(k, r) for k, r in e.rows.items() if r is not None]
-        new_rows, absent = _lake_rows(table, [r for _, r in live])
-        key_rows, _ = _lake_rows(table, [dict(zip(table.primary_key, k, strict=True)) for k in e.rows])
+        new_rows, absent = _lake_rows(table, [r for _, r in live], members)
+        key_rows, _ = _lake_rows(table, [dict(zip(table.primary_key, k, strict=True)) for k in e.rows], members)
         lake_keys = {_key_repr(r, table.primary_key): k for r, k in zip(key_rows, e.rows, strict=True)}
     originals: dict[tuple[Any, ...], dict[str, Any]] = {}
     counts = Counter(e.counts)

@@ -106,7 +106,8 @@ def begin_snapshot(conn: ReplicationConnection) -> SnapshotPoint:
             "not snapshot MySQL (see the README): ingest with --no-snapshot"
         )
     with translate_errors(conn.options), conn.cursor() as cur:
-        cur.execute("SET SESSION time_zone = '+00:00', SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        cur.execute("SET SESSION time_zone = '+00:00'")
+        cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
         cur.execute("SHOW SESSION STATUS LIKE 'binlog_snapshot_%'")
         status = {str(k).lower(): str(v) for k, v in cur.fetchall()}
@@ -272,7 +273,9 @@ def read_chunk(
                 break
             values = transpose(list(got), width)
             arrays = [
-                to_lake([conv(v) for v in vs], f.type, c.set_values)
+                pa.array([conv(v) for v in vs], f.type)
+                if c.set_values is not None
+                else to_lake([conv(v) for v in vs], f.type, c.set_values)
                 for vs, conv, f, c in zip(values, convert, fields, cols, strict=True)
             ]
             yield pa.Table.from_arrays(arrays, schema=pa.schema(fields))

@@ -16,6 +16,6 @@ Example::
     take_snapshot(options, "lake/", runner=spark_runner(spark))
 """
 
-from binlake.snapshot.run import SnapshotResult, file_transactions, server_transactions, take_snapshot
+from binlake.snapshot.run import SnapshotResult, server_transactions, take_snapshot
 
-__all__ = ["SnapshotResult", "file_transactions", "server_transactions", "take_snapshot"]
+__all__ = ["SnapshotResult", "server_transactions", "take_snapshot"]

@@ -21,8 +21,8 @@ Example::
 from __future__ import annotations
 
 import time
-from decimal import Decimal
 from collections.abc import Iterable, Iterator
+from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
@@ -80,7 +80,9 @@ class ChunkWriter:
         self.table, self.point, self.ts_us = table, point, ts_us
         self.keyed = bool(table.primary_key)
         self._changes = ParquetSink(lake.changes(table.key), table.key, changes_schema(table), ["_op", "_file"])
-        self._current = ParquetSink(lake.current(table.key), table.key, current_schema(table), []) if self.keyed else None
+        self._current = (
+            ParquetSink(lake.current(table.key), table.key, current_schema(table), []) if self.keyed else None
+        )
         self.rows = 0
 
     def write(self, rows: pa.Table, seqs: Iterable[int] | None = None) -> None:
@@ -131,7 +133,9 @@ def write_chunk(lake: Lake, plan: SnapshotPlan, chunk: SnapshotChunk, address: S
     return done
 
 
-def run_chunks(lake: Lake, plan: SnapshotPlan, chunks: list[SnapshotChunk], address: ServerAddress) -> Iterator[ChunkDone]:
+def run_chunks(
+    lake: Lake, plan: SnapshotPlan, chunks: list[SnapshotChunk], address: ServerAddress
+) -> Iterator[ChunkDone]:
     """Read ``chunks`` one after the other in this process (the runner without Spark)."""
     for c in chunks:
         yield write_chunk(lake, plan, c, address)

@@ -87,6 +87,8 @@ def to_column(index: int, col: SnapshotColumn, pk: int | None) -> Column:
     words = col.column_type.lower().replace("*/", " ").split()
     unsigned = "unsigned" in words or dtype == "year"  # MariaDB logs YEAR as an unsigned Field_tiny
     compressed = "compressed" in words  # MariaDB's COMPRESSED columns (types 140, 141; one more length byte)
+    code: int
+    length: int | None
     if dtype in _BLOBS:
         code, length = T.BLOB, _BLOBS[dtype]
     elif dtype in _GEOMETRIES:
@@ -99,7 +101,7 @@ def to_column(index: int, col: SnapshotColumn, pk: int | None) -> Column:
     charset = col.collation
     if dtype in _FIXED_BINARY or dtype in _GEOMETRIES or charset is None:
         charset = BINARY  # binary strings and blobs have no collation in information_schema
-    type_code = T.STRING if code in (T.ENUM, T.SET) else code
+    type_code: int = T.STRING if code in (T.ENUM, T.SET) else code
     if compressed and code in (T.VARCHAR, T.BLOB):
         type_code = T.VARCHAR_COMPRESSED if code == T.VARCHAR else T.BLOB_COMPRESSED
         code = type_code

@@ -31,7 +31,7 @@ from typing import Any
 import pyarrow as pa
 
 from binlake.changes.records import Transaction
-from binlake.changes.sources import FileSource, ServerSource
+from binlake.changes.sources import ServerSource
 from binlake.changes.stream import ChangeStream
 from binlake.errors import BinlogError
 from binlake.lake.lake import Lake
@@ -52,11 +52,11 @@ from binlake.snapshot.server import (
     plan_chunks,
     select_tables,
 )
-from binlake.spark.arrow import column_info
+from binlake.spark.extract import column_info
 from binlake.spark.layouts import HISTORY, history_row
 from binlake.spark.statements import tracker_to_json
 
-__all__ = ["Runner", "SnapshotResult", "file_transactions", "server_transactions", "take_snapshot"]
+__all__ = ["Runner", "SnapshotResult", "server_transactions", "take_snapshot"]
 
 Runner = Callable[[Lake, SnapshotPlan, list[SnapshotChunk], ServerAddress], Iterable[ChunkDone]]
 Transactions = Callable[[SnapshotPoint], Iterable[Transaction]]
@@ -78,22 +78,11 @@ class SnapshotResult:
 def server_transactions(options: ConnectionOptions) -> Transactions:
     """The server's transactions from a point on, over a replication connection (``options.server_id`` must be
     unique among the server's replicas)."""
-    from binlake.replication.client import ReplicationClient, StartAt
+    from binlake.replication import ReplicationClient, StartAt
 
     def read(point: SnapshotPoint) -> Iterable[Transaction]:
         client = ReplicationClient(options, StartAt.at(point.file, point.position), follow=False)
         return ChangeStream(ServerSource(client))
-
-    return read
-
-
-def file_transactions(files: Sequence[str]) -> Transactions:
-    """The transactions of binlog ``files`` (the server's, copied or mirrored) from a point on."""
-    import os
-
-    def read(point: SnapshotPoint) -> Iterable[Transaction]:
-        later = [f for f in files if binlog_seq(os.path.basename(f)) >= point.seq]
-        return ChangeStream(FileSource(later, start=point.position))
 
     return read
 
@@ -176,7 +165,12 @@ def take_snapshot(
 
 
 def _plan(
-    options: ConnectionOptions, lake: Lake, batch: int, globs: Sequence[str], chunk_rows: int, log: Callable[[str], None]
+    options: ConnectionOptions,
+    lake: Lake,
+    batch: int,
+    globs: Sequence[str],
+    chunk_rows: int,
+    log: Callable[[str], None],
 ) -> SnapshotPlan:
     with connect(options) as conn:
         point = begin_snapshot(conn)

@@ -21,6 +21,7 @@ Example::
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -152,8 +153,17 @@ def describe_tables(conn: ReplicationConnection, tables: Sequence[tuple[str, str
                 (db, name),
             )
             cols = tuple(
-                SnapshotColumn(str(r[0]), str(r[1]).lower(), str(r[2]), r[3] == "YES", _int(r[4]), _int(r[5]),
-                               _int(r[6]), _int(r[7]), None if r[8] is None else collations[str(r[8])])  # fmt: skip
+                SnapshotColumn(
+                    str(r[0]),
+                    str(r[1]).lower(),
+                    str(r[2]),
+                    r[3] == "YES",
+                    _int(r[4]),
+                    _int(r[5]),
+                    _int(r[6]),
+                    _int(r[7]),
+                    None if r[8] is None else collations[str(r[8])],
+                )
                 for r in cur.fetchall()
             )
             cur.execute(
@@ -170,7 +180,11 @@ def describe_tables(conn: ReplicationConnection, tables: Sequence[tuple[str, str
 def _collation_ids(conn: ReplicationConnection) -> dict[str, int]:
     """Every collation's id by its full name: MariaDB 10.10+ lists those shared by several charsets
     (``utf8mb4_uca1400_ai_ci``) only in ``COLLATION_CHARACTER_SET_APPLICABILITY.FULL_COLLATION_NAME``."""
-    ids = {str(n): int(i) for n, i in conn.query("SELECT COLLATION_NAME, ID FROM information_schema.COLLATIONS") if i is not None}
+    ids = {
+        str(n): int(i)
+        for n, i in conn.query("SELECT COLLATION_NAME, ID FROM information_schema.COLLATIONS")
+        if i is not None
+    }
     try:
         rows = conn.query(
             "SELECT FULL_COLLATION_NAME, ID FROM information_schema.COLLATION_CHARACTER_SET_APPLICABILITY"
@@ -230,7 +244,7 @@ def plan_chunks(conn: ReplicationConnection, tables: Sequence[SnapshotTable], ch
         step = max(1, -(-(hi - lo + 1) // parts))
         cuts = list(range(lo + step, hi + 1, step))
         bounds: list[int | None] = [None, *cuts, None]
-        for a, b in zip(bounds, bounds[1:], strict=False):
+        for a, b in itertools.pairwise(bounds):
             chunks.append(SnapshotChunk(len(chunks), t.key, a, b))
     return chunks
 

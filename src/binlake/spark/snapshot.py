@@ -28,8 +28,7 @@ __all__ = ["spark_runner"]
 
 
 def spark_runner(spark: Any, progress: Progress | None = None) -> Runner:
-    """A runner of :func:`binlake.snapshot.take_snapshot` that reads the chunks in Spark tasks, largest tables
-    first (so the last wave is of small chunks)."""
+    """A runner of :func:`binlake.snapshot.take_snapshot` that reads the chunks in Spark tasks."""
 
     def run(lake: Lake, plan: SnapshotPlan, chunks: list[SnapshotChunk], address: ServerAddress) -> Iterable[ChunkDone]:
         uri = lake.root.uri
@@ -45,8 +44,12 @@ def spark_runner(spark: Any, progress: Progress | None = None) -> Runner:
                 yield e
 
         rdd = context_of(spark).parallelize(chunks, max(1, len(chunks)))
-        job = lambda: rdd.mapPartitions(task).collect()  # noqa: E731
-        rows: list[str | BinlogError] = progress.run("snapshot", job) if progress is not None else job()
+
+        def job() -> list[str | BinlogError]:
+            found: list[str | BinlogError] = rdd.mapPartitions(task).collect()
+            return found
+
+        rows = progress.run("snapshot", job) if progress is not None else job()
         for row in rows:
             if isinstance(row, BinlogError):
                 raise row

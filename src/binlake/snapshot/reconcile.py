@@ -117,7 +117,8 @@ def reconcile(
                 return c.index if c.index in behind else None
         return None
 
-    for trx in transactions(start):
+    stream = iter(transactions(start))
+    for trx in stream:
         at = SnapshotPoint(binlog_seq(trx.file), trx.start, trx.file)
         if at >= target:
             break
@@ -143,6 +144,9 @@ def reconcile(
                 _keyed(edits, behind, table, chunk_of, at, b if before is not None else None,
                        a if after is not None else None)  # fmt: skip
                 all_members.setdefault(key, {}).update(members)
+    close = getattr(stream, "close", None)
+    if close is not None:
+        close()  # the replication connection, read no further than the target
     out = dict(done)
     for i, d in behind.items():
         key = plan.chunks[i].table

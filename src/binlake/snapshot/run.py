@@ -24,7 +24,7 @@ Example::
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,9 +80,12 @@ def server_transactions(options: ConnectionOptions) -> Transactions:
     unique among the server's replicas)."""
     from binlake.replication import ReplicationClient, StartAt
 
-    def read(point: SnapshotPoint) -> Iterable[Transaction]:
+    def read(point: SnapshotPoint) -> Iterator[Transaction]:
         client = ReplicationClient(options, StartAt.at(point.file, point.position), follow=False)
-        return ChangeStream(ServerSource(client))
+        try:
+            yield from ChangeStream(ServerSource(client))
+        finally:
+            client.close()
 
     return read
 

@@ -326,3 +326,32 @@ def test_sigkill_mid_snapshot_then_rerun_gives_the_same_lake(seeded: MariaDBServ
     a, b = _lake_snapshot(whole, ignore=ignore), _lake_snapshot(resumed, ignore=ignore)
     assert a.keys() == b.keys() and a == b
     assert sum(len(v) for k, v in a.items() if k.endswith("/current")) > BIG * 0.9
+
+
+def test_snapshot_records_round_trip() -> None:
+    """The snapshot's plan and chunk records read back equal (JSON, versioned); a newer version is refused."""
+    from binlake.lake.records import (
+        ChunkDone,
+        DataFile,
+        LakeFormatError,
+        SnapshotChunk,
+        SnapshotColumn,
+        SnapshotPlan,
+        SnapshotPoint,
+        SnapshotTable,
+    )
+
+    point = SnapshotPoint(3, 1234, "binlake-bin.000003", "0-1-77")
+    col = SnapshotColumn("e", "enum", "enum('a','it''s')", True, None, None, None, 4, 45)
+    table = SnapshotTable("s/t", "s", "t", (col,), ("e",), "CREATE TABLE `t` (...)", 10)
+    plan = SnapshotPlan(1, point, (table,), (SnapshotChunk(0, "s/t", None, 100), SnapshotChunk(1, "s/t", 100, None)))
+    assert SnapshotPlan.from_json(plan.to_json()) == plan
+    f = DataFile("s/t", "part-x.parquet", 10, 2, 5, b"\x01\x02")
+    done = ChunkDone(1, point, 2, f, None)
+    assert ChunkDone.from_json(done.to_json()) == done
+    with pytest.raises(LakeFormatError):
+        SnapshotPlan.from_json(plan.to_json().replace('"version": 1', '"version": 2'))
+    # points order by file, then position (the name and GTID do not count)
+    assert SnapshotPoint(3, 99, "x") < point < SnapshotPoint(4, 4, "y")
+    assert [plan.chunks[0].contains(v) for v in (-5, 99, 100)] == [True, True, False]
+    assert plan.chunks[1].contains(100) and not plan.chunks[1].contains("100")

@@ -56,7 +56,7 @@ from binlake.spark.extract import column_info
 from binlake.spark.layouts import HISTORY, history_row
 from binlake.spark.statements import tracker_to_json
 
-__all__ = ["Runner", "SnapshotResult", "server_transactions", "take_snapshot"]
+__all__ = ["Runner", "SnapshotResult", "server_transactions", "snapshot_held", "take_snapshot"]
 
 Runner = Callable[[Lake, SnapshotPlan, list[SnapshotChunk], ServerAddress], Iterable[ChunkDone]]
 Transactions = Callable[[SnapshotPoint], Iterable[Transaction]]
@@ -111,7 +111,8 @@ def take_snapshot(
     log: Callable[[str], None] = lambda _: None,
     wait: float = 0.0,
 ) -> SnapshotResult:
-    """Snapshot ``tables`` (globs) of the server ``options`` names into ``lake`` (module docstring).
+    """Snapshot ``tables`` (globs) of the server ``options`` names into ``lake`` (module docstring), holding the
+    lake's writer lease (waiting ``wait`` seconds for another writer).
 
     ``transactions``: where the binlog is read from to bring chunks to one point (default: the server, over a
     replication connection); ``runner``: what reads the chunks (default: this process, one after the other;
@@ -119,50 +120,68 @@ def take_snapshot(
     the password (else ``$BINLAKE_PASSWORD``); ``chunk_rows``: about how many rows a chunk holds.
     """
     lake = lake if isinstance(lake, Lake) else Lake(lake)
-    t0 = time.monotonic()
     with lake.writing(wait=wait, on_wait=log):
-        manifest, done_mark = lake.last_manifest()
-        batch = manifest.batch + 1 if manifest is not None else 1
-        landed = _load_plan(lake, manifest.batch) if manifest is not None else None
-        if landed is not None and manifest is not None:
-            if done_mark:
-                log(f"snapshot: batch {manifest.batch} is landed already")
-                return SnapshotResult(manifest.batch, landed.point)
-            batch = manifest.batch  # landed, its manifest written, its mark not yet
-        plan = _load_plan(lake, batch)
-        if plan is None:
-            if manifest is not None:
-                raise BinlogError(
-                    "the lake already holds batches: a snapshot starts an empty lake (re-snapshotting tables of a "
-                    "lake the stream writes is not implemented yet)",
-                    file=lake.root.uri,
-                )
-            plan = _plan(options, lake, batch, tables, chunk_rows, log)
-        else:
-            log(f"snapshot: resuming the snapshot of batch {batch}")
-        result = SnapshotResult(batch, plan.point)
+        return snapshot_held(
+            options, lake, tables=tables, transactions=transactions, runner=runner, password_file=password_file,
+            chunk_rows=chunk_rows, log=log,
+        )  # fmt: skip
+
+
+def snapshot_held(
+    options: ConnectionOptions,
+    lake: Lake,
+    *,
+    tables: Sequence[str] = (),
+    transactions: Transactions | None = None,
+    runner: Runner = run_chunks,
+    password_file: str | None = None,
+    chunk_rows: int = 100_000,
+    log: Callable[[str], None] = lambda _: None,
+) -> SnapshotResult:
+    """:func:`take_snapshot` for a caller that holds the lake's writer lease (the live ingest)."""
+    t0 = time.monotonic()
+    manifest, done_mark = lake.last_manifest()
+    batch = manifest.batch + 1 if manifest is not None else 1
+    landed = _load_plan(lake, manifest.batch) if manifest is not None else None
+    if landed is not None and manifest is not None:
+        if done_mark:
+            log(f"snapshot: batch {manifest.batch} is landed already")
+            return SnapshotResult(manifest.batch, landed.point)
+        batch = manifest.batch  # landed, its manifest written, its mark not yet
+    plan = _load_plan(lake, batch)
+    if plan is None:
+        if manifest is not None:
+            raise BinlogError(
+                "the lake already holds batches: a snapshot starts an empty lake (re-snapshotting tables of a "
+                "lake the stream writes is not implemented yet)",
+                file=lake.root.uri,
+            )
+        plan = _plan(options, lake, batch, tables, chunk_rows, log)
+    else:
+        log(f"snapshot: resuming the snapshot of batch {batch}")
+    result = SnapshotResult(batch, plan.point)
+    done = done_chunks(lake, plan)
+    todo = [c for c in plan.chunks if c.index not in done]
+    result.chunks_resumed = len(done)
+    if done and todo:
+        log(f"snapshot: {len(done)} of {len(plan.chunks)} chunks already read, reading the {len(todo)} left")
+    if todo:
+        address = ServerAddress.of(options, password_file)
+        for d in runner(lake, plan, todo, address):
+            done[d.chunk] = d
+        result.chunks_read = len(todo)
         done = done_chunks(lake, plan)
-        todo = [c for c in plan.chunks if c.index not in done]
-        result.chunks_resumed = len(done)
-        if done and todo:
-            log(f"snapshot: {len(done)} of {len(plan.chunks)} chunks already read, reading the {len(todo)} left")
-        if todo:
-            address = ServerAddress.of(options, password_file)
-            for d in runner(lake, plan, todo, address):
-                done[d.chunk] = d
-            result.chunks_read = len(todo)
-            done = done_chunks(lake, plan)
-        missing = [c.index for c in plan.chunks if c.index not in done]
-        if missing:
-            raise BinlogError(f"snapshot chunks {missing[:10]} were not read", file=lake.root.uri)
-        target = max([plan.point, *(d.point for d in done.values())])
-        behind = sum(1 for d in done.values() if d.point < target)
-        if behind:
-            read = transactions or server_transactions(options)
-            done = reconcile(lake, plan, done, target, read, log)
-            result.reconciled = behind
-        result.point = target
-        _land(options, lake, plan, done, target, log, result)
+    missing = [c.index for c in plan.chunks if c.index not in done]
+    if missing:
+        raise BinlogError(f"snapshot chunks {missing[:10]} were not read", file=lake.root.uri)
+    target = max([plan.point, *(d.point for d in done.values())])
+    behind = sum(1 for d in done.values() if d.point < target)
+    if behind:
+        read = transactions or server_transactions(options)
+        done = reconcile(lake, plan, done, target, read, log)
+        result.reconciled = behind
+    result.point = target
+    _land(options, lake, plan, done, target, log, result)
     result.seconds = time.monotonic() - t0
     return result
 

@@ -122,7 +122,7 @@ class ChunkWriter:
 def write_chunk(lake: Lake, plan: SnapshotPlan, chunk: SnapshotChunk, address: ServerAddress) -> ChunkDone:
     """Read ``chunk`` in a consistent snapshot of its own and write it (module docstring)."""
     table = next(t for t in plan.tables if t.key == chunk.table)
-    with connect(address.options()) as conn:
+    with connect(address.options(), text=True) as conn:
         point = begin_snapshot(conn)
         writer = ChunkWriter(lake, table, point, time.time_ns() // 1000)
         for rows in read_chunk(conn, table, chunk):

@@ -17,15 +17,22 @@ Example::
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from decimal import Decimal
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pymysql.converters
+from pymysql.constants import FIELD_TYPE
 
 from binlake.coltypes import Column, ColumnType
 from binlake.lake.records import SnapshotColumn
+from binlake.lake.tables import UTC_TS
+from binlake.spark.arrow import to_lake
 from binlake.sql.lexer import STRING_KINDS, tokens, unquote
 from binlake.values.spatial import Geometry
 
-__all__ = ["from_server", "select_expr", "to_column"]
+__all__ = ["TEXT_DECODERS", "column_array", "from_server", "select_expr", "to_column"]
 
 T = ColumnType
 BINARY = 63  # the collation id of the binary charset
@@ -192,3 +199,60 @@ def from_server(col: SnapshotColumn) -> Callable[[object], object]:
     if dtype == "decimal":
         return lambda v: Decimal(v) if isinstance(v, str) else v
     return _same
+
+
+# What a chunk reader's connection converts while reading (ReplicationConnection.open's decoders): TIME only, the
+# one type whose text the lake does not hold as it comes; every other column comes as text and is parsed a batch at
+# a time by Arrow (:func:`column_array`), or bytes for binary strings.  PyMySQL's per-value parsing (DATETIME,
+# DECIMAL) was half of a chunk's time.
+TEXT_DECODERS: dict[int, Callable[[str], object]] = {FIELD_TYPE.TIME: pymysql.converters.convert_timedelta}
+
+_INT_TYPES = frozenset({"tinyint", "smallint", "mediumint", "int", "bigint", "year"})
+_PER_VALUE: dict[str, Callable[[str], object]] = {
+    **{k: int for k in _INT_TYPES},
+    "float": float,
+    "double": float,
+    "decimal": Decimal,
+    "date": pymysql.converters.convert_date,
+    "datetime": pymysql.converters.convert_datetime,
+    "timestamp": pymysql.converters.convert_datetime,
+}
+# a DATE/DATETIME/TIMESTAMP with a zero year, month or day: no Arrow date holds it, so null (the binlog's
+# InvalidDate/InvalidDatetime lands null too)
+_ZERO_PART = r"^(0000|\d{4}-00|\d{4}-\d\d-00)"
+
+
+def _parsed(col: SnapshotColumn, t: pa.DataType, text: pa.Array) -> pa.Array:
+    """The column's text parsed by Arrow into the lake type ``t`` (raises ``pa.ArrowInvalid`` on a value it does
+    not read, which :func:`column_array` then converts value by value)."""
+    dtype = col.data_type
+    if dtype in _INT_TYPES:
+        return text.cast(t)
+    if dtype in ("float", "double"):
+        return text.cast(pa.float64()).cast(t, safe=False)  # FLOAT: the single widened exactly, narrowed back
+    if dtype == "decimal":
+        return text.cast(t)  # precision above 38: the text itself
+    zero = pc.fill_null(pc.match_substring_regex(text, _ZERO_PART), False)
+    valid = pc.if_else(zero, pa.scalar(None, pa.string()), text)
+    if dtype == "date":
+        return valid.cast(pa.date32())
+    out = valid.cast(pa.timestamp("us"))
+    return out.cast(UTC_TS) if dtype == "timestamp" else out
+
+
+def column_array(col: SnapshotColumn, column: Column, t: pa.DataType, values: Sequence[object]) -> pa.Array:
+    """One column of a batch of rows read on a :data:`TEXT_DECODERS` connection, as the lake's Arrow array of type
+    ``t``: numbers and temporal values parsed by Arrow; the rest, and a batch Arrow cannot parse (an invalid date
+    such as ``2020-02-31`` that ALLOW_INVALID_DATES stored), converted value by value by PyMySQL's own parser,
+    :func:`from_server` and :func:`~binlake.spark.arrow.to_lake`, the stream's conversion."""
+    per_value = _PER_VALUE.get(col.data_type)
+    if per_value is not None:
+        try:
+            return _parsed(col, t, pa.array(values, pa.string()))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
+            pass
+    convert = from_server(col)
+    if col.data_type == "set":
+        return pa.array([convert(v) for v in values], t)
+    parse = per_value or _same
+    return to_lake([None if v is None else convert(parse(v)) for v in values], t, column.set_values)  # type: ignore[arg-type]

@@ -36,8 +36,8 @@ from binlake.lake.names import table_dir
 from binlake.lake.records import SnapshotChunk, SnapshotColumn, SnapshotPoint, SnapshotTable
 from binlake.replication.connection import ReplicationConnection, translate_errors
 from binlake.replication.options import ConnectionOptions, Secret, TlsOptions, read_password
-from binlake.snapshot.columns import from_server, quote, select_expr, to_column
-from binlake.spark.arrow import lake_type, to_lake, transpose
+from binlake.snapshot.columns import TEXT_DECODERS, column_array, quote, select_expr, to_column
+from binlake.spark.arrow import lake_type, transpose
 
 __all__ = [
     "SYSTEM_SCHEMAS",
@@ -81,10 +81,11 @@ class ServerAddress:
                                  self.connect_timeout)  # fmt: skip
 
 
-def connect(options: ConnectionOptions) -> ReplicationConnection:
-    """An open connection (every failure a :class:`~binlake.errors.ReplicationError`)."""
+def connect(options: ConnectionOptions, *, text: bool = False) -> ReplicationConnection:
+    """An open connection (every failure a :class:`~binlake.errors.ReplicationError`); ``text``: a chunk
+    reader's, whose rows come as text (:data:`~binlake.snapshot.columns.TEXT_DECODERS`)."""
     conn = ReplicationConnection(options)
-    conn.open()
+    conn.open(decoders=TEXT_DECODERS if text else None)
     return conn
 
 
@@ -272,11 +273,10 @@ def lake_fields(table: SnapshotTable) -> list[pa.Field]:
 def read_chunk(
     conn: ReplicationConnection, table: SnapshotTable, chunk: SnapshotChunk, *, rows: int = 8192
 ) -> Iterator[pa.Table]:
-    """The rows of ``chunk`` in the snapshot transaction of ``conn``, ``rows`` at a time, as Arrow tables of the
-    table's lake columns (:func:`lake_fields`): an unbuffered cursor, so memory holds one batch whatever the
-    table's size."""
+    """The rows of ``chunk`` in the snapshot transaction of ``conn`` (opened with :data:`TEXT_DECODERS`),
+    ``rows`` at a time, as Arrow tables of the table's lake columns (:func:`lake_fields`): an unbuffered cursor, so
+    memory holds one batch whatever the table's size."""
     fields = lake_fields(table)
-    convert = [from_server(c) for c in table.columns]
     cols = [to_column(i, c, None) for i, c in enumerate(table.columns)]
     width = len(fields)
     with translate_errors(conn.options), conn.cursor(unbuffered=True) as cur:
@@ -287,9 +287,7 @@ def read_chunk(
                 break
             values = transpose(list(got), width)
             arrays = [
-                pa.array([conv(v) for v in vs], f.type)
-                if c.set_values is not None
-                else to_lake([conv(v) for v in vs], f.type, c.set_values)
-                for vs, conv, f, c in zip(values, convert, fields, cols, strict=True)
+                column_array(sc, c, f.type, vs)
+                for vs, sc, f, c in zip(values, table.columns, fields, cols, strict=True)
             ]
             yield pa.Table.from_arrays(arrays, schema=pa.schema(fields))

@@ -19,9 +19,11 @@ from binlake.snapshot.chunks import run_chunks
 from binlake.snapshot.server import ServerAddress
 
 
-def slow(lake: Lake, plan: SnapshotPlan, chunks: list[SnapshotChunk], address: ServerAddress) -> Iterator[ChunkDone]:
+def slow(
+    lake: Lake, plan: SnapshotPlan, chunks: list[SnapshotChunk], options: ConnectionOptions, address: ServerAddress
+) -> Iterator[ChunkDone]:
     delay = float(os.environ.get("BINLAKE_SNAPSHOT_DELAY", "0"))
-    for done in run_chunks(lake, plan, chunks, address):
+    for done in run_chunks(lake, plan, chunks, options, address):
         yield done
         time.sleep(delay)
 

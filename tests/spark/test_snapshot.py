@@ -30,8 +30,8 @@ pytestmark = pytest.mark.spark
 
 PASSWORD = "Snap-shot-pw-3"
 SYSTEM = ("mysql", "information_schema", "performance_schema", "sys")
-BIG = 60_000  # rows of s.big, read in chunks of CHUNK
-CHUNK = 10_000
+BIG = 100_000  # rows of s.big, read in chunks of CHUNK
+CHUNK = 20_000
 
 SEED = f"""
 SET SESSION sql_mode = "", time_zone = "+00:00";
@@ -201,6 +201,21 @@ def _nopk_state(lake: Path, server: MariaDBServer, db: str, table: str) -> tuple
     return +got, want
 
 
+def _check_all(server: MariaDBServer, lake: Path) -> None:
+    """Every keyed InnoDB table's current state equals SELECT cell by cell; the table without a key as a
+    multiset."""
+    keyed = _keyed_tables(server)
+    assert ("s", "big") in keyed and ("s", "kinds") in keyed and len(keyed) > 20
+    cells, wrong = 0, []
+    for (db, table), key in sorted(keyed.items()):
+        n, bad = _compare_keyed(server, lake, db, table, key)
+        cells, wrong = cells + n, wrong + bad
+    assert not wrong, "\n".join(map(repr, wrong))[:8000]
+    assert cells > 400_000
+    got, want = _nopk_state(lake, server, "s", "nopk")
+    assert got == want and sum(want.values()) > 3
+
+
 def test_snapshot_then_stream_equals_the_server(spark: Any, seeded: MariaDBServer, tmp_path: Path) -> None:
     """Parallel chunk tasks (Spark, each on its own connection and snapshot) while a workload writes; the chunks
     read before the last one's point are brought forward from the binlog; then the file ingest of the server's
@@ -234,16 +249,7 @@ def test_snapshot_then_stream_equals_the_server(spark: Any, seeded: MariaDBServe
     files = [str(f) for f in server.binlog_files()]
     ingest(spark, files, str(lake))
 
-    keyed = _keyed_tables(server)
-    assert ("s", "big") in keyed and ("s", "kinds") in keyed and len(keyed) > 20
-    cells, wrong = 0, []
-    for (db, table), key in sorted(keyed.items()):
-        n, bad = _compare_keyed(server, lake, db, table, key)
-        cells, wrong = cells + n, wrong + bad
-    assert not wrong, "\n".join(map(repr, wrong))[:8000]
-    assert cells > 250_000
-    got, want = _nopk_state(lake, server, "s", "nopk")
-    assert got == want and sum(want.values()) > 3
+    _check_all(server, lake)
 
     # the op `read` rows and their point; the stream's changes come after them
     big = _delta(lake / "s" / "big" / "changes")
@@ -355,3 +361,39 @@ def test_snapshot_records_round_trip() -> None:
     assert SnapshotPoint(3, 99, "x") < point < SnapshotPoint(4, 4, "y")
     assert [plan.chunks[0].contains(v) for v in (-5, 99, 100)] == [True, True, False]
     assert plan.chunks[1].contains(100) and not plan.chunks[1].contains("100")
+
+
+def test_tables_snapshotted_again_while_the_stream_goes_on(spark: Any, seeded: MariaDBServer, tmp_path: Path) -> None:
+    """A lake the stream writes: chosen keyed tables snapshotted again (writes going on), the stream resumed from
+    where it was: every table still equals the server; a table without a key is refused."""
+    from binlake.errors import BinlogError
+    from binlake.snapshot import take_snapshot
+    from binlake.spark.ingest import ingest
+    from binlake.spark.snapshot import spark_runner
+
+    server, lake = seeded, tmp_path / "lake"
+    take_snapshot(_options(server), str(lake), chunk_rows=CHUNK * 2)
+    ingest(spark, [str(f) for f in server.binlog_files()], str(lake))
+    writer = Writer(server)
+    writer.start()
+    try:
+        time.sleep(0.5)
+        again = take_snapshot(
+            _options(server),
+            str(lake),
+            tables=["s.big", "s.kinds"],
+            again=True,
+            runner=spark_runner(spark),
+            password_file=_password_file(tmp_path),
+            chunk_rows=CHUNK,
+        )
+        time.sleep(0.3)
+    finally:
+        writer.stop.set()
+        writer.join()
+    assert writer.error is None, writer.error
+    assert again.batch > 1 and set(again.rows) == {"s.big", "s.kinds"} and again.reconciled > 0
+    with pytest.raises(BinlogError, match="without a primary key"):
+        take_snapshot(_options(server), str(lake), tables=["s.nopk"], again=True)
+    ingest(spark, [str(f) for f in server.binlog_files()], str(lake))
+    _check_all(server, lake)

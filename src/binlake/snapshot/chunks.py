@@ -15,7 +15,7 @@ every change the stream brings (a rows event of a transaction after the point is
 
 Example::
 
-    done = write_chunk(lake, plan, chunk, address)       # in a task
+    done = write_chunk(lake, plan, chunk, address.options())       # in a task
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from binlake.lake.delta import ParquetSink
 from binlake.lake.lake import Lake
 from binlake.lake.records import ChunkDone, DataFile, SnapshotChunk, SnapshotPlan, SnapshotPoint, SnapshotTable
 from binlake.lake.tables import META, SEQ, UTC_TS
+from binlake.replication.options import ConnectionOptions
 from binlake.snapshot.server import ServerAddress, begin_snapshot, connect, lake_fields, read_chunk
 from binlake.storage import Location
 
@@ -119,10 +120,10 @@ class ChunkWriter:
         return self._changes.close(), self._current.close() if self._current is not None else None
 
 
-def write_chunk(lake: Lake, plan: SnapshotPlan, chunk: SnapshotChunk, address: ServerAddress) -> ChunkDone:
+def write_chunk(lake: Lake, plan: SnapshotPlan, chunk: SnapshotChunk, options: ConnectionOptions) -> ChunkDone:
     """Read ``chunk`` in a consistent snapshot of its own and write it (module docstring)."""
     table = next(t for t in plan.tables if t.key == chunk.table)
-    with connect(address.options(), text=True) as conn:
+    with connect(options, text=True) as conn:
         point = begin_snapshot(conn)
         writer = ChunkWriter(lake, table, point, time.time_ns() // 1000)
         for rows in read_chunk(conn, table, chunk):
@@ -134,8 +135,9 @@ def write_chunk(lake: Lake, plan: SnapshotPlan, chunk: SnapshotChunk, address: S
 
 
 def run_chunks(
-    lake: Lake, plan: SnapshotPlan, chunks: list[SnapshotChunk], address: ServerAddress
+    lake: Lake, plan: SnapshotPlan, chunks: list[SnapshotChunk], options: ConnectionOptions, address: ServerAddress
 ) -> Iterator[ChunkDone]:
-    """Read ``chunks`` one after the other in this process (the runner without Spark)."""
+    """Read ``chunks`` one after the other in this process (the runner without Spark; ``options`` hold the
+    password, ``address`` is what a runner in other processes hands them)."""
     for c in chunks:
-        yield write_chunk(lake, plan, c, address)
+        yield write_chunk(lake, plan, c, options)

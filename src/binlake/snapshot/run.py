@@ -54,11 +54,11 @@ from binlake.snapshot.server import (
 )
 from binlake.spark.extract import column_info
 from binlake.spark.layouts import HISTORY, history_row
-from binlake.spark.statements import tracker_to_json
+from binlake.spark.statements import tracker_at, tracker_to_json
 
 __all__ = ["Runner", "SnapshotResult", "server_transactions", "snapshot_held", "take_snapshot"]
 
-Runner = Callable[[Lake, SnapshotPlan, list[SnapshotChunk], ServerAddress], Iterable[ChunkDone]]
+Runner = Callable[[Lake, SnapshotPlan, list[SnapshotChunk], ConnectionOptions, ServerAddress], Iterable[ChunkDone]]
 Transactions = Callable[[SnapshotPoint], Iterable[Transaction]]
 
 
@@ -90,6 +90,12 @@ def server_transactions(options: ConnectionOptions) -> Transactions:
     return read
 
 
+def _manifest_of(lake: Lake, batch: int) -> BatchManifest | None:
+    """Batch ``batch``'s manifest (``None`` before the first)."""
+    loc = lake.root / "_binlake" / "batches" / f"{batch:010d}.json"
+    return BatchManifest.from_json(loc.read_bytes().decode("utf-8"), loc.uri) if batch >= 1 else None
+
+
 def _plan_path(lake: Lake, batch: int) -> Any:
     return snapshot_dir(lake, batch) / "plan.json"
 
@@ -110,20 +116,28 @@ def take_snapshot(
     chunk_rows: int = 100_000,
     log: Callable[[str], None] = lambda _: None,
     wait: float = 0.0,
+    again: bool = False,
 ) -> SnapshotResult:
     """Snapshot ``tables`` (globs) of the server ``options`` names into ``lake`` (module docstring), holding the
     lake's writer lease (waiting ``wait`` seconds for another writer).
 
     ``transactions``: where the binlog is read from to bring chunks to one point (default: the server, over a
     replication connection); ``runner``: what reads the chunks (default: this process, one after the other;
-    :func:`binlake.spark.snapshot.spark_runner` for Spark tasks); ``password_file``: where the chunk readers read
-    the password (else ``$BINLAKE_PASSWORD``); ``chunk_rows``: about how many rows a chunk holds.
+    :func:`binlake.spark.snapshot.spark_runner` for Spark tasks); ``password_file``: where chunk readers in other
+    processes read the password (else ``$BINLAKE_PASSWORD``); ``chunk_rows``: about how many rows a chunk holds.
+
+    ``again``: snapshot ``tables`` of a lake the stream already writes (``binlake ingest --snapshot TABLES``).  The
+    batch keeps the stream's position ``R``: the snapshot, taken at ``T >= R``, replaces the tables' current state,
+    and the stream goes on from ``R``, so the changes of ``(R, T]`` are applied again over rows that already have
+    them.  For a keyed table that converges to the server's rows (each change sets its row to its after image, and
+    the last change of each key wins); for a table without a key it would count rows twice, so such tables are
+    refused.
     """
     lake = lake if isinstance(lake, Lake) else Lake(lake)
     with lake.writing(wait=wait, on_wait=log):
         return snapshot_held(
             options, lake, tables=tables, transactions=transactions, runner=runner, password_file=password_file,
-            chunk_rows=chunk_rows, log=log,
+            chunk_rows=chunk_rows, log=log, again=again,
         )  # fmt: skip
 
 
@@ -137,6 +151,7 @@ def snapshot_held(
     password_file: str | None = None,
     chunk_rows: int = 100_000,
     log: Callable[[str], None] = lambda _: None,
+    again: bool = False,
 ) -> SnapshotResult:
     """:func:`take_snapshot` for a caller that holds the lake's writer lease (the live ingest)."""
     t0 = time.monotonic()
@@ -144,19 +159,22 @@ def snapshot_held(
     batch = manifest.batch + 1 if manifest is not None else 1
     landed = _load_plan(lake, manifest.batch) if manifest is not None else None
     if landed is not None and manifest is not None:
-        if done_mark:
+        if not done_mark:
+            batch = manifest.batch  # landed, its manifest written, its mark not yet
+        elif not again:
             log(f"snapshot: batch {manifest.batch} is landed already")
             return SnapshotResult(manifest.batch, landed.point)
-        batch = manifest.batch  # landed, its manifest written, its mark not yet
     plan = _load_plan(lake, batch)
     if plan is None:
-        if manifest is not None:
+        if manifest is not None and not again:
             raise BinlogError(
-                "the lake already holds batches: a snapshot starts an empty lake (re-snapshotting tables of a "
-                "lake the stream writes is not implemented yet)",
+                "the lake already holds batches: a first snapshot starts an empty lake (snapshot chosen tables "
+                "again with again=True, binlake ingest --snapshot TABLES)",
                 file=lake.root.uri,
             )
-        plan = _plan(options, lake, batch, tables, chunk_rows, log)
+        if manifest is not None and not done_mark:
+            raise BinlogError("the lake's last batch is unfinished: ingest it first", file=lake.root.uri)
+        plan = _plan(options, lake, batch, tables, chunk_rows, log, again=manifest is not None)
     else:
         log(f"snapshot: resuming the snapshot of batch {batch}")
     result = SnapshotResult(batch, plan.point)
@@ -167,7 +185,7 @@ def snapshot_held(
         log(f"snapshot: {len(done)} of {len(plan.chunks)} chunks already read, reading the {len(todo)} left")
     if todo:
         address = ServerAddress.of(options, password_file)
-        for d in runner(lake, plan, todo, address):
+        for d in runner(lake, plan, todo, options, address):
             done[d.chunk] = d
         result.chunks_read = len(todo)
         done = done_chunks(lake, plan)
@@ -193,12 +211,23 @@ def _plan(
     globs: Sequence[str],
     chunk_rows: int,
     log: Callable[[str], None],
+    *,
+    again: bool = False,
 ) -> SnapshotPlan:
+    if again and not globs:
+        raise BinlogError("name the tables to snapshot again", file=lake.root.uri)
     with connect(options) as conn:
         point = begin_snapshot(conn)
         names = select_tables(conn, globs)
         described = describe_tables(conn, names)
         chunks = plan_chunks(conn, described, chunk_rows)
+    keyless = [f"{t.database}.{t.name}" for t in described if not t.primary_key]
+    if again and keyless:
+        raise BinlogError(
+            f"tables without a primary key cannot be snapshotted again while the stream goes on (their rows would "
+            f"count twice): {', '.join(keyless)}",
+            file=lake.root.uri,
+        )
     plan = SnapshotPlan(batch, point, tuple(described), tuple(chunks))
     for t in described:
         n = sum(1 for c in chunks if c.table == t.key)
@@ -220,7 +249,8 @@ def _land(
     result: SnapshotResult,
 ) -> None:
     batch = plan.batch
-    tracker = SchemaTracker()
+    before = _manifest_of(lake, batch - 1)  # the stream's last batch (a snapshot taken again keeps its place)
+    tracker = tracker_at(before.schema, before.statements, 1 << 200) if before is not None else SchemaTracker()
     history: list[dict[str, Any]] = []
     for t in plan.tables:
         chunks = [done[c.index] for c in plan.chunks if c.table == t.key]
@@ -251,10 +281,13 @@ def _land(
         history.append(history_row(row, [(f.name, f.type) for f in lake_fields(t)], batch))
     if history:
         lake.append(lake.own(HISTORY_DIR), pa.Table.from_pylist(history, schema=HISTORY), batch)
-    with connect(options) as conn:
-        logs = conn.binary_logs()
-    positions = {name: size for name, size in logs if binlog_seq(name) < target.seq}
-    positions[target.file] = target.position
+    if before is not None:  # snapshotted again: the stream goes on where it was (see take_snapshot)
+        positions = dict(before.positions)
+    else:
+        with connect(options) as conn:
+            logs = conn.binary_logs()
+        positions = {name: size for name, size in logs if binlog_seq(name) < target.seq}
+        positions[target.file] = target.position
     lake.write_manifest(BatchManifest(batch, (), positions, tracker_to_json(tracker), ()))
     lake.write_done(batch, BatchDone())
     log(f"snapshot: batch {batch} landed at {target.file}:{target.position} (GTID {target.gtid or '-'})")

@@ -18,6 +18,7 @@ from typing import Any
 from binlake.errors import BinlogError
 from binlake.lake.lake import Lake
 from binlake.lake.records import ChunkDone, SnapshotChunk, SnapshotPlan
+from binlake.replication.options import ConnectionOptions
 from binlake.snapshot.chunks import write_chunk
 from binlake.snapshot.run import Runner
 from binlake.snapshot.server import ServerAddress
@@ -30,7 +31,10 @@ __all__ = ["spark_runner"]
 def spark_runner(spark: Any, progress: Progress | None = None) -> Runner:
     """A runner of :func:`binlake.snapshot.take_snapshot` that reads the chunks in Spark tasks."""
 
-    def run(lake: Lake, plan: SnapshotPlan, chunks: list[SnapshotChunk], address: ServerAddress) -> Iterable[ChunkDone]:
+    def run(
+        lake: Lake, plan: SnapshotPlan, chunks: list[SnapshotChunk], options: ConnectionOptions, address: ServerAddress
+    ) -> Iterable[ChunkDone]:
+        del options  # its password stays on the driver: each task reads its own (module docstring)
         uri = lake.root.uri
         text = plan.to_json()
 
@@ -39,7 +43,7 @@ def spark_runner(spark: Any, progress: Progress | None = None) -> Runner:
             mine = SnapshotPlan.from_json(text)
             try:
                 for c in it:
-                    yield write_chunk(own, mine, c, address).to_json()
+                    yield write_chunk(own, mine, c, address.options()).to_json()
             except BinlogError as e:
                 yield e
 

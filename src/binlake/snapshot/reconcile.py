@@ -27,6 +27,7 @@ Example::
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -60,7 +61,7 @@ class _Edits:
 
 
 def _image(names: Iterable[str], row: Iterable[Any] | None) -> dict[str, Any]:
-    return dict(zip(names, row or (), strict=False))
+    return dict(zip(names, row, strict=True)) if row is not None else {}
 
 
 Members = dict[str, tuple[str, ...] | None]  # SET columns' members, as the binlog's table map names them
@@ -217,8 +218,6 @@ def _rewrite(
     members: Members,
 ) -> ChunkDone:
     """The chunk's rows as of ``target``: its file without the rows the edits replace, plus their new rows."""
-    import time
-
     names = [c.name for c in table.columns]
     schema = pa.schema(lake_fields(table))
     writer = ChunkWriter(lake, table, target, time.time_ns() // 1000)

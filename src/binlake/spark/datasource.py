@@ -67,7 +67,7 @@ def read_split(split: Split, view: str, batch_rows: int = BATCH_ROWS) -> Iterato
         ids: dict[int, str] = {}
         rows = 0
         tracker = SchemaTracker()  # the decoder follows the split's DDL in it; the JSON names columns by it
-        json = SplitJson(split.file.name, connector_of(split.file.path), tracker)
+        json = SplitJson(split.file.name, connector_of(split.file.source), tracker)
         lines: list[str] = []
         for rec in decode_split(split, tablemaps=False, schema=tracker):
             if isinstance(rec, EventRecord):

@@ -29,6 +29,7 @@ import statistics
 import sys
 import tempfile
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -54,17 +55,17 @@ FROM binlake_bench.seq_1_to_{rows};
 def worker(port: int, lake: str, master: str, chunk_rows: int) -> dict[str, object]:
     """The measured snapshot: one table into an empty lake; prints its rows."""
     from binlake.replication import ConnectionOptions, Secret
-    from binlake.snapshot import take_snapshot
+    from binlake.snapshot import SnapshotSpec, take_snapshot
 
     options = ConnectionOptions("127.0.0.1", USER, 4343, port, Secret(PASSWORD))
     os.environ["BINLAKE_PASSWORD"] = PASSWORD  # the chunk readers' password (local workers inherit it)
-    kwargs: dict[str, object] = {}
+    spec = SnapshotSpec(tables=["binlake_bench.shipment"], chunk_rows=chunk_rows)
     if master != "none":
         from binlake.spark.session import build_session
         from binlake.spark.snapshot import spark_runner
 
-        kwargs["runner"] = spark_runner(build_session(master))
-    result = take_snapshot(options, lake, tables=["binlake_bench.shipment"], chunk_rows=chunk_rows, **kwargs)  # type: ignore[arg-type]
+        spec = replace(spec, runner=spark_runner(build_session(master)))
+    result = take_snapshot(options, lake, spec)
     return {"rows": sum(result.rows.values()), "chunks": result.chunks_read}
 
 
@@ -93,9 +94,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     env["BINLAKE_PASSWORD"] = PASSWORD
-    with tempfile.TemporaryDirectory(prefix="binlake-snap-bench-") as work, MariaDBServer(
-        SERVER_ARGS, buffer_pool=BUFFER_POOL
-    ) as server:
+    with (
+        tempfile.TemporaryDirectory(prefix="binlake-snap-bench-") as work,
+        MariaDBServer(SERVER_ARGS, buffer_pool=BUFFER_POOL) as server,
+    ):
         server.execute((HERE / "workload_big.sql").read_text("utf-8"))
         server.execute(FILL.format(rows=args.rows), timeout=24 * 3600)
         server.create_user(USER, PASSWORD, grants=("SELECT", "BINLOG MONITOR", "REPLICATION SLAVE", "LOCK TABLES"))

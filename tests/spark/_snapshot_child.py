@@ -14,7 +14,7 @@ from binlake.lake.lake import Lake
 from binlake.lake.records import ChunkDone, SnapshotChunk, SnapshotPlan
 from binlake.replication import ConnectionOptions
 from binlake.replication.options import read_password
-from binlake.snapshot import take_snapshot
+from binlake.snapshot import SnapshotSpec, take_snapshot
 from binlake.snapshot.chunks import run_chunks
 from binlake.snapshot.server import ServerAddress
 
@@ -31,7 +31,7 @@ def slow(
 def main(port: int, password_file: str, lake: str) -> int:
     password = read_password(Path(password_file), user="snap", host="127.0.0.1")
     options = ConnectionOptions("127.0.0.1", "snap", 7778, port, password, timeout=30.0)
-    take_snapshot(options, lake, runner=slow, password_file=password_file, chunk_rows=10_000, log=print)
+    take_snapshot(options, lake, SnapshotSpec(runner=slow, password_file=password_file, chunk_rows=10_000, log=print))
     return 0
 
 

@@ -6,6 +6,7 @@ gives the lake an uninterrupted one gives."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import shutil
@@ -16,6 +17,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +133,21 @@ class Writer(threading.Thread):
             conn.close()
 
 
+@contextlib.contextmanager
+def _writes(server: MariaDBServer) -> Iterator[Writer]:
+    """A :class:`Writer` writing before, during and after the block."""
+    writer = Writer(server)
+    writer.start()
+    try:
+        time.sleep(0.3)
+        yield writer
+        time.sleep(0.3)
+    finally:
+        writer.stop.set()
+        writer.join()
+    assert writer.error is None, writer.error
+
+
 def _keyed_tables(server: MariaDBServer) -> dict[tuple[str, str], list[str]]:
     out: dict[tuple[str, str], list[str]] = {}
     rows = server.query(
@@ -220,29 +237,21 @@ def test_snapshot_then_stream_equals_the_server(spark: Any, seeded: MariaDBServe
     """Parallel chunk tasks (Spark, each on its own connection and snapshot) while a workload writes; the chunks
     read before the last one's point are brought forward from the binlog; then the file ingest of the server's
     binlogs goes on from the snapshot's point."""
-    from binlake.snapshot import take_snapshot
+    from binlake.snapshot import SnapshotSpec, take_snapshot
     from binlake.spark.ingest import ingest
     from binlake.spark.snapshot import spark_runner
 
     server, lake = seeded, tmp_path / "lake"
     lines: list[str] = []
-    writer = Writer(server)
-    writer.start()
-    try:
-        time.sleep(0.3)
+    with _writes(server) as writer:
         result = take_snapshot(
             _options(server),
             str(lake),
-            runner=spark_runner(spark),
-            password_file=_password_file(tmp_path),
-            chunk_rows=CHUNK,
-            log=lines.append,
+            SnapshotSpec(
+                runner=spark_runner(spark), password_file=_password_file(tmp_path), chunk_rows=CHUNK, log=lines.append
+            ),
         )
-        time.sleep(0.3)
-    finally:
-        writer.stop.set()
-        writer.join()
-    assert writer.error is None and writer.n > 20, writer.error
+    assert writer.n > 20
     assert result.reconciled > 0, lines  # the chunks were read at different points, and brought to one
     assert result.rows["s.big"] > BIG * 0.9 and result.chunks_read >= BIG // CHUNK
     assert any("s.big: about" in line for line in lines) and any("rows landed" in line for line in lines)
@@ -367,33 +376,18 @@ def test_tables_snapshotted_again_while_the_stream_goes_on(spark: Any, seeded: M
     """A lake the stream writes: chosen keyed tables snapshotted again (writes going on), the stream resumed from
     where it was: every table still equals the server; a table without a key is refused."""
     from binlake.errors import BinlogError
-    from binlake.snapshot import take_snapshot
+    from binlake.snapshot import SnapshotSpec, take_snapshot
     from binlake.spark.ingest import ingest
     from binlake.spark.snapshot import spark_runner
 
     server, lake = seeded, tmp_path / "lake"
-    take_snapshot(_options(server), str(lake), chunk_rows=CHUNK * 2)
+    take_snapshot(_options(server), str(lake), SnapshotSpec(chunk_rows=CHUNK * 2))
     ingest(spark, [str(f) for f in server.binlog_files()], str(lake))
-    writer = Writer(server)
-    writer.start()
-    try:
-        time.sleep(0.5)
-        again = take_snapshot(
-            _options(server),
-            str(lake),
-            tables=["s.big", "s.kinds"],
-            again=True,
-            runner=spark_runner(spark),
-            password_file=_password_file(tmp_path),
-            chunk_rows=CHUNK,
-        )
-        time.sleep(0.3)
-    finally:
-        writer.stop.set()
-        writer.join()
-    assert writer.error is None, writer.error
+    with _writes(server):
+        spec = SnapshotSpec(["s.big", "s.kinds"], None, spark_runner(spark), _password_file(tmp_path), CHUNK)
+        again = take_snapshot(_options(server), str(lake), replace(spec, again=True))
     assert again.batch > 1 and set(again.rows) == {"s.big", "s.kinds"} and again.reconciled > 0
     with pytest.raises(BinlogError, match="without a primary key"):
-        take_snapshot(_options(server), str(lake), tables=["s.nopk"], again=True)
+        take_snapshot(_options(server), str(lake), SnapshotSpec(["s.nopk"], again=True))
     ingest(spark, [str(f) for f in server.binlog_files()], str(lake))
     _check_all(server, lake)

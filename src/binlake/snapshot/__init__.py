@@ -13,9 +13,9 @@ point the stream then goes on from.
 Example::
 
     from binlake.snapshot import take_snapshot
-    take_snapshot(options, "lake/", runner=spark_runner(spark))
+    take_snapshot(options, "lake/", SnapshotSpec(runner=spark_runner(spark)))
 """
 
-from binlake.snapshot.run import SnapshotResult, server_transactions, take_snapshot
+from binlake.snapshot.run import SnapshotResult, SnapshotSpec, server_transactions, snapshot_held, take_snapshot
 
-__all__ = ["SnapshotResult", "server_transactions", "take_snapshot"]
+__all__ = ["SnapshotResult", "SnapshotSpec", "server_transactions", "snapshot_held", "take_snapshot"]

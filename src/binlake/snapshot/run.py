@@ -18,7 +18,7 @@ uninterrupted run gives):
 
 Example::
 
-    result = take_snapshot(options, "lake/", transactions=server_transactions(options), runner=run_local)
+    result = take_snapshot(options, "lake/", SnapshotSpec(tables=["shop.*"], runner=spark_runner(spark)))
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from binlake.spark.extract import column_info
 from binlake.spark.layouts import HISTORY, history_row
 from binlake.spark.statements import tracker_at, tracker_to_json
 
-__all__ = ["Runner", "SnapshotResult", "server_transactions", "snapshot_held", "take_snapshot"]
+__all__ = ["Runner", "SnapshotResult", "SnapshotSpec", "server_transactions", "snapshot_held", "take_snapshot"]
 
 Runner = Callable[[Lake, SnapshotPlan, list[SnapshotChunk], ConnectionOptions, ServerAddress], Iterable[ChunkDone]]
 Transactions = Callable[[SnapshotPoint], Iterable[Transaction]]
@@ -105,55 +105,49 @@ def _load_plan(lake: Lake, batch: int) -> SnapshotPlan | None:
     return SnapshotPlan.from_json(loc.read_bytes().decode("utf-8"), loc.uri) if loc.exists() else None
 
 
-def take_snapshot(
-    options: ConnectionOptions,
-    lake: str | Lake,
-    *,
-    tables: Sequence[str] = (),
-    transactions: Transactions | None = None,
-    runner: Runner = run_chunks,
-    password_file: str | None = None,
-    chunk_rows: int = 100_000,
-    log: Callable[[str], None] = lambda _: None,
-    wait: float = 0.0,
-    again: bool = False,
-) -> SnapshotResult:
-    """Snapshot ``tables`` (globs) of the server ``options`` names into ``lake`` (module docstring), holding the
-    lake's writer lease (waiting ``wait`` seconds for another writer).
+def _quiet(_: str) -> None:
+    pass
 
-    ``transactions``: where the binlog is read from to bring chunks to one point (default: the server, over a
-    replication connection); ``runner``: what reads the chunks (default: this process, one after the other;
-    :func:`binlake.spark.snapshot.spark_runner` for Spark tasks); ``password_file``: where chunk readers in other
-    processes read the password (else ``$BINLAKE_PASSWORD``); ``chunk_rows``: about how many rows a chunk holds.
+
+@dataclass(frozen=True)
+class SnapshotSpec:
+    """What to snapshot and how: ``tables`` (globs; default every base table outside the system schemas);
+    ``transactions``, where the binlog is read from to bring chunks to one point (default: the server, over a
+    replication connection); ``runner``, what reads the chunks (default: this process, one after the other;
+    :func:`binlake.spark.snapshot.spark_runner` for Spark tasks); ``password_file``, where chunk readers in other
+    processes read the password (else ``$BINLAKE_PASSWORD``); ``chunk_rows``, about how many rows a chunk holds;
+    ``log``, the progress lines.
 
     ``again``: snapshot ``tables`` of a lake the stream already writes (``binlake ingest --snapshot TABLES``).  The
     batch keeps the stream's position ``R``: the snapshot, taken at ``T >= R``, replaces the tables' current state,
     and the stream goes on from ``R``, so the changes of ``(R, T]`` are applied again over rows that already have
     them.  For a keyed table that converges to the server's rows (each change sets its row to its after image, and
     the last change of each key wins); for a table without a key it would count rows twice, so such tables are
-    refused.
-    """
-    lake = lake if isinstance(lake, Lake) else Lake(lake)
-    with lake.writing(wait=wait, on_wait=log):
-        return snapshot_held(
-            options, lake, tables=tables, transactions=transactions, runner=runner, password_file=password_file,
-            chunk_rows=chunk_rows, log=log, again=again,
-        )  # fmt: skip
+    refused."""
+
+    tables: Sequence[str] = ()
+    transactions: Transactions | None = None
+    runner: Runner = run_chunks
+    password_file: str | None = None
+    chunk_rows: int = 100_000
+    log: Callable[[str], None] = _quiet
+    again: bool = False
 
 
-def snapshot_held(
-    options: ConnectionOptions,
-    lake: Lake,
-    *,
-    tables: Sequence[str] = (),
-    transactions: Transactions | None = None,
-    runner: Runner = run_chunks,
-    password_file: str | None = None,
-    chunk_rows: int = 100_000,
-    log: Callable[[str], None] = lambda _: None,
-    again: bool = False,
+def take_snapshot(
+    options: ConnectionOptions, lake: str | Lake, spec: SnapshotSpec | None = None, *, wait: float = 0.0
 ) -> SnapshotResult:
+    """Snapshot the server ``options`` names into ``lake`` as ``spec`` says (module docstring), holding the lake's
+    writer lease (waiting ``wait`` seconds for another writer)."""
+    lake = lake if isinstance(lake, Lake) else Lake(lake)
+    spec = spec or SnapshotSpec()
+    with lake.writing(wait=wait, on_wait=spec.log):
+        return snapshot_held(options, lake, spec)
+
+
+def snapshot_held(options: ConnectionOptions, lake: Lake, spec: SnapshotSpec) -> SnapshotResult:
     """:func:`take_snapshot` for a caller that holds the lake's writer lease (the live ingest)."""
+    log, again = spec.log, spec.again
     t0 = time.monotonic()
     manifest, done_mark = lake.last_manifest()
     batch = manifest.batch + 1 if manifest is not None else 1
@@ -174,7 +168,7 @@ def snapshot_held(
             )
         if manifest is not None and not done_mark:
             raise BinlogError("the lake's last batch is unfinished: ingest it first", file=lake.root.uri)
-        plan = _plan(options, lake, batch, tables, chunk_rows, log, again=manifest is not None)
+        plan = _plan(options, lake, batch, spec.tables, spec.chunk_rows, log, again=manifest is not None)
     else:
         log(f"snapshot: resuming the snapshot of batch {batch}")
     result = SnapshotResult(batch, plan.point)
@@ -184,8 +178,8 @@ def snapshot_held(
     if done and todo:
         log(f"snapshot: {len(done)} of {len(plan.chunks)} chunks already read, reading the {len(todo)} left")
     if todo:
-        address = ServerAddress.of(options, password_file)
-        for d in runner(lake, plan, todo, options, address):
+        address = ServerAddress.of(options, spec.password_file)
+        for d in spec.runner(lake, plan, todo, options, address):
             done[d.chunk] = d
         result.chunks_read = len(todo)
         done = done_chunks(lake, plan)
@@ -195,7 +189,7 @@ def snapshot_held(
     target = max([plan.point, *(d.point for d in done.values())])
     behind = sum(1 for d in done.values() if d.point < target)
     if behind:
-        read = transactions or server_transactions(options)
+        read = spec.transactions or server_transactions(options)
         done = reconcile(lake, plan, done, target, read, log)
         result.reconciled = behind
     result.point = target

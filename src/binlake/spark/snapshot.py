@@ -7,7 +7,7 @@ from ``--password-file`` or ``$BINLAKE_PASSWORD`` where it runs): nothing secret
 
 Example::
 
-    take_snapshot(options, lake, runner=spark_runner(spark), password_file="/etc/binlake/pw")
+    take_snapshot(options, lake, SnapshotSpec(runner=spark_runner(spark), password_file="/etc/binlake/pw"))
 """
 
 from __future__ import annotations

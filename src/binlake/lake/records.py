@@ -7,7 +7,10 @@
   to the driver as JSON (so a driver and executors running different binlake versions fail with a clear message
   instead of unpickling one another's classes);
 * :class:`BatchManifest` and :class:`BatchDone`: a batch's plan, written before any table is touched, and its
-  completion mark (``LAKE/_binlake/batches/NNNNNNNNNN.json`` and ``.done``).
+  completion mark (``LAKE/_binlake/batches/NNNNNNNNNN.json`` and ``.done``);
+* :class:`SnapshotPoint`, :class:`SnapshotColumn`, :class:`SnapshotTable`, :class:`SnapshotChunk`,
+  :class:`SnapshotPlan` and :class:`ChunkDone`: a consistent snapshot's plan and each chunk's result
+  (``LAKE/_binlake/snapshots/NNNNNNNNNN/``, :mod:`binlake.snapshot`).
 
 Each record's JSON is an object with named fields; the top-level ones carry a ``version``.  A manifest or mark
 written by an older binlake (version 1: no version field, positional lists) still reads; one from a newer binlake
@@ -34,10 +37,16 @@ __all__ = [
     "BatchDone",
     "BatchManifest",
     "BinlogFile",
+    "ChunkDone",
     "DataFile",
     "Emptied",
     "LakeFormatError",
     "SkipRecord",
+    "SnapshotChunk",
+    "SnapshotColumn",
+    "SnapshotPlan",
+    "SnapshotPoint",
+    "SnapshotTable",
     "Split",
     "Statement",
     "TaskReport",
@@ -384,3 +393,183 @@ class BatchDone:
         if "version" in v:
             _check_version("this batch's completion mark", v["version"], cls.VERSION, where)
         return cls({x: tuple(k) for x, k in v.get("xa_pending", {}).items()})
+
+
+# -- the consistent snapshot (binlake.snapshot) -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class SnapshotPoint:
+    """Where a consistent snapshot stands in the binlog: every transaction that ends at or before ``position`` of
+    ``file`` (the ``binlog_snapshot_file``/``binlog_snapshot_position`` of the transaction that read it) is in it,
+    none after; ``seq`` orders files (the numeric extension of the binlog's name); ``gtid`` is the GTID state
+    there (MariaDB's ``BINLOG_GTID_POS``), ``None`` where unknown.  Points order by ``(seq, position)``."""
+
+    seq: int
+    position: int
+    file: str = field(compare=False)
+    gtid: str | None = field(default=None, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "seq": self.seq, "position": self.position, "gtid": self.gtid}
+
+    @classmethod
+    def from_json(cls, v: dict[str, Any]) -> SnapshotPoint:
+        gtid = v.get("gtid")
+        return cls(int(v["seq"]), int(v["position"]), str(v["file"]), None if gtid is None else str(gtid))
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotColumn:
+    """One column as ``information_schema.COLUMNS`` describes it (what :mod:`binlake.snapshot.columns` turns into
+    the table map's :class:`~binlake.coltypes.Column` and into the SELECT expression that reads it exactly)."""
+
+    name: str
+    data_type: str  # lower case: int, varchar, enum, inet6 ...
+    column_type: str  # the full declaration: int(10) unsigned, enum('a','b') ...
+    nullable: bool
+    precision: int | None  # NUMERIC_PRECISION (BIT: its width)
+    scale: int | None
+    fsp: int | None  # DATETIME_PRECISION
+    length: int | None  # CHARACTER_MAXIMUM_LENGTH
+    collation: int | None  # the collation's id: the table map's charset entry
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "data_type": self.data_type, "column_type": self.column_type,
+                "nullable": self.nullable, "precision": self.precision, "scale": self.scale, "fsp": self.fsp,
+                "length": self.length, "collation": self.collation}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, v: dict[str, Any]) -> SnapshotColumn:
+        def opt(k: str) -> int | None:
+            return None if v.get(k) is None else int(v[k])
+
+        return cls(str(v["name"]), str(v["data_type"]), str(v["column_type"]), bool(v["nullable"]), opt("precision"),
+                   opt("scale"), opt("fsp"), opt("length"), opt("collation"))  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotTable:
+    """One table of a snapshot: its lake key (``db/table``), names, columns, primary key (column names in key
+    order, empty: none) and ``SHOW CREATE TABLE`` text (which seeds the lake's schema history)."""
+
+    key: str
+    database: str
+    name: str
+    columns: tuple[SnapshotColumn, ...]
+    primary_key: tuple[str, ...]
+    create: str
+    rows: int = 0  # the server's estimate when planned (information_schema.TABLES.TABLE_ROWS)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "database": self.database, "name": self.name,
+                "columns": [c.to_json() for c in self.columns], "primary_key": list(self.primary_key),
+                "create": self.create, "rows": self.rows}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, v: dict[str, Any]) -> SnapshotTable:
+        return cls(str(v["key"]), str(v["database"]), str(v["name"]),
+                   tuple(SnapshotColumn.from_json(c) for c in v["columns"]), tuple(v["primary_key"]), str(v["create"]),
+                   int(v.get("rows", 0)))  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotChunk:
+    """Chunk ``index`` of a snapshot: the rows of table ``table`` (its key) whose first primary-key column (an
+    integer) is in ``[lo, hi)`` (``None``: unbounded on that side; both ``None``: the whole table)."""
+
+    index: int
+    table: str
+    lo: int | None = None
+    hi: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "table": self.table, "lo": self.lo, "hi": self.hi}
+
+    @classmethod
+    def from_json(cls, v: dict[str, Any]) -> SnapshotChunk:
+        lo, hi = v.get("lo"), v.get("hi")
+        return cls(int(v["index"]), str(v["table"]), None if lo is None else int(lo), None if hi is None else int(hi))
+
+    def contains(self, first_key: object) -> bool:
+        """Is a row whose first key column holds ``first_key`` in this chunk?"""
+        if self.lo is None and self.hi is None:
+            return True
+        if not isinstance(first_key, int):
+            return False
+        return (self.lo is None or first_key >= self.lo) and (self.hi is None or first_key < self.hi)
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotPlan:
+    """A snapshot's plan, written before any chunk is read: the lake batch it lands as, the point of the planning
+    transaction (where every table's columns and the chunk bounds were read), the tables and the chunks."""
+
+    VERSION: ClassVar[int] = 1
+
+    batch: int
+    point: SnapshotPoint
+    tables: tuple[SnapshotTable, ...]
+    chunks: tuple[SnapshotChunk, ...]
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "version": self.VERSION,
+                "batch": self.batch,
+                "point": self.point.to_json(),
+                "tables": [t.to_json() for t in self.tables],
+                "chunks": [c.to_json() for c in self.chunks],
+            },
+            indent=1,
+        )
+
+    @classmethod
+    def from_json(cls, text: str, where: str | None = None) -> SnapshotPlan:
+        v = json.loads(text)
+        _check_version("this snapshot plan", v.get("version"), cls.VERSION, where)
+        return cls(
+            int(v["batch"]),
+            SnapshotPoint.from_json(v["point"]),
+            tuple(SnapshotTable.from_json(t) for t in v["tables"]),
+            tuple(SnapshotChunk.from_json(c) for c in v["chunks"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkDone:
+    """A chunk read and written: the point of the transaction that read it, its rows, and its Parquet files in
+    the change table and (keyed tables) the current-state table, not committed yet."""
+
+    VERSION: ClassVar[int] = 1
+
+    chunk: int
+    point: SnapshotPoint
+    rows: int
+    changes: DataFile | None
+    current: DataFile | None
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "version": self.VERSION,
+                "chunk": self.chunk,
+                "point": self.point.to_json(),
+                "rows": self.rows,
+                "changes": None if self.changes is None else self.changes.to_json(),
+                "current": None if self.current is None else self.current.to_json(),
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str, where: str | None = None) -> ChunkDone:
+        v = json.loads(text)
+        _check_version("a snapshot chunk's record", v.get("version"), cls.VERSION, where)
+        ch, cur = v.get("changes"), v.get("current")
+        return cls(
+            int(v["chunk"]),
+            SnapshotPoint.from_json(v["point"]),
+            int(v["rows"]),
+            None if ch is None else DataFile.from_json(ch),
+            None if cur is None else DataFile.from_json(cur),
+        )

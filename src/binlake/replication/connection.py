@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import contextlib
 import ssl
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
 import pymysql
+import pymysql.converters
+import pymysql.cursors
 import pymysql.err
 
 from binlake.errors import BinlogError, ConnectionLostError, ReplicationError, ReplicationTimeoutError
@@ -117,10 +119,16 @@ class ReplicationConnection:
 
     # -- opening ---------------------------------------------------------------------------------------------
 
-    def open(self) -> ServerInfo:
-        """Connect, authenticate, and learn the server's flavour, version, id and checksum algorithm."""
+    def open(self, *, decoders: Mapping[int, Callable[[str], object]] | None = None) -> ServerInfo:
+        """Connect, authenticate, and learn the server's flavour, version, id and checksum algorithm.
+
+        ``decoders``: PyMySQL's conversion of each result column type (``pymysql.constants.FIELD_TYPE``) from
+        its text, for every query of this connection; a type without one comes as text (``str``; ``bytes`` for a
+        binary string).  Default: PyMySQL's own (``int``, ``Decimal``, ``datetime``...)."""
         o = self.options
         kwargs: dict[str, Any] = {}
+        if decoders is not None:
+            kwargs["conv"] = {**pymysql.converters.encoders, **decoders}
         tls = o.tls
         if tls.mode == "disabled":
             kwargs["ssl_disabled"] = True
@@ -168,6 +176,11 @@ class ReplicationConnection:
         with translate_errors(self.options), self._connection().cursor() as cur:
             cur.execute(sql)
             return list(cur.fetchall())
+
+    def cursor(self, *, unbuffered: bool = False) -> pymysql.cursors.Cursor:
+        """A PyMySQL cursor of this connection (``unbuffered``: rows are read from the socket as they are fetched,
+        so a large result takes no more memory than a ``fetchmany``); run it inside :func:`translate_errors`."""
+        return self._connection().cursor(pymysql.cursors.SSCursor if unbuffered else pymysql.cursors.Cursor)
 
     def _row(self, sql: str) -> tuple[Any, ...]:
         rows = self.query(sql)

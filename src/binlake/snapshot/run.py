@@ -1,0 +1,287 @@
+"""Take a consistent snapshot of a server's tables into a lake, as one committed batch the stream goes on from.
+
+Steps (each resumable: a snapshot killed at any moment and run again finishes what is left and gives the lake one
+uninterrupted run gives):
+
+1. plan (once): a consistent-snapshot transaction on the driver's connection; the tables (globs; default every base
+   table outside the system schemas), each one's columns, primary key and ``SHOW CREATE TABLE``, the chunk bounds;
+   written as a :class:`~binlake.lake.records.SnapshotPlan` in ``LAKE/_binlake/snapshots/NNNNNNNNNN/``;
+2. chunks: every chunk without a :class:`~binlake.lake.records.ChunkDone` record is read by a task in a consistent
+   snapshot of its own (:mod:`.chunks`; Spark tasks in parallel, :mod:`binlake.spark.snapshot`, or this process);
+3. one point: chunks read before the latest chunk's point are brought forward to it from the binlog
+   (:mod:`.reconcile`);
+4. land as batch ``B``: each table's chunk files committed to its change table (op ``read``) and, keyed tables, its
+   current-state table; the tables' schema in ``_schema_history``; then the batch manifest, whose positions are the
+   snapshot's point (every binlog before its file read to its end), whose schema is the tables' ``SHOW CREATE
+   TABLE``, and its completion mark.  The file ingest (and the live ingest) go on from there: the first change
+   they land is the first transaction after the point.
+
+Example::
+
+    result = take_snapshot(options, "lake/", SnapshotSpec(tables=["shop.*"], runner=spark_runner(spark)))
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from binlake.changes.records import Transaction
+from binlake.changes.sources import ServerSource
+from binlake.changes.stream import ChangeStream
+from binlake.errors import BinlogError
+from binlake.lake.lake import Lake
+from binlake.lake.records import BatchDone, BatchManifest, ChunkDone, SnapshotChunk, SnapshotPlan, SnapshotPoint
+from binlake.lake.tables import HISTORY_DIR
+from binlake.replication.options import ConnectionOptions
+from binlake.schema import SchemaTracker
+from binlake.snapshot.chunks import changes_schema, current_schema, done_chunks, run_chunks, snapshot_dir
+from binlake.snapshot.columns import to_column
+from binlake.snapshot.reconcile import reconcile
+from binlake.snapshot.server import (
+    ServerAddress,
+    begin_snapshot,
+    binlog_seq,
+    connect,
+    describe_tables,
+    lake_fields,
+    plan_chunks,
+    select_tables,
+)
+from binlake.spark.extract import column_info
+from binlake.spark.layouts import HISTORY, history_row
+from binlake.spark.statements import tracker_at, tracker_to_json
+
+__all__ = ["Runner", "SnapshotResult", "SnapshotSpec", "server_transactions", "snapshot_held", "take_snapshot"]
+
+Runner = Callable[[Lake, SnapshotPlan, list[SnapshotChunk], ConnectionOptions, ServerAddress], Iterable[ChunkDone]]
+Transactions = Callable[[SnapshotPoint], Iterable[Transaction]]
+
+
+@dataclass
+class SnapshotResult:
+    """What a snapshot did: its batch, its point, rows per table (``db.table``), chunks read now and before."""
+
+    batch: int
+    point: SnapshotPoint
+    rows: dict[str, int] = field(default_factory=dict)
+    chunks_read: int = 0
+    chunks_resumed: int = 0
+    reconciled: int = 0
+    seconds: float = 0.0
+
+
+def server_transactions(options: ConnectionOptions) -> Transactions:
+    """The server's transactions from a point on, over a replication connection (``options.server_id`` must be
+    unique among the server's replicas)."""
+    from binlake.replication import ReplicationClient, StartAt
+
+    def read(point: SnapshotPoint) -> Iterator[Transaction]:
+        client = ReplicationClient(options, StartAt.at(point.file, point.position), follow=False)
+        try:
+            yield from ChangeStream(ServerSource(client))
+        finally:
+            client.close()
+
+    return read
+
+
+def _manifest_of(lake: Lake, batch: int) -> BatchManifest | None:
+    """Batch ``batch``'s manifest (``None`` before the first)."""
+    loc = lake.root / "_binlake" / "batches" / f"{batch:010d}.json"
+    return BatchManifest.from_json(loc.read_bytes().decode("utf-8"), loc.uri) if batch >= 1 else None
+
+
+def _plan_path(lake: Lake, batch: int) -> Any:
+    return snapshot_dir(lake, batch) / "plan.json"
+
+
+def _load_plan(lake: Lake, batch: int) -> SnapshotPlan | None:
+    loc = _plan_path(lake, batch)
+    return SnapshotPlan.from_json(loc.read_bytes().decode("utf-8"), loc.uri) if loc.exists() else None
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class SnapshotSpec:
+    """What to snapshot and how: ``tables`` (globs; default every base table outside the system schemas);
+    ``transactions``, where the binlog is read from to bring chunks to one point (default: the server, over a
+    replication connection); ``runner``, what reads the chunks (default: this process, one after the other;
+    :func:`binlake.spark.snapshot.spark_runner` for Spark tasks); ``password_file``, where chunk readers in other
+    processes read the password (else ``$BINLAKE_PASSWORD``); ``chunk_rows``, about how many rows a chunk holds;
+    ``log``, the progress lines.
+
+    ``again``: snapshot ``tables`` of a lake the stream already writes (``binlake ingest --snapshot TABLES``).  The
+    batch keeps the stream's position ``R``: the snapshot, taken at ``T >= R``, replaces the tables' current state,
+    and the stream goes on from ``R``, so the changes of ``(R, T]`` are applied again over rows that already have
+    them.  For a keyed table that converges to the server's rows (each change sets its row to its after image, and
+    the last change of each key wins); for a table without a key it would count rows twice, so such tables are
+    refused."""
+
+    tables: Sequence[str] = ()
+    transactions: Transactions | None = None
+    runner: Runner = run_chunks
+    password_file: str | None = None
+    chunk_rows: int = 100_000
+    log: Callable[[str], None] = _quiet
+    again: bool = False
+
+
+def take_snapshot(
+    options: ConnectionOptions, lake: str | Lake, spec: SnapshotSpec | None = None, *, wait: float = 0.0
+) -> SnapshotResult:
+    """Snapshot the server ``options`` names into ``lake`` as ``spec`` says (module docstring), holding the lake's
+    writer lease (waiting ``wait`` seconds for another writer)."""
+    lake = lake if isinstance(lake, Lake) else Lake(lake)
+    spec = spec or SnapshotSpec()
+    with lake.writing(wait=wait, on_wait=spec.log):
+        return snapshot_held(options, lake, spec)
+
+
+def snapshot_held(options: ConnectionOptions, lake: Lake, spec: SnapshotSpec) -> SnapshotResult:
+    """:func:`take_snapshot` for a caller that holds the lake's writer lease (the live ingest)."""
+    log, again = spec.log, spec.again
+    t0 = time.monotonic()
+    manifest, done_mark = lake.last_manifest()
+    batch = manifest.batch + 1 if manifest is not None else 1
+    landed = _load_plan(lake, manifest.batch) if manifest is not None else None
+    if landed is not None and manifest is not None:
+        if not done_mark:
+            batch = manifest.batch  # landed, its manifest written, its mark not yet
+        elif not again:
+            log(f"snapshot: batch {manifest.batch} is landed already")
+            return SnapshotResult(manifest.batch, landed.point)
+    plan = _load_plan(lake, batch)
+    if plan is None:
+        if manifest is not None and not again:
+            raise BinlogError(
+                "the lake already holds batches: a first snapshot starts an empty lake (snapshot chosen tables "
+                "again with again=True, binlake ingest --snapshot TABLES)",
+                file=lake.root.uri,
+            )
+        if manifest is not None and not done_mark:
+            raise BinlogError("the lake's last batch is unfinished: ingest it first", file=lake.root.uri)
+        plan = _plan(options, lake, batch, spec.tables, spec.chunk_rows, log, again=manifest is not None)
+    else:
+        log(f"snapshot: resuming the snapshot of batch {batch}")
+    result = SnapshotResult(batch, plan.point)
+    done = done_chunks(lake, plan)
+    todo = [c for c in plan.chunks if c.index not in done]
+    result.chunks_resumed = len(done)
+    if done and todo:
+        log(f"snapshot: {len(done)} of {len(plan.chunks)} chunks already read, reading the {len(todo)} left")
+    if todo:
+        address = ServerAddress.of(options, spec.password_file)
+        for d in spec.runner(lake, plan, todo, options, address):
+            done[d.chunk] = d
+        result.chunks_read = len(todo)
+        done = done_chunks(lake, plan)
+    missing = [c.index for c in plan.chunks if c.index not in done]
+    if missing:
+        raise BinlogError(f"snapshot chunks {missing[:10]} were not read", file=lake.root.uri)
+    target = max([plan.point, *(d.point for d in done.values())])
+    behind = sum(1 for d in done.values() if d.point < target)
+    if behind:
+        read = spec.transactions or server_transactions(options)
+        done = reconcile(lake, plan, done, target, read, log)
+        result.reconciled = behind
+    result.point = target
+    _land(options, lake, plan, done, target, log, result)
+    result.seconds = time.monotonic() - t0
+    return result
+
+
+def _plan(
+    options: ConnectionOptions,
+    lake: Lake,
+    batch: int,
+    globs: Sequence[str],
+    chunk_rows: int,
+    log: Callable[[str], None],
+    *,
+    again: bool = False,
+) -> SnapshotPlan:
+    if again and not globs:
+        raise BinlogError("name the tables to snapshot again", file=lake.root.uri)
+    with connect(options) as conn:
+        point = begin_snapshot(conn)
+        names = select_tables(conn, globs)
+        described = describe_tables(conn, names)
+        chunks = plan_chunks(conn, described, chunk_rows)
+    keyless = [f"{t.database}.{t.name}" for t in described if not t.primary_key]
+    if again and keyless:
+        raise BinlogError(
+            f"tables without a primary key cannot be snapshotted again while the stream goes on (their rows would "
+            f"count twice): {', '.join(keyless)}",
+            file=lake.root.uri,
+        )
+    plan = SnapshotPlan(batch, point, tuple(described), tuple(chunks))
+    for t in described:
+        n = sum(1 for c in chunks if c.table == t.key)
+        key = "no primary key: one task" if not t.primary_key else f"key ({', '.join(t.primary_key)})"
+        log(f"snapshot: {t.database}.{t.name}: about {t.rows} rows, {n} chunk(s), {key}")
+    log(f"snapshot: {len(described)} tables at {point.file}:{point.position} (GTID {point.gtid or '-'})")
+    lake.check()
+    _plan_path(lake, batch).write_bytes(plan.to_json().encode("utf-8"))
+    return plan
+
+
+def _land(
+    options: ConnectionOptions,
+    lake: Lake,
+    plan: SnapshotPlan,
+    done: dict[int, ChunkDone],
+    target: SnapshotPoint,
+    log: Callable[[str], None],
+    result: SnapshotResult,
+) -> None:
+    batch = plan.batch
+    before = _manifest_of(lake, batch - 1)  # the stream's last batch (a snapshot taken again keeps its place)
+    tracker = tracker_at(before.schema, before.statements, 1 << 200) if before is not None else SchemaTracker()
+    history: list[dict[str, Any]] = []
+    for t in plan.tables:
+        chunks = [done[c.index] for c in plan.chunks if c.table == t.key]
+        changes = [d.changes for d in chunks if d.changes is not None]
+        current = [d.current for d in chunks if d.current is not None]
+        lake.commit(lake.changes(t.key), changes, changes_schema(t), batch)
+        if t.primary_key:
+            lake.commit(lake.current(t.key), current, current_schema(t), batch, mode="overwrite")
+        rows = sum(d.rows for d in chunks)
+        result.rows[f"{t.database}.{t.name}"] = rows
+        log(f"snapshot: {t.database}.{t.name}: {rows} rows landed")
+        tracker.execute(t.create, t.database)
+        pk = [c.casefold() for c in t.primary_key]
+        cols = [
+            to_column(i, c, pk.index(c.name.casefold()) if c.name.casefold() in pk else None)
+            for i, c in enumerate(t.columns)
+        ]
+        row = {
+            "database": t.database,
+            "table": t.name,
+            "map_id": f"snapshot-{batch}-{t.key}",
+            "table_id": 0,
+            "file": target.file,
+            "first_pos": target.position,
+            "primary_key": list(t.primary_key),
+            "columns": [column_info(c, c.name or "") for c in cols],
+        }
+        history.append(history_row(row, [(f.name, f.type) for f in lake_fields(t)], batch))
+    if history:
+        lake.append(lake.own(HISTORY_DIR), pa.Table.from_pylist(history, schema=HISTORY), batch)
+    if before is not None:  # snapshotted again: the stream goes on where it was (see take_snapshot)
+        positions = dict(before.positions)
+    else:
+        with connect(options) as conn:
+            logs = conn.binary_logs()
+        positions = {name: size for name, size in logs if binlog_seq(name) < target.seq}
+        positions[target.file] = target.position
+    lake.write_manifest(BatchManifest(batch, (), positions, tracker_to_json(tracker), ()))
+    lake.write_done(batch, BatchDone())
+    log(f"snapshot: batch {batch} landed at {target.file}:{target.position} (GTID {target.gtid or '-'})")

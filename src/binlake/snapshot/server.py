@@ -1,0 +1,293 @@
+"""The snapshot's side of the server: a consistent-snapshot transaction and its binlog point, the tables it takes,
+their description, the chunk bounds, and the rows of one chunk read unbuffered into the lake's Arrow types.
+
+MariaDB: ``START TRANSACTION WITH CONSISTENT SNAPSHOT`` takes an InnoDB read view and, in the same step, the
+binlog position it matches: the ``binlog_snapshot_file``/``binlog_snapshot_position`` status variables of that
+session (MariaDB ``sql/log.cc``, ``binlog_trans_log_savepos``/``set_binlog_snapshot_file``: the position of the
+last transaction committed to the binlog before the read view, taken under ``LOCK_commit_ordered``, so every
+transaction in the view is before it and none after).  No global lock is taken.  MySQL has no such status
+variable: :func:`begin_snapshot` refuses it with a message (see the README).
+
+Each connection is a :class:`~binlake.replication.connection.ReplicationConnection` (PyMySQL: TCP, TLS,
+authentication); a Spark task opens its own from a :class:`ServerAddress` (no password travels: the task reads
+it from ``password_file`` or ``$BINLAKE_PASSWORD`` where it runs).
+
+Example::
+
+    with connect(address) as conn:
+        point = begin_snapshot(conn)
+        for batch in read_chunk(conn, table, chunk, rows=10_000): ...
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from binlake.changes.filters import ChangeFilter
+from binlake.errors import ReplicationError, UnsupportedError
+from binlake.lake.names import table_dir
+from binlake.lake.records import SnapshotChunk, SnapshotColumn, SnapshotPoint, SnapshotTable
+from binlake.replication.connection import ReplicationConnection, translate_errors
+from binlake.replication.options import ConnectionOptions, Secret, TlsOptions, read_password
+from binlake.snapshot.columns import TEXT_DECODERS, column_array, quote, select_expr, to_column
+from binlake.spark.arrow import lake_type, transpose
+
+__all__ = [
+    "SYSTEM_SCHEMAS",
+    "ServerAddress",
+    "begin_snapshot",
+    "binlog_seq",
+    "connect",
+    "describe_tables",
+    "plan_chunks",
+    "read_chunk",
+    "select_tables",
+]
+
+SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
+
+
+@dataclass(frozen=True, slots=True)
+class ServerAddress:
+    """What a process needs to open a snapshot connection, without the password (it pickles into Spark tasks):
+    the password comes from ``password_file`` or ``$BINLAKE_PASSWORD`` in the process that connects."""
+
+    host: str
+    user: str
+    port: int = 3306
+    tls: TlsOptions = field(default_factory=TlsOptions)
+    password_file: str | None = None
+    connect_timeout: float = 10.0
+    timeout: float = 600.0
+
+    @classmethod
+    def of(cls, options: ConnectionOptions, password_file: str | None = None) -> ServerAddress:
+        return cls(options.host, options.user, options.port, options.tls, password_file, options.connect_timeout)
+
+    def options(self, password: Secret | None = None) -> ConnectionOptions:
+        """The connection options (``password``: given, else read as the class docstring says)."""
+        if password is None:
+            path = Path(self.password_file) if self.password_file else None
+            password = read_password(path, user=self.user, host=self.host)
+        # server_id: required by ConnectionOptions, unused (a snapshot connection never registers as a replica)
+        return ConnectionOptions(self.host, self.user, 1, self.port, password, self.tls, 0, self.timeout,
+                                 self.connect_timeout)  # fmt: skip
+
+
+def connect(options: ConnectionOptions, *, text: bool = False) -> ReplicationConnection:
+    """An open connection (every failure a :class:`~binlake.errors.ReplicationError`); ``text``: a chunk
+    reader's, whose rows come as text (:data:`~binlake.snapshot.columns.TEXT_DECODERS`)."""
+    conn = ReplicationConnection(options)
+    conn.open(decoders=TEXT_DECODERS if text else None)
+    return conn
+
+
+def binlog_seq(name: str) -> int:
+    """A binlog's sequence number: the numeric extension of its name (``binlake-bin.000042`` -> 42), as
+    :func:`binlake.spark.plan.list_binlogs` numbers files."""
+    m = re.search(r"\.(\d+)$", name)
+    if m is None:
+        raise ReplicationError(f"a binlog name without a numeric extension: {name!r}")
+    return int(m.group(1))
+
+
+def begin_snapshot(conn: ReplicationConnection) -> SnapshotPoint:
+    """Start a consistent-snapshot transaction on ``conn`` and return its binlog point (module docstring); the
+    session's time zone is UTC (TIMESTAMP values as the binlog holds them)."""
+    info = conn.info
+    if info is not None and info.flavor != "mariadb":
+        raise UnsupportedError(
+            f"a consistent snapshot of {info.version} needs MariaDB's binlog_snapshot_file/position; binlake does "
+            "not snapshot MySQL (see the README): ingest with --no-snapshot"
+        )
+    with translate_errors(conn.options), conn.cursor() as cur:
+        cur.execute("SET SESSION time_zone = '+00:00'")
+        cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+        cur.execute("SHOW SESSION STATUS LIKE 'binlog_snapshot_%'")
+        status = {str(k).lower(): str(v) for k, v in cur.fetchall()}
+    file, pos = status.get("binlog_snapshot_file", ""), int(status.get("binlog_snapshot_position", 0) or 0)
+    if not file:
+        raise ReplicationError(f"binary logging is off on {conn.options.address}: no binlog point to stream from")
+    return SnapshotPoint(binlog_seq(file), pos, file, conn.binlog_gtid_pos(file, pos))
+
+
+def select_tables(conn: ReplicationConnection, globs: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """The base tables the snapshot takes: those matching one of ``globs`` (``db.table`` or ``table`` globs, as
+    :class:`~binlake.changes.filters.ChangeFilter` reads them), by default every one outside the system schemas."""
+    wanted = ChangeFilter(tables=tuple(globs))
+    rows = conn.query(
+        "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE' "
+        "ORDER BY TABLE_SCHEMA, TABLE_NAME"
+    )
+    out = []
+    for db, name in rows:
+        db, name = str(db), str(name)
+        if db.lower() in SYSTEM_SCHEMAS and not globs:
+            continue
+        if wanted.wants_table(db, name):
+            out.append((db, name))
+    return out
+
+
+def describe_tables(conn: ReplicationConnection, tables: Sequence[tuple[str, str]]) -> list[SnapshotTable]:
+    """Each table's columns, the key its table maps log (:func:`_row_key`), ``SHOW CREATE TABLE`` (where the
+    stream's DDL tracking starts from) and row estimate, in the transaction of ``conn``."""
+    out = []
+    collations = _collation_ids(conn)
+    for db, name in tables:
+        with translate_errors(conn.options), conn.cursor() as cur:
+            cur.execute(f"SHOW CREATE TABLE {quote(db)}.{quote(name)}")
+            create = str(cur.fetchone()[1])
+            cur.execute(
+                "SELECT c.COLUMN_NAME, c.DATA_TYPE, c.COLUMN_TYPE, c.IS_NULLABLE, c.NUMERIC_PRECISION, "
+                "c.NUMERIC_SCALE, c.DATETIME_PRECISION, c.CHARACTER_OCTET_LENGTH, c.COLLATION_NAME FROM "
+                "information_schema.COLUMNS c WHERE c.TABLE_SCHEMA = %s AND c.TABLE_NAME = %s "
+                "ORDER BY c.ORDINAL_POSITION",
+                (db, name),
+            )
+            cols = tuple(
+                SnapshotColumn(
+                    str(r[0]),
+                    str(r[1]).lower(),
+                    str(r[2]),
+                    r[3] == "YES",
+                    _int(r[4]),
+                    _int(r[5]),
+                    _int(r[6]),
+                    _int(r[7]),
+                    None if r[8] is None else collations[str(r[8])],
+                )
+                for r in cur.fetchall()
+            )
+            cur.execute(
+                "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
+                (db, name),
+            )
+            est = cur.fetchone()
+            cur.execute(f"SHOW INDEX FROM {quote(db)}.{quote(name)}")
+            pk = _row_key(cur.fetchall())
+        out.append(SnapshotTable(table_dir(db, name), db, name, cols, tuple(pk), create, _int(est[0]) or 0))
+    return out
+
+
+def _collation_ids(conn: ReplicationConnection) -> dict[str, int]:
+    """Every collation's id by its full name: MariaDB 10.10+ lists those shared by several charsets
+    (``utf8mb4_uca1400_ai_ci``) only in ``COLLATION_CHARACTER_SET_APPLICABILITY.FULL_COLLATION_NAME``."""
+    ids = {
+        str(n): int(i)
+        for n, i in conn.query("SELECT COLLATION_NAME, ID FROM information_schema.COLLATIONS")
+        if i is not None
+    }
+    try:
+        rows = conn.query(
+            "SELECT FULL_COLLATION_NAME, ID FROM information_schema.COLLATION_CHARACTER_SET_APPLICABILITY"
+        )
+    except ReplicationError:  # before MariaDB 10.10: no such column
+        return ids
+    ids.update({str(n): int(i) for n, i in rows if n is not None and i is not None})
+    return ids
+
+
+def _row_key(index_rows: Sequence[Sequence[Any]]) -> tuple[str, ...]:
+    """The key the server's table maps log as the primary key, from ``SHOW INDEX`` rows (in key order): the
+    PRIMARY KEY, else the first UNIQUE key of NOT NULL columns, which InnoDB and the table share treat as the
+    primary key (MariaDB ``sql/table.cc``, ``init_from_binary_frm_image``: ``primary_key``)."""
+    keys: dict[str, list[tuple[str, bool]]] = {}
+    for r in index_rows:  # Table, Non_unique, Key_name, Seq_in_index, Column_name, ..., Null (index 9)
+        if int(r[1]) == 0:
+            keys.setdefault(str(r[2]), []).append((str(r[4]), str(r[9] or "") == ""))
+    if "PRIMARY" in keys:
+        return tuple(c for c, _ in keys["PRIMARY"])
+    for cols in keys.values():
+        if all(not_null for _, not_null in cols):
+            return tuple(c for c, _ in cols)
+    return ()
+
+
+def _int(v: object) -> int | None:
+    return None if v is None else int(str(v))
+
+
+def _chunked_by(table: SnapshotTable) -> SnapshotColumn | None:
+    """The column chunks are cut on: the first primary-key column, when it is an integer."""
+    if not table.primary_key:
+        return None
+    first = next(c for c in table.columns if c.name.casefold() == table.primary_key[0].casefold())
+    return first if first.data_type in ("tinyint", "smallint", "mediumint", "int", "bigint") else None
+
+
+def plan_chunks(conn: ReplicationConnection, tables: Sequence[SnapshotTable], chunk_rows: int) -> list[SnapshotChunk]:
+    """The chunks of every table: a table keyed by an integer (first key column) in ranges of that column of about
+    ``chunk_rows`` rows each (from its bounds and row estimate, read in the transaction of ``conn``; the first and
+    last ranges open-ended, so rows written after the bounds were read still fall in one); any other table in one
+    chunk."""
+    chunks: list[SnapshotChunk] = []
+    for t in tables:
+        col = _chunked_by(t)
+        parts = -(-t.rows // max(1, chunk_rows))
+        if col is None or parts <= 1:
+            chunks.append(SnapshotChunk(len(chunks), t.key))
+            continue
+        q = quote(col.name)
+        lo, hi = conn.query(f"SELECT MIN({q}), MAX({q}) FROM {quote(t.database)}.{quote(t.name)}")[0]
+        if lo is None:
+            chunks.append(SnapshotChunk(len(chunks), t.key))
+            continue
+        lo, hi = int(lo), int(hi)
+        step = max(1, -(-(hi - lo + 1) // parts))
+        cuts = list(range(lo + step, hi + 1, step))
+        bounds: list[int | None] = [None, *cuts, None]
+        for a, b in itertools.pairwise(bounds):
+            chunks.append(SnapshotChunk(len(chunks), t.key, a, b))
+    return chunks
+
+
+def chunk_query(table: SnapshotTable, chunk: SnapshotChunk) -> str:
+    """The SELECT of one chunk: every column (invisible ones too: the binlog holds them) by its exact
+    expression."""
+    cols = ", ".join(select_expr(c) for c in table.columns)
+    sql = f"SELECT {cols} FROM {quote(table.database)}.{quote(table.name)}"
+    conds = []
+    if chunk.lo is not None or chunk.hi is not None:
+        col = quote(table.primary_key[0])
+        if chunk.lo is not None:
+            conds.append(f"{col} >= {int(chunk.lo)}")
+        if chunk.hi is not None:
+            conds.append(f"{col} < {int(chunk.hi)}")
+    return sql + (" WHERE " + " AND ".join(conds) if conds else "")
+
+
+def lake_fields(table: SnapshotTable) -> list[pa.Field]:
+    """The table's lake columns (names and types as the stream's FULL table maps give them)."""
+    return [pa.field(c.name, lake_type(to_column(i, c, None))) for i, c in enumerate(table.columns)]
+
+
+def read_chunk(
+    conn: ReplicationConnection, table: SnapshotTable, chunk: SnapshotChunk, *, rows: int = 8192
+) -> Iterator[pa.Table]:
+    """The rows of ``chunk`` in the snapshot transaction of ``conn`` (opened with :data:`TEXT_DECODERS`),
+    ``rows`` at a time, as Arrow tables of the table's lake columns (:func:`lake_fields`): an unbuffered cursor, so
+    memory holds one batch whatever the table's size."""
+    fields = lake_fields(table)
+    cols = [to_column(i, c, None) for i, c in enumerate(table.columns)]
+    width = len(fields)
+    with translate_errors(conn.options), conn.cursor(unbuffered=True) as cur:
+        cur.execute(chunk_query(table, chunk))
+        while True:
+            got: Any = cur.fetchmany(rows)
+            if not got:
+                break
+            values = transpose(list(got), width)
+            arrays = [
+                column_array(sc, c, f.type, vs)
+                for vs, sc, f, c in zip(values, table.columns, fields, cols, strict=True)
+            ]
+            yield pa.Table.from_arrays(arrays, schema=pa.schema(fields))

@@ -36,8 +36,8 @@ from binlake.lake.records import (
     Statement,
     TaskReport,
 )
-from binlake.storage import locate
 from binlake.replication.position import ResumePoint
+from binlake.storage import locate
 
 REPO = Path(__file__).resolve().parents[1]
 

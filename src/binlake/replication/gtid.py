@@ -30,7 +30,16 @@ import uuid as _uuid
 from dataclasses import dataclass
 
 from binlake.errors import ReplicationError
-from binlake.events.gtid import GtidInterval, GtidSet, MariaGtid
+from binlake.events.base import Event
+from binlake.events.gtid import (
+    GtidEvent,
+    GtidInterval,
+    GtidListEvent,
+    GtidSet,
+    MariaGtid,
+    MariaGtidEvent,
+    PreviousGtidsEvent,
+)
 
 __all__ = [
     "GtidTracker",
@@ -225,6 +234,19 @@ class GtidTracker:
                 self._maria_before, self._maria = self._maria, self._maria.with_gtid(gtid)
         elif self._mysql is not None:
             self._mysql_before, self._mysql = self._mysql, add_gtid(self._mysql, *gtid)
+
+    def observe(self, ev: Event) -> None:
+        """Follow one event of the log: a GTID event opens a group, a GTID_LIST or PREVIOUS_GTIDS gives the state
+        its file starts with; other events change nothing."""
+        if isinstance(ev, MariaGtidEvent):
+            self.add(ev.gtid)
+        elif isinstance(ev, GtidEvent):
+            if not ev.anonymous:
+                self.add((ev.uuid, ev.tag, ev.gno))
+        elif isinstance(ev, GtidListEvent):
+            self.set_file_state(ev.gtids)
+        elif isinstance(ev, PreviousGtidsEvent):
+            self.set_file_state(ev.gtid_set)
 
     @property
     def state(self) -> str | None:

@@ -58,7 +58,7 @@ from binlake.lake.lake import Lake
 from binlake.lake.names import decode_name, table_dir
 from binlake.lake.records import BatchDone, BatchManifest, BinlogFile, DataFile, Emptied, SkipRecord, Split
 from binlake.lake.tables import EVENTS_DIR, HISTORY_DIR, META, META_NAMES, SKIPS, SKIPS_DIR
-from binlake.reader import HeaderCache, header_table, opened, resume_decoder
+from binlake.reader import HeaderCache, header_table, opened, read_events, resume_decoder
 from binlake.replication.gtid import GtidTracker
 from binlake.replication.position import ResumePoint, binlog_order
 from binlake.schema import SchemaTracker
@@ -69,7 +69,7 @@ from binlake.spark.progress import Progress
 from binlake.spark.session import context_of
 from binlake.spark.statements import ReadSpec, scan_statements, tracker_at, tracker_from_json, tracker_to_json
 from binlake.spark.tasks import TaskPlan, collect, write_task
-from binlake.transactions import GTID_EVENTS
+from binlake.transactions import GTID_EVENTS, Transactions
 
 __all__ = ["IngestResult", "ingest", "ingest_held", "summary"]
 
@@ -265,6 +265,8 @@ def _ingest(
         "plan",
         lambda: plan_splits(ordered, split_bytes=split_bytes, resume=positions, whole_tail=False, headers=headers),
     )
+    if ordered:
+        splits = _with_last_transaction(splits, ordered[-1], positions, read)
     if splits:
         after = dict(positions)
         for s in splits:
@@ -282,6 +284,36 @@ def _ingest(
         _run_batch(spark, lake, manifest, progress, result, read, maps)
     elif result.batches == 0:
         progress.log("nothing new")
+
+
+def _with_last_transaction(
+    splits: list[Split], last: BinlogFile, positions: dict[str, int], read: ReadSpec
+) -> list[Split]:
+    """``splits`` with the one of the ``last`` file reaching the end of its last whole transaction.  The planner
+    stops a file the server still writes at the last boundary a header walk sees (before a GTID event, after an
+    XID), so a group that ends otherwise (DDL, a MariaDB standalone statement, a non-transactional table's ``BEGIN
+    ... COMMIT``) would wait for the next transaction to be landed; here the events after that boundary are
+    decoded and the range taken to where :class:`~binlake.transactions.Transactions` sees the last one end."""
+    mine = [s for s in splits if s.file.name == last.name]
+    start = mine[-1].end if mine else max(4, positions.get(last.name, 4))
+    try:
+        table = header_table(last.source, start)
+        if table.end <= start or not table.codes:
+            return splits
+        trx, end = Transactions(), start
+        events = read_events(last.source, options=read.options, start=start, stop=table.end, decryptor=read.decryptor)
+        for ev in events:
+            trx.event(ev)
+            if ev.header.in_payload is None and not trx.open:
+                end = ev.header.end_pos
+    except BinlogError:
+        return splits  # damaged or encrypted: the planner's boundary stands
+    if end <= start:
+        return splits
+    if mine:
+        tail = mine[-1]
+        return [*splits[:-1], Split(tail.file, tail.start, end, tail.index)]
+    return [*splits, Split(BinlogFile(last.path, last.name, last.seq, max(last.size, end)), start, end, len(splits))]
 
 
 def resume_after(splits: list[Split], before: ResumePoint, headers: HeaderCache | None = None) -> ResumePoint:

@@ -332,3 +332,30 @@ def test_resume_after_follows_the_gtid_state_file_by_file(corpus_dir: Path) -> N
         checked += point.gtid is not None and point.gtid != ""
         point = ResumePoint(b.name, 4, point.gtid, point.flavor)
     assert checked >= 10
+
+
+def test_a_snapshot_hook_gives_an_empty_lake_its_start(spark: Any, fresh_server: ReplServer, tmp_path: Path) -> None:
+    """The snapshot of an empty lake (the snapshot issue's function) is called once, with the lake's lease held, and
+    the stream starts at the point it returns: the changes before it are not landed, those after it are."""
+    from binlake.spark.live import live_ingest
+
+    server, lake = fresh_server.server, tmp_path / "lake"
+    batch(server, 1)
+    ((file, pos, *_),) = server.query("SHOW MASTER STATUS")
+    ((gtid,),) = server.query("SELECT @@gtid_binlog_pos")
+    calls: list[Lake] = []
+
+    def snapshot(into: Lake, options: Any) -> ResumePoint:
+        into.check()  # the writer lease is held
+        calls.append(into)
+        return ResumePoint(str(file), int(pos or 0), gtid, "mariadb")
+
+    batch(server, 2)
+    result = live_ingest(spark, fresh_server.options(), str(lake), snapshot=snapshot)
+    batch(server, 3)
+    again = live_ingest(spark, fresh_server.options(), str(lake), snapshot=snapshot)
+    assert len(calls) == 1 and result.batches == 1 and again.batches == 1
+    rows = _delta(lake / "r" / "t" / "changes").to_pylist()
+    assert {r["batch"] for r in rows} == {2, 3} and len([r for r in rows if r["_op"] == "insert"]) == 80
+    ((gtid_now,),) = server.query("SELECT @@gtid_binlog_pos")
+    assert again.resume is not None and again.resume.gtid == gtid_now

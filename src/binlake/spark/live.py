@@ -57,11 +57,14 @@ __all__ = ["BINLOGS_DIR", "DEFAULT_INTERVAL", "LiveResult", "Snapshot", "binlogs
 BINLOGS_DIR = "_binlogs"
 """The folder of the lake the mirror writes the server's binlog files to."""
 DEFAULT_INTERVAL = 10.0
+STREAM_START = "stream-start.json"
+"""In ``LAKE/_binlake/``: where the stream of a lake without a batch yet starts (a ResumePoint's JSON)."""
 _POLL = 0.05  # seconds between looks at the mirror while a batch's time is not up
 
 Snapshot = Callable[[Lake, ConnectionOptions], ResumePoint]
 """A consistent snapshot of the server's tables into an empty lake, returning the binlog point it was taken at (the
-snapshot issue's function): the stream starts there."""
+snapshot issue's function): the stream starts there.  It is called with the lake's writer lease held (by the
+:class:`Lake` it is given), before the mirror starts, once per lake: the point it returns is kept."""
 
 
 def binlogs_of(lake: Lake) -> Location:
@@ -165,7 +168,9 @@ def live_ingest(
 def _start_point(
     lake: Lake, options: ConnectionOptions, start: ResumePoint | None, from_start: bool, snapshot: Snapshot | None
 ) -> ResumePoint | None:
-    """Where the stream of ``lake`` starts (``None``: at the oldest binlog the server has, its name not known yet)."""
+    """Where the stream of ``lake`` starts (``None``: at the oldest binlog the server has, its name not known yet).
+    The start of an empty lake is kept in ``LAKE/_binlake/stream-start.json`` until its first batch records its
+    resume point, so a run killed before that goes on from the same start (not from a second snapshot)."""
     manifest, _done = lake.last_manifest()
     if manifest is not None:
         if manifest.resume is None:
@@ -175,16 +180,22 @@ def _start_point(
                 file=lake.root.uri,
             )
         return manifest.resume
-    if start is not None:
-        return start
+    kept = lake.root / "_binlake" / STREAM_START
+    if kept.exists():
+        return ResumePoint.from_json(kept.read_bytes())
     copies = mirror_files(binlogs_of(lake))
-    if copies:  # a run killed before its first batch: the mirror knows where it started
+    if start is None and copies:  # --from-start, killed before its first batch: the mirror knows where it started
         return ResumePoint(copies[0].name, 4)
-    if from_start:
-        return None
-    if snapshot is not None:
-        return snapshot(lake, options)
-    raise ReplicationError(f"{lake.root} is empty: say where the stream starts (--from-start, or --from FILE[:POS])")
+    if start is None and not from_start:
+        if snapshot is None:
+            raise ReplicationError(
+                f"{lake.root} is empty: say where the stream starts (--from-start, or --from FILE[:POS])"
+            )
+        start = snapshot(lake, options)
+    if start is not None:
+        lake.check()
+        kept.write_bytes(start.to_json().encode("utf-8"))
+    return start
 
 
 def _wait_for_batch(

@@ -16,6 +16,11 @@
 3. Prints a table (seconds, rows/s, MB/s, peak RSS, how many times faster binlake is than each peer) and, with
    ``--json OUT``, writes every run.  ``--profile N`` adds a cProfile of binlake's decode (top N functions).
 
+``--live`` measures reading the server instead (the live readers, each streaming the same binlog from the private
+server over 127.0.0.1 to the server's end and stopping there): ``binlake tail --no-follow`` (the ``-vv`` text, and
+Debezium JSON) against ``mariadb-binlog --read-from-remote-server --base64-output=DECODE-ROWS -vv`` and
+python-mysql-replication, with binlake's typed decode of the file to count the row changes.
+
 ``--ingest-on`` measures ``binlake ingest`` on several Spark masters, one row each: ``local[N]``, or ``cluster:N``
 (a Spark standalone cluster of N workers of one core each that the benchmark starts for those runs,
 :class:`binlake.testing.sparkcluster.StandaloneCluster`; its start is not measured), and prints the scaling of
@@ -27,6 +32,7 @@ Example::
     python benchmarks/run.py                       # scale 0.05: ~5500 transactions, ~50 MB, a few minutes
     python benchmarks/run.py --scale 1.0 --runs 3 --json bench.json --profile 25
     python benchmarks/run.py --binlog kept/server/data/binlake-bin.000002   # reuse a file made with --keep kept
+    python benchmarks/run.py --live --scale 0.05                  # binlake tail against the live peers
     python benchmarks/run.py --binlog FILE --skip mariadb --skip python --skip decode --skip dump --skip stats \
         --ingest-on 'local[1]' --ingest-on 'local[2]' --ingest-on cluster:1 --ingest-on cluster:2
 """
@@ -523,6 +529,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="measure binlake ingest on this master instead (repeatable): local[N], or cluster:N for a standalone "
         "cluster of N one-core workers started for it",
     )
+    p.add_argument(
+        "--live",
+        action="store_true",
+        help="measure the readers of a live server instead: binlake tail --no-follow against mariadb-binlog "
+        "--read-from-remote-server -vv and python-mysql-replication",
+    )
     p.add_argument("--worker-memory", default="2g", help="memory of each worker of a cluster:N (default 2g)")
     p.add_argument("--worker", choices=("decode", "decode-raw", "pmr"), help=argparse.SUPPRESS)
     p.add_argument("--worker-arg", action="append", default=[], help=argparse.SUPPRESS)
@@ -542,6 +554,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if find_tool("mariadb-binlog") is None:
         raise SystemExit("mariadb-binlog not found: apt-get install -y mariadb-server mariadb-client")
     env = dict(os.environ)
+    # the benchmark's own replication user: binlake reads its password from the environment, mariadb-binlog too
+    env["BINLAKE_PASSWORD"] = env["MYSQL_PWD"] = REPL_PASSWORD
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC), env.get("PYTHONPATH", "")) if p)
     # every measured process loads binlake's bytecode as an installed package does (under PYTHONDONTWRITEBYTECODE,
     # stale .pyc files would make each process, and each Spark worker, compile the changed modules again)
@@ -652,6 +666,38 @@ def main(argv: Sequence[str] | None = None) -> int:
                 True,
             ),
         ]
+        remote = ["--host", "127.0.0.1", "--port", str(server.port), "--user", REPL_USER]
+        tail = [sys.executable, "-m", "binlake", "tail", *remote, "--server-id", "4343", "--from", big.name]
+        named = {entry[0]: entry for entry in plan}
+        live: list[tuple[str, bool, Callable[[], list[str]], Path, bool]] = [
+            (
+                "mariadb-binlog remote -vv",
+                True,
+                lambda: [
+                    mb,
+                    "--no-defaults",
+                    "--read-from-remote-server",
+                    *remote,
+                    "--base64-output=DECODE-ROWS",
+                    "-vv",
+                    big.name,
+                ],
+                big,
+                False,
+            ),
+            named["python-mysql-replication"],  # streams from the server too
+            ("binlake tail --no-follow", False, lambda: [*tail, "--no-follow"], big, False),
+            (
+                "binlake tail --no-follow debezium",
+                False,
+                lambda: [*tail, "--no-follow", "--format", "debezium"],
+                big,
+                False,
+            ),
+            named["binlake decode (typed)"],  # counts the row changes
+        ]
+        if args.live:
+            plan = live
         results: list[Result] = []
         for name, peer, make, file, capture in plan:
             if any(s in name for s in args.skip):

@@ -63,3 +63,21 @@ def test_run_scale_0_001(tmp_path: Path) -> None:
         results["mariadb-binlog"]["median_seconds"] / results["binlake decode (typed)"]["median_seconds"]
     )
     assert "binlake decode (typed) 10 MiB" not in doc["speed_vs_peers"]["cpu"]
+
+
+@pytest.mark.skipif(not available(), reason="MariaDB server not installed")
+def test_run_live_scale_0_001(tmp_path: Path) -> None:
+    """``--live``: binlake tail --no-follow and the live peers stream the same binlog from the server."""
+    skip = [] if importlib.util.find_spec("pymysqlreplication") else ["--skip", "python-mysql-replication"]
+    out = tmp_path / "bench.json"
+    cmd = [sys.executable, str(RUN), "--live", "--scale", "0.001", "--runs", "1", "--json", str(out), *skip]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    doc = json.loads(out.read_text("utf-8"))
+    results = {r["name"]: r for r in doc["results"]}
+    assert all(r["ok"] for r in results.values()), [(n, r["note"]) for n, r in results.items() if not r["ok"]]
+    live = {"mariadb-binlog remote -vv", "binlake tail --no-follow", "binlake tail --no-follow debezium"}
+    assert live <= set(results)
+    assert "binlake dump" not in results
+    assert len(set(doc["rows_counted"].values())) == 1 and doc["row_changes"] >= 110
+    assert doc["speed_vs_peers"]["cpu"]["binlake tail --no-follow"]["mariadb-binlog remote -vv"] > 0

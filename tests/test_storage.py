@@ -215,6 +215,47 @@ def test_local_writes_are_atomic(tmp_path: Path) -> None:
     assert target.read_bytes() == b"two" and [e.location.name for e in target.parent.list()] == ["b.json"]
 
 
+def test_a_transient_store_failure_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An object store's write that fails once with an internal error (as moto and S3 do under load) is put again;
+    an error that is not transient, or one that outlasts the retries, is a StorageError at once."""
+    import binlake.storage as storage
+
+    monkeypatch.setattr(storage.time, "sleep", lambda s: None)
+    written: list[bytes] = []
+
+    class Store:
+        def __init__(self, failures: list[str]) -> None:
+            self.failures = failures
+
+        def open_output_stream(self, path: str) -> Any:
+            store = self
+
+            class Stream(io.BytesIO):
+                def close(self) -> None:
+                    if self.closed:
+                        return
+                    if store.failures:
+                        super().close()
+                        raise OSError(store.failures.pop(0))
+                    written.append(self.getvalue())
+                    super().close()
+
+            return Stream()
+
+    target = locate("s3://bucket/key")
+    failures = ["AWS Error INTERNAL_FAILURE during CompleteMultipartUpload operation"]
+    monkeypatch.setattr(storage, "_filesystem", lambda loc: (Store(failures), "bucket/key"))
+    target.write_bytes(b"payload")
+    assert written == [b"payload"] and failures == []
+    failures += ["AWS Error ACCESS_DENIED during PutObject operation", "never reached"]
+    with pytest.raises(StorageError, match="ACCESS_DENIED"):
+        target.write_bytes(b"x")
+    failures[:] = ["AWS Error SLOW_DOWN"] * storage._PUT_ATTEMPTS
+    with pytest.raises(StorageError, match="SLOW_DOWN"):
+        target.write_bytes(b"x")
+    assert written == [b"payload"]
+
+
 # -- through a real S3 server --------------------------------------------------------------------------------------
 
 

@@ -55,6 +55,13 @@ COMMANDS: dict[str, Command] = {
         "changes_main",
         "row changes as Debezium JSON, or SQL that replays or undoes them",
     ),
+    # -- registration point: `binlake tail` (render/changes/tail.py: the change stream of a server, resumable) -------
+    "tail": Command(
+        "binlake.render.changes.tail",
+        "add_tail_arguments",
+        "tail_main",
+        "a running server's changes as text or Debezium JSON, resumable, exactly once into --output",
+    ),
     # -- registration point: `binlake stats` (render/stats.py) -----------------------------------------------------
     "stats": Command("binlake.render.stats", "add_stats_arguments", "stats_main", "summarise binlogs"),
     # -- registration point: `binlake ingest` (PySpark; needs the `spark` extra) -----------------------------------

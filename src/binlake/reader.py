@@ -308,6 +308,8 @@ def _read(
                     if stop is not None and ev.header.in_payload is None and ev.header.pos >= stop:
                         return
                     yield ev
+                if stop is not None and dec.position >= stop:
+                    return  # the next event starts at the stop: what follows (maybe a partial event) is not read
                 size = dec.next_size()
                 if (
                     size is not None

@@ -23,8 +23,10 @@ Example::
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
+import time
 import urllib.parse
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
@@ -180,7 +182,7 @@ class Location:
             with self.fs.open_output_stream(self.path) as f:
                 f.write(data)
 
-        _call(self, put)
+        _call(self, lambda: _retrying(self, put))
 
     def open_input(self) -> Any:
         """A seekable binary file (pyarrow ``RandomAccessFile``) reading this location."""
@@ -229,6 +231,30 @@ def _call(loc: Location, fn: Any) -> Any:
         raise StorageError(f"not found: {e}", file=loc.uri) from e
     except OSError as e:
         raise StorageError(f"storage error: {e}", file=loc.uri) from e
+
+
+_log = logging.getLogger(__name__)
+
+#: Words of an object store's error that say it failed this time, not for good (S3's InternalError, SlowDown and
+#: ServiceUnavailable as the AWS SDK behind pyarrow names them; HTTP 500/503).
+_TRANSIENT = ("INTERNAL_FAILURE", "SLOW_DOWN", "SERVICE_UNAVAILABLE", "Status Code: 500", "Status Code: 503")
+_PUT_ATTEMPTS = 5
+
+
+def _retrying(loc: Location, put: Any) -> None:
+    """``put()``, a whole-object write, again after a store's transient failure, up to :data:`_PUT_ATTEMPTS` times
+    with capped exponential backoff and one log line per retry.  A whole PUT is idempotent, so a retry cannot leave
+    a part behind; an error that is not transient is raised at once."""
+    for attempt in range(1, _PUT_ATTEMPTS + 1):
+        try:
+            put()
+            return
+        except OSError as e:
+            if isinstance(e, FileNotFoundError) or attempt == _PUT_ATTEMPTS or not any(w in str(e) for w in _TRANSIENT):
+                raise
+            delay = min(0.2 * 2 ** (attempt - 1), 2.0)
+            _log.warning("%s: the store failed a write (%s); retry %d in %.1f s", loc.uri, e, attempt, delay)
+            time.sleep(delay)
 
 
 _FILESYSTEMS: dict[tuple[str, str], tuple[Any, str]] = {}  # (scheme, netloc) -> (filesystem, its root path)

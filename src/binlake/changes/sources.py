@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from binlake.decoder import Decryptor
@@ -56,7 +56,9 @@ class EventSource(Protocol):
     def __iter__(self) -> Iterator[Located]: ...
 
     def resume_point(self) -> ResumePoint | None:
-        """Where reading goes on right after the last event given (``None`` before the first)."""
+        """Where reading goes on right after the last event given (``None`` before the first); its GTID state
+        covers every group seen, the last event's included: the state at a transaction's end, where the change
+        stream asks for it."""
         ...
 
     @property
@@ -158,22 +160,37 @@ class FileSource:
 class ServerSource:
     """The events of a running server's binlog files, as a :class:`ReplicationClient` streams them (what the server
     sends besides its files' events, heartbeats and artificial events, is left out).  The client reconnects by
-    itself; a stream that starts inside a file marks its first event as after a gap."""
+    itself; a stream that starts inside a file marks its first event as after a gap.
 
-    def __init__(self, client: ReplicationClient) -> None:
+    ``on_start`` is called once with the resume point where the stream begins, as soon as the client knows it (the
+    server's first event, its artificial ROTATE): a reader that keeps a state stores it before any transaction, so
+    a start at the server's current end is not moved on by a restart."""
+
+    def __init__(self, client: ReplicationClient, *, on_start: Callable[[ResumePoint], None] | None = None) -> None:
         self.client = client
         self.schema = client.stream.decoder.ctx.schema
+        self._on_start = on_start
 
     @property
     def flavor(self) -> Flavor | None:
         return self.client.server.flavor if self.client.server is not None else None
 
     def resume_point(self) -> ResumePoint | None:
-        return self.client.resume_point
+        """The client's point, with the GTID state including the latest group: at a transaction's end that group
+        is the transaction just delivered (the client's own point leaves it out: it may be in flight)."""
+        point = self.client.resume_point
+        if point is None or point.gtid is None:
+            return point
+        return replace(point, gtid=self.client.gtid_state)
 
     def __iter__(self) -> Iterator[Located]:
         first = True
         for se in self.client:
+            if self._on_start is not None:
+                point = self.resume_point()
+                if point is not None:
+                    self._on_start(point)
+                    self._on_start = None
             if not se.in_file:
                 continue
             gap = first and se.start > 4

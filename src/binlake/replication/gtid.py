@@ -235,18 +235,18 @@ class GtidTracker:
         elif self._mysql is not None:
             self._mysql_before, self._mysql = self._mysql, add_gtid(self._mysql, *gtid)
 
-    def observe(self, ev: Event) -> None:
-        """Follow one event of the log: a GTID event opens a group, a GTID_LIST or PREVIOUS_GTIDS gives the state
-        its file starts with; other events change nothing."""
-        if isinstance(ev, MariaGtidEvent):
-            self.add(ev.gtid)
-        elif isinstance(ev, GtidEvent):
-            if not ev.anonymous:
-                self.add((ev.uuid, ev.tag, ev.gno))
-        elif isinstance(ev, GtidListEvent):
-            self.set_file_state(ev.gtids)
-        elif isinstance(ev, PreviousGtidsEvent):
-            self.set_file_state(ev.gtid_set)
+    def observe(self, event: Event) -> None:
+        """Follow one event of the stream: a GTID event adds its group (an anonymous one none), a file's GTID_LIST /
+        PREVIOUS_GTIDS gives the state it starts with (:meth:`set_file_state`); other events change nothing."""
+        if isinstance(event, MariaGtidEvent):
+            self.add(event.gtid)
+        elif isinstance(event, GtidEvent):
+            if not event.anonymous:
+                self.add((event.uuid, event.tag, event.gno))
+        elif isinstance(event, GtidListEvent):
+            self.set_file_state(event.gtids)
+        elif isinstance(event, PreviousGtidsEvent):
+            self.set_file_state(event.gtid_set)
 
     @property
     def state(self) -> str | None:

@@ -2,12 +2,19 @@
 typed, versioned record the tail and the live ingest store).  Sans-IO, standard library only.
 
 A resume point names the server's binlog ``file`` and the ``position`` in it where the next event to deliver starts,
-and ``gtid``: the server's GTID state (MariaDB ``domain-server-seq,...``, MySQL GTID set) covering every event group
-that ended before ``position`` (it may lag behind it by the group in flight).  Resuming by position is exact on the
-same server.  Resuming by GTID restarts at the first group not in ``gtid``; the client then drops the events of
-``file`` that end at or before ``position`` (the part of that group already delivered), so a point taken inside a
-group is still exact on the same server, and a point taken at a group's end (what the tail stores) is exact on any
-server of the replication topology.
+and ``gtid``: the server's GTID state (MariaDB ``domain-server-seq,...``, MySQL GTID set).  Two kinds exist:
+
+* the replication client's, after any event (:attr:`ReplicationClient.resume_point
+  <binlake.replication.client.ReplicationClient.resume_point>`): ``gtid`` covers every event group before the latest
+  one, which may be in flight.  Resuming by GTID restarts at that group; the client drops the events of ``file``
+  that end at or before ``position`` (the part already delivered), so the point is exact, event for event, on the
+  same server, events between groups included;
+* a change stream's, after a whole transaction (:attr:`Transaction.resume
+  <binlake.changes.records.Transaction.resume>`, what the tail stores): ``gtid`` is the state at the transaction's
+  end, that transaction included.  Resuming by GTID goes on with the next transaction, on any server of the
+  replication topology (events between transactions that end a file, its STOP or ROTATE, are not read again).
+
+Resuming by position is exact on the same server for both.
 
 Example::
 
@@ -26,7 +33,7 @@ from typing import Any, Literal
 
 from binlake.errors import ReplicationError
 
-__all__ = ["RESUME_POINT_VERSION", "Flavor", "ResumePoint", "StartAt", "binlog_order"]
+__all__ = ["RESUME_POINT_VERSION", "Flavor", "ResumePoint", "StartAt", "binlog_order", "load_json", "record_fields"]
 
 RESUME_POINT_VERSION = 1
 Flavor = Literal["mariadb", "mysql"]
@@ -57,34 +64,33 @@ class ResumePoint:
                 f"resume point version {self.version!r}: this binlake reads version {RESUME_POINT_VERSION}"
             )
 
+    def to_dict(self) -> dict[str, Any]:
+        """Every field (``version`` first): the JSON object of :meth:`to_json`, for records that hold one."""
+        return {
+            "version": self.version,
+            "file": self.file,
+            "position": self.position,
+            "gtid": self.gtid,
+            "flavor": self.flavor,
+        }
+
     def to_json(self) -> str:
         """One line of JSON with every field (``version`` first)."""
-        return json.dumps(
-            {
-                "version": self.version,
-                "file": self.file,
-                "position": self.position,
-                "gtid": self.gtid,
-                "flavor": self.flavor,
-            },
-            separators=(",", ":"),
-        )
+        return json.dumps(self.to_dict(), separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> ResumePoint:
-        """Read :meth:`to_json`'s output; anything else (other versions, missing or extra fields, wrong types)
+    def from_dict(cls, data: object) -> ResumePoint:
+        """Read :meth:`to_dict`'s output; anything else (other versions, missing or extra fields, wrong types)
         raises :class:`~binlake.errors.ReplicationError`."""
-        try:
-            data: Any = json.loads(text)
-        except (ValueError, UnicodeDecodeError) as e:
-            raise ReplicationError(f"resume point is not JSON: {e}") from None
-        fields = {"version", "file", "position", "gtid", "flavor"}
-        if not isinstance(data, dict) or set(data) != fields:
-            keys = sorted(data) if isinstance(data, dict) else type(data).__name__
-            raise ReplicationError(f"resume point needs exactly the fields {sorted(fields)}, has {keys}")
+        data = record_fields(data, {"version", "file", "position", "gtid", "flavor"}, "resume point")
         if not isinstance(data["file"], str):
             raise ReplicationError(f"resume point file is not text: {data['file']!r}")
         return cls(data["file"], data["position"], data["gtid"], data["flavor"], data["version"])
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> ResumePoint:
+        """Read :meth:`to_json`'s output (as :meth:`from_dict`)."""
+        return cls.from_dict(load_json(text, "resume point"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +116,14 @@ class StartAt:
         return cls("gtid", None, 4, gtid)
 
     @classmethod
+    def parse_at(cls, text: str) -> StartAt:
+        """``FILE`` or ``FILE:POS`` (a command line's ``--from``) as a position start."""
+        file, colon, pos = text.partition(":")
+        if not file or (colon and not pos.isdigit()):
+            raise ReplicationError(f"a start is FILE or FILE:POS, not {text!r}")
+        return cls.at(file, int(pos) if pos else 4)
+
+    @classmethod
     def oldest(cls) -> StartAt:
         return cls("oldest")
 
@@ -125,6 +139,23 @@ class StartAt:
                 raise ReplicationError("the resume point has no GTID state to resume by")
             return cls("gtid", point.file, point.position, point.gtid)
         return cls("position", point.file, point.position)
+
+
+def load_json(text: str | bytes, what: str) -> Any:
+    """``text`` parsed as JSON; else a :class:`~binlake.errors.ReplicationError` (``what`` names the record)."""
+    try:
+        return json.loads(text)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ReplicationError(f"{what} is not JSON: {e}") from None
+
+
+def record_fields(data: object, fields: set[str], what: str) -> dict[str, Any]:
+    """``data`` as a JSON record with exactly ``fields``; else a :class:`~binlake.errors.ReplicationError` saying
+    what it has (``what`` names the record)."""
+    if not isinstance(data, dict) or set(data) != fields:
+        keys = sorted(data) if isinstance(data, dict) else type(data).__name__
+        raise ReplicationError(f"{what} needs exactly the fields {sorted(fields)}, has {keys}")
+    return data
 
 
 def binlog_order(name: str) -> tuple[str, int]:

@@ -1,5 +1,7 @@
 """The ``binlake`` Python data source: binlog files as Spark DataFrames.
 
+Streaming (``spark.readStream.format("binlake")``, a growing folder or a server): :mod:`binlake.spark.streaming`.
+
 Options (case-insensitive): ``view`` = ``events`` | ``tablemaps`` | ``changes`` (default ``changes``);
 ``splitBytes`` = target bytes per partition (default 64 MiB).  The path is a file, a folder or a glob.  The
 ``changes`` view's last column, ``debezium``, is each row change as the Debezium JSON ``binlake changes`` writes
@@ -22,7 +24,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from binlake.schema import SchemaTracker
@@ -67,7 +69,7 @@ def read_split(split: Split, view: str, batch_rows: int = BATCH_ROWS) -> Iterato
         ids: dict[int, str] = {}
         rows = 0
         tracker = SchemaTracker()  # the decoder follows the split's DDL in it; the JSON names columns by it
-        json = SplitJson(split.file.name, connector_of(split.file.path), tracker)
+        json = SplitJson(split.file.name, connector_of(split.file.source), tracker)
         lines: list[str] = []
         for rec in decode_split(split, tablemaps=False, schema=tracker):
             if isinstance(rec, EventRecord):
@@ -128,3 +130,10 @@ class BinlakeDataSource(DataSource):
         if not path:
             raise ValueError('binlake: give a path: spark.read.format("binlake").load(PATH)')
         return _Reader(path, self._view(), int(self._opt("splitBytes", str(DEFAULT_SPLIT_BYTES))))
+
+    def streamReader(self, schema: Any) -> DataSourceStreamReader:
+        """``spark.readStream.format("binlake")``: a growing folder or a server (:mod:`binlake.spark.streaming`)."""
+        from binlake.spark.streaming import stream_reader
+
+        options = {str(k).lower(): str(v) for k, v in dict(self.options).items()}
+        return stream_reader(options, self._view(), int(self._opt("splitBytes", str(DEFAULT_SPLIT_BYTES))), read_split)

@@ -29,7 +29,7 @@ from binlake.events.gtid import GtidEvent
 from binlake.events.mariadb import AnnotateRowsEvent
 from binlake.events.query import QueryEvent
 from binlake.events.rows import RowsEvent
-from binlake.reader import read_events
+from binlake.reader import Binlog, read_events
 from binlake.render.changes.debezium import DebeziumEncoder, SourceInfo
 from binlake.schema import SchemaTracker
 from binlake.spark.extract import Changes, EventRecord
@@ -38,9 +38,10 @@ from binlake.spark.statements import SEQ_POS
 __all__ = ["SplitJson", "connector_of"]
 
 
-def connector_of(path: str) -> str:
-    """``mariadb`` or ``mysql``: the server that wrote the binlog at ``path`` (its format description says)."""
-    for ev in read_events(path, stop=5):
+def connector_of(binlog: Binlog) -> str:
+    """``mariadb`` or ``mysql``: the server that wrote ``binlog`` (its format description says): a local path or
+    any byte source the reader takes (an object store's file)."""
+    for ev in read_events(binlog, stop=5):
         if isinstance(ev, FormatDescriptionEvent):
             return "mariadb" if ev.is_mariadb else "mysql"
     return "mysql"

@@ -37,13 +37,13 @@ REGION = "us-east-1"
 
 
 def _command() -> list[str] | None:
-    exe = shutil.which("moto_server")
-    if exe is not None:
-        return [exe]
+    """moto's server of the Python running this (the one ``pip install '.[test]'`` gave the version pyproject.toml
+    asks for), else a ``moto_server`` on PATH."""
     try:
         import moto.server  # noqa: F401
     except ImportError:
-        return None
+        exe = shutil.which("moto_server")
+        return None if exe is None else [exe]
     return [sys.executable, "-m", "moto.server"]
 
 

@@ -23,7 +23,7 @@ import argparse
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from binlake.changes.filters import add_filter_arguments, filter_from_args
 from binlake.changes.records import Transaction
@@ -33,7 +33,10 @@ from binlake.errors import BinlogError
 from binlake.events.base import Event
 from binlake.render import add_decode_arguments, decode_options, decryptor_of, open_log
 
-__all__ = ["add_changes_arguments", "changes_main", "write_changes"]
+if TYPE_CHECKING:
+    from binlake.render.changes.debezium import DebeziumEncoder
+
+__all__ = ["add_changes_arguments", "add_debezium_arguments", "changes_main", "debezium_encoder", "write_changes"]
 
 
 def add_changes_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,6 +59,18 @@ def add_changes_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="sql: write the files of statement-format LOAD DATA here and replay them as LOAD DATA LOCAL INFILE",
     )
+    add_debezium_arguments(parser)
+    add_filter_arguments(parser)
+    add_decode_arguments(parser)
+    server = parser.add_argument_group("reading a server (with --host)")
+    server.add_argument("--from", dest="from_", metavar="FILE[:POS]", help="start at this binlog (and position)")
+    server.add_argument("--gtid", metavar="STATE", help="start after this GTID state")
+    server.add_argument("--follow", action="store_true", help="go on as the server writes (else stop at its end)")
+    add_connection_arguments(parser, required=False)
+
+
+def add_debezium_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of the Debezium JSON (``binlake changes``, ``binlake tail``)."""
     parser.add_argument(
         "--name",
         "--topic-prefix",
@@ -68,13 +83,13 @@ def add_changes_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="debezium: top-level ts_ms is the time the line is written (default: the change's own time)",
     )
-    add_filter_arguments(parser)
-    add_decode_arguments(parser)
-    server = parser.add_argument_group("reading a server (with --host)")
-    server.add_argument("--from", dest="from_", metavar="FILE[:POS]", help="start at this binlog (and position)")
-    server.add_argument("--gtid", metavar="STATE", help="start after this GTID state")
-    server.add_argument("--follow", action="store_true", help="go on as the server writes (else stop at its end)")
-    add_connection_arguments(parser, required=False)
+
+
+def debezium_encoder(args: argparse.Namespace) -> DebeziumEncoder:
+    """The encoder of the options :func:`add_debezium_arguments` added."""
+    from binlake.render.changes.debezium import DebeziumEncoder, DebeziumOptions
+
+    return DebeziumEncoder(DebeziumOptions(name=args.name, processing_time=args.processing_time))
 
 
 def _server_source(args: argparse.Namespace) -> EventSource:
@@ -89,8 +104,7 @@ def _server_source(args: argparse.Namespace) -> EventSource:
     if args.from_ and args.gtid:
         raise BinlogError("--from and --gtid both say where to start: give one")
     if args.from_:
-        file, _, pos = args.from_.partition(":")
-        start = StartAt.at(file, int(pos) if pos else 4)
+        start = StartAt.parse_at(args.from_)
     elif args.gtid:
         start = StartAt.after_gtid(args.gtid)
     else:
@@ -131,9 +145,7 @@ def _file_source(args: argparse.Namespace) -> EventSource:
 def write_changes(transactions: Iterator[Transaction], fmt: str, out: BinaryIO, args: argparse.Namespace) -> None:
     """Write the transactions in ``fmt`` (``debezium`` or ``sql``, with ``args``' options)."""
     if fmt == "debezium":
-        from binlake.render.changes.debezium import DebeziumEncoder, DebeziumOptions
-
-        encoder = DebeziumEncoder(DebeziumOptions(name=args.name, processing_time=args.processing_time))
+        encoder = debezium_encoder(args)
         for trx in transactions:
             data = encoder.encode(trx)
             if data:

@@ -1,0 +1,413 @@
+"""``binlake tail``: a running server's changes as they happen, resumable, exactly once into a file it owns.
+
+``binlake tail --host H --user U --server-id N [--from FILE[:POS] | --gtid SET | --from-start] [--no-follow]
+[--format text|debezium] [--state FILE] [--output FILE] [filters]`` is the live face of the change stream that
+``binlake changes`` reads: the replication client (:class:`~binlake.replication.client.ReplicationClient`, which
+reconnects with capped exponential backoff) feeds :class:`~binlake.changes.ServerSource`, and
+:class:`~binlake.changes.ChangeStream` hands on whole transactions, each with the resume point right after it.  Each
+transaction is written in one of two formats, by the printers the file commands use:
+
+* ``text`` (default): what ``binlake dump`` prints for the transaction's events (and the events between
+  transactions before it), from the same :class:`~binlake.render.dump.TextPrinter`;
+* ``debezium``: what ``binlake changes --format debezium`` prints, one JSON line per row change
+  (:class:`~binlake.render.changes.debezium.DebeziumEncoder`).
+
+It starts at the server's current end (``--from-start``: its oldest binlog; ``--from``/``--gtid``: there) and goes
+on as the server writes; ``--no-follow`` stops at the server's current end.
+
+``--state FILE`` keeps a :class:`TailState` (the :class:`~binlake.replication.position.ResumePoint` after the last
+transaction delivered, how to resume by it, the format, the output's length), replaced atomically (a temporary
+file, fsync, rename, fsync of the folder) after each transaction is delivered.  A tail started with an existing
+state goes on from it (the start options then say nothing: they tell where a tail without a state begins): by GTID
+when the first tail started by ``--gtid``, else by file and position.  Delivery:
+
+* ``--output FILE``: the transaction's text is written and fsynced before the state records the file's new length;
+  a restarted tail first cuts FILE back to that length.  FILE holds every transaction exactly once after any number
+  of kills;
+* standard output: written and flushed before the state is; a kill between the two repeats that one transaction on
+  the next start (at least once).
+
+Example::
+
+    $ BINLAKE_PASSWORD=... binlake tail --host db1 --user repl --server-id 4242 --format debezium \\
+          --state tail.state --output changes.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Literal, cast
+
+from binlake.changes.filters import add_filter_arguments, filter_from_args
+from binlake.changes.records import Transaction
+from binlake.changes.sources import EventSource, Located, ServerSource
+from binlake.changes.stream import ChangeStream
+from binlake.errors import BinlogError, ReplicationError
+from binlake.events.base import Event
+from binlake.render import add_decode_arguments, decode_options
+from binlake.render.changes import add_debezium_arguments, debezium_encoder
+from binlake.replication.position import Flavor, ResumePoint, StartAt, load_json, record_fields
+
+__all__ = ["TAIL_STATE_VERSION", "TailState", "add_tail_arguments", "load_state", "save_state", "tail_main"]
+
+TAIL_STATE_VERSION = 1
+Format = Literal["text", "debezium"]
+By = Literal["position", "gtid"]
+_FIELDS = {"version", "format", "by", "output_offset", "resume"}
+
+log = logging.getLogger("binlake.tail")
+
+
+@dataclass(frozen=True, slots=True)
+class TailState:
+    """What a restarted tail needs: ``resume``, the point after the last transaction delivered; ``by``, how to
+    resume at it (``gtid`` for a tail started by ``--gtid``, else ``position``); ``format``, what the output holds;
+    ``output_offset``, the length of ``--output``'s file holding exactly the transactions up to ``resume``
+    (``None``: the output is standard output).  No connection detail is kept (no host, user or password)."""
+
+    resume: ResumePoint
+    by: By
+    format: Format
+    output_offset: int | None
+    version: int = TAIL_STATE_VERSION
+
+    def __post_init__(self) -> None:
+        if self.version != TAIL_STATE_VERSION:
+            raise ReplicationError(f"tail state version {self.version!r}: this binlake reads {TAIL_STATE_VERSION}")
+        if self.by not in ("position", "gtid"):
+            raise ReplicationError(f"tail state: resume by {self.by!r}, not position or gtid")
+        if self.format not in ("text", "debezium"):
+            raise ReplicationError(f"tail state: unknown format {self.format!r}")
+        off = self.output_offset
+        if off is not None and (isinstance(off, bool) or not isinstance(off, int) or off < 0):
+            raise ReplicationError(f"tail state: an output offset is a byte count, not {off!r}")
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "version": self.version,
+                "format": self.format,
+                "by": self.by,
+                "output_offset": self.output_offset,
+                "resume": self.resume.to_dict(),
+            },
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> TailState:
+        """Read :meth:`to_json`'s output; anything else raises :class:`~binlake.errors.ReplicationError`."""
+        data = record_fields(load_json(text, "tail state"), _FIELDS, "tail state")
+        resume = ResumePoint.from_dict(data["resume"])
+        return cls(resume, data["by"], data["format"], data["output_offset"], data["version"])
+
+
+def load_state(path: Path) -> TailState | None:
+    """The state in ``path``; ``None`` when there is no such file."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise ReplicationError(f"cannot read the tail state {path}: {e.strerror or e}") from None
+    try:
+        return TailState.from_json(data)
+    except ReplicationError as e:
+        raise ReplicationError(f"{path}: {e}") from None
+
+
+def save_state(path: Path, state: TailState) -> None:
+    """Replace ``path`` by ``state`` atomically and durably: a reader (or a restart after a crash) sees the old state
+    or the new one, whole."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, state.to_json().encode() + b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder if str(folder) else ".", os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# -- the output ------------------------------------------------------------------------------------------------
+
+
+class _Output:
+    """Where transactions go: standard output (flushed per transaction) or a file binlake owns (written and
+    fsynced per transaction, cut back to ``offset`` on a restart).  :attr:`offset` counts the bytes delivered."""
+
+    def __init__(self, path: Path | None, offset: int | None) -> None:
+        self.path = path
+        self.offset = 0
+        self._file: IO[bytes]
+        if path is None:
+            self._file = sys.stdout.buffer
+            return
+        if offset is None:  # a fresh tail: the file is ours from its first byte
+            self._file = path.open("wb")
+            return
+        try:
+            self._file = path.open("r+b")
+        except FileNotFoundError:
+            if offset:
+                raise ReplicationError(f"{path} is gone, but the tail state says it held {offset} bytes") from None
+            self._file = path.open("wb")
+        size = os.fstat(self._file.fileno()).st_size
+        if size < offset:
+            self._file.close()
+            raise ReplicationError(f"{path} holds {size} bytes, but the tail state says it held {offset}")
+        if size > offset:
+            log.info("%s: cut back from %d to %d bytes, the end of the last transaction delivered", path, size, offset)
+            self._file.truncate(offset)
+            os.fsync(self._file.fileno())
+        self._file.seek(offset)
+        self.offset = offset
+
+    def deliver(self, data: bytes) -> None:
+        """Write ``data`` and make it durable (a file) or visible (standard output) before the state records it."""
+        if data:
+            self._file.write(data)
+            self.offset += len(data)
+        self._file.flush()
+        if self.path is not None and data:
+            os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        self._file.flush()
+        if self.path is not None:
+            os.fsync(self._file.fileno())
+            self._file.close()
+
+
+# -- the formats ---------------------------------------------------------------------------------------------
+
+
+class _Kept:
+    """An event source that keeps the events it gave since :meth:`take` (the text format prints them)."""
+
+    def __init__(self, source: EventSource) -> None:
+        self.source = source
+        self.schema = source.schema
+        self.events: list[Event] = []
+
+    @property
+    def flavor(self) -> Flavor | None:
+        return self.source.flavor
+
+    def resume_point(self) -> ResumePoint | None:
+        return self.source.resume_point()
+
+    def __iter__(self) -> Iterator[Located]:
+        for loc in self.source:
+            self.events.append(loc.event)
+            yield loc
+
+    def take(self) -> list[Event]:
+        events, self.events = self.events, []
+        return events
+
+
+class _Text:
+    """``binlake dump``'s text: every event the server's files hold, in order, each transaction's once it is whole.
+
+    The events between transactions are printed with the transaction after them (or at the end, without
+    ``--follow``); a transaction the stream leaves out for being read in part (a ``--from`` position inside it) is
+    printed as ``binlake dump --start-position`` prints it."""
+
+    def __init__(self, source: _Kept, args: argparse.Namespace) -> None:
+        from binlake.render.dump import DumpOptions, TextPrinter
+
+        self.source = source
+        self._chunks: list[str] = []
+        options = DumpOptions(filter=filter_from_args(args), table_metadata=True)
+        self.printer = TextPrinter(self._chunks.append, options)
+
+    def _drain(self) -> bytes:
+        self.printer.flush()
+        text = "".join(self._chunks)
+        self._chunks.clear()
+        return text.encode("utf-8", "surrogateescape")
+
+    def begin(self) -> bytes:
+        self.printer.begin()
+        return self._drain()
+
+    def transaction(self, trx: Transaction) -> bytes:
+        for ev in self.source.take():
+            self.printer.feed(ev)
+        return self._drain()
+
+    def finish(self) -> bytes:
+        for ev in self.source.take():
+            self.printer.feed(ev)
+        self.printer.finish()
+        return self._drain()
+
+
+class _Debezium:
+    """``binlake changes --format debezium``'s JSON lines."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.encoder = debezium_encoder(args)
+
+    def begin(self) -> bytes:
+        return b""
+
+    def transaction(self, trx: Transaction) -> bytes:
+        return self.encoder.encode(trx)
+
+    def finish(self) -> bytes:
+        return b""
+
+
+# -- the command -----------------------------------------------------------------------------------------------
+
+
+def add_tail_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``binlake tail``."""
+    from binlake.replication.options import add_connection_arguments
+
+    start = parser.add_argument_group("where a tail without a state starts (default: the server's current end)")
+    where = start.add_mutually_exclusive_group()
+    where.add_argument("--from", dest="from_", metavar="FILE[:POS]", help="at this binlog (and position)")
+    where.add_argument("--gtid", metavar="SET", help="after this GTID state (a restart then resumes by GTID)")
+    where.add_argument("--from-start", action="store_true", help="at the oldest binlog the server still has")
+    parser.add_argument("--no-follow", action="store_true", help="stop at the server's current end")
+    parser.add_argument(
+        "--format",
+        choices=("text", "debezium"),
+        default="text",
+        help="text: what binlake dump prints (default); debezium: one JSON line per row change",
+    )
+    parser.add_argument(
+        "--state",
+        type=Path,
+        metavar="FILE",
+        help="keep the resume point here after each transaction; an existing state says where to go on",
+    )
+    parser.add_argument(
+        "--output",
+        type=Path,
+        metavar="FILE",
+        help="write here instead of standard output, exactly once across restarts with --state",
+    )
+    add_debezium_arguments(parser)
+    add_filter_arguments(parser, positions=False)
+    add_decode_arguments(parser, on_error=False)
+    add_connection_arguments(parser)
+
+
+def _start(args: argparse.Namespace, state: TailState | None) -> tuple[StartAt, By]:
+    if state is not None:
+        return StartAt.resume(state.resume, by=state.by), state.by
+    if args.from_:
+        return StartAt.parse_at(args.from_), "position"
+    if args.gtid is not None:
+        return StartAt.after_gtid(args.gtid), "gtid"
+    return (StartAt.oldest() if args.from_start else StartAt.current()), "position"
+
+
+def _check_state(state: TailState, args: argparse.Namespace) -> None:
+    """A state belongs to one format and one kind of output: refuse to go on in another."""
+    if state.format != args.format:
+        raise ReplicationError(f"{args.state} is the state of a --format {state.format} tail, not {args.format}")
+    if (state.output_offset is None) != (args.output is None):
+        wrote = "standard output" if state.output_offset is None else "an --output file"
+        raise ReplicationError(f"{args.state} is the state of a tail that wrote to {wrote}")
+
+
+def _log_to_stderr() -> None:
+    """binlake's log lines (connections, each reconnection attempt, a cut-back output) on stderr, timestamped."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("binlake tail: %(asctime)s %(message)s"))
+    root = logging.getLogger("binlake")
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+
+
+def tail_main(args: argparse.Namespace) -> int:
+    """Run ``binlake tail``: 0 at the server's end (``--no-follow``) or on Ctrl-C, 1 when reading fails, 2 for bad
+    arguments."""
+    from binlake.replication.client import ReplicationClient
+    from binlake.replication.options import connection_from_args
+
+    _log_to_stderr()
+    follow = not args.no_follow
+    try:
+        if args.key_file is not None:
+            raise BinlogError("a server sends its binlogs decrypted: --key-file reads files")
+        state = load_state(args.state) if args.state is not None else None
+        if state is not None:
+            _check_state(state, args)
+        start, by = _start(args, state)
+        change_filter = filter_from_args(args)
+        decode = decode_options(args)
+        options = connection_from_args(args, follow=follow)
+    except (BinlogError, ValueError) as e:
+        print(f"binlake tail: {e}", file=sys.stderr)
+        return 2
+    try:
+        out = _Output(args.output, state.output_offset if state is not None else None)
+    except (BinlogError, OSError) as e:
+        print(f"binlake tail: {e}", file=sys.stderr)
+        return 2
+    fmt_name = cast(Format, args.format)
+
+    def save(point: ResumePoint) -> None:
+        if args.state is not None:
+            offset = out.offset if args.output is not None else None
+            save_state(args.state, TailState(point, by, fmt_name, offset))
+
+    client = ReplicationClient(options, start, follow=follow, decode_options=decode)
+    # a fresh state is written where the stream begins, before any transaction: a restart goes on from there
+    source: EventSource = ServerSource(client, on_start=save if state is None else None)
+    fmt: _Text | _Debezium
+    if args.format == "text":
+        kept = _Kept(source)
+        source, fmt = kept, _Text(kept, args)
+    else:
+        fmt = _Debezium(args)
+    stream = ChangeStream(source, change_filter)
+    status = 0
+    try:
+        if out.offset == 0:
+            out.deliver(fmt.begin())
+        for trx in stream:
+            out.deliver(fmt.transaction(trx))
+            assert trx.resume is not None  # a server source knows where it is after an event
+            save(trx.resume)
+        out.deliver(fmt.finish())  # not in the state: a restart cuts it off and goes on after the last transaction
+    except KeyboardInterrupt:
+        pass
+    except BinlogError as e:
+        print(f"binlake tail: {e}", file=sys.stderr)
+        status = 1
+    except OSError as e:  # the output or the state cannot be written (a full disk): the state is still whole
+        print(f"binlake tail: {e.filename or 'output'}: {e.strerror or e}", file=sys.stderr)
+        status = 1
+    finally:
+        client.close()
+        out.close()
+        if stream.dropped:
+            print(
+                f"binlake tail: {stream.dropped} transaction(s) left out: not whole in what was read "
+                "(a --from position inside a transaction)",
+                file=sys.stderr,
+            )
+    return status

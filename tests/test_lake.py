@@ -36,6 +36,7 @@ from binlake.lake.records import (
     Statement,
     TaskReport,
 )
+from binlake.replication.position import ResumePoint
 from binlake.storage import locate
 
 REPO = Path(__file__).resolve().parents[1]
@@ -68,6 +69,20 @@ def test_records_round_trip_through_json() -> None:
     assert f.arrow_schema.names == ["a"]
 
 
+def test_a_manifest_carries_its_resume_point_and_one_of_version_2_reads() -> None:
+    point = ResumePoint("mysql-bin.000042", 9000, "0-1-77", "mariadb")
+    m = BatchManifest(4, (_SPLIT,), {"mysql-bin.000042": 9000}, [], (), point)
+    assert BatchManifest.from_json(m.to_json()) == m
+    assert json.loads(m.to_json())["resume"] == json.loads(point.to_json())
+    v2 = json.loads(m.to_json())
+    v2["version"] = 2
+    del v2["resume"]
+    assert BatchManifest.from_json(json.dumps(v2)) == BatchManifest(4, (_SPLIT,), {"mysql-bin.000042": 9000}, [], ())
+    v2.update(version=3, resume={"version": 1, "file": "x/y", "position": 4, "gtid": None, "flavor": None})
+    with pytest.raises(LakeFormatError, match="resume point"):
+        BatchManifest.from_json(json.dumps(v2))
+
+
 def test_a_manifest_of_binlake_0_1_reads() -> None:
     """Version 1 (no version field; splits and statements as positional lists), as binlake 0.1 wrote them."""
     old = {
@@ -90,7 +105,7 @@ def test_a_manifest_of_binlake_0_1_reads() -> None:
 def test_a_newer_format_is_refused_clearly() -> None:
     m = json.loads(BatchManifest(1, (_SPLIT,), {}).to_json())
     m["version"] = 99
-    with pytest.raises(LakeFormatError, match="format version 99, this binlake reads version 2") as e:
+    with pytest.raises(LakeFormatError, match="format version 99, this binlake reads version 3") as e:
         BatchManifest.from_json(json.dumps(m), "s3://b/lake/_binlake/batches/0000000001.json")
     assert e.value.file == "s3://b/lake/_binlake/batches/0000000001.json"
     with pytest.raises(LakeFormatError, match="task report"):

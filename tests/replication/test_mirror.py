@@ -80,7 +80,7 @@ def test_mirror_survives_sigkill_restart_and_rotations(fresh_server: ReplServer,
         if k == 2:
             server.restart()
         if k == 3:  # a write cut by the kill: part of an event at the end of the last copy
-            last = mirror_files(directory)[-1]
+            last = Path(mirror_files(directory)[-1].uri)
             whole = last.stat().st_size
             with last.open("ab") as f:
                 f.write(server.binlog_files()[0].read_bytes()[200:300])

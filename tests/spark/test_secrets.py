@@ -57,3 +57,43 @@ def test_credentials_are_never_logged_stored_or_planned(
         for k in env:
             context.environment.pop(k, None)
         spark.dataSource.register(LakeDataSource)
+
+
+@pytest.mark.server
+def test_a_live_ingest_keeps_the_password_out_of_output_lake_and_plans(spark: Any, tmp_path: Path) -> None:
+    """``binlake ingest --host`` (Spark's own output shown): the replication password is in no output line, no
+    object of the lake (manifests, Delta logs, Parquet, the lease, the mirrored binlogs) and no Spark plan of the
+    lake; it was given only as ``BINLAKE_PASSWORD`` (``--password`` on the command line is refused)."""
+    from tests.replication.conftest import PASSWORD, add_users, batch
+
+    from binlake.testing.mariadb import MariaDBServer, missing_tools
+
+    if missing_tools():
+        pytest.skip(f"MariaDB server not installed ({', '.join(missing_tools())} not found)")
+    with MariaDBServer() as server:
+        add_users(server)
+        server.execute("CREATE DATABASE r; CREATE TABLE r.t (id INT PRIMARY KEY, batch INT, v LONGTEXT);"
+                       " CREATE TABLE r.m (id INT PRIMARY KEY, v TEXT); CREATE DATABASE seq")  # fmt: skip
+        batch(server, 1)
+        lake = tmp_path / "lake"
+        base = [sys.executable, "-m", "binlake", "ingest", "--host", "127.0.0.1", "--port", str(server.port),
+                "--user", "repl_native", "--server-id", "5151", "--lake", str(lake),
+                "--master", "local[1]"]  # fmt: skip
+        env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+        refused = subprocess.run([*base, "--password", PASSWORD], env=env, capture_output=True, text=True)
+        assert refused.returncode == 2 and PASSWORD not in refused.stdout + refused.stderr
+        done = subprocess.run([*base, "--from-start", "--verbose"], env={**env, "BINLAKE_PASSWORD": PASSWORD},
+                              capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    output = done.stdout + done.stderr
+    assert "ingested 1 batches" in output and len(output) > 1000 and PASSWORD not in output
+    secret = PASSWORD.encode()
+    objects = [p for p in lake.rglob("*") if p.is_file()]
+    assert any(p.suffix == ".parquet" for p in objects) and any(p.parent.name == "_binlogs" for p in objects)
+    assert not [p for p in objects if secret in p.read_bytes()]
+    from binlake.spark.lakesource import LakeDataSource
+
+    spark.dataSource.register(LakeDataSource)
+    df = spark.read.format("binlake-lake").option("table", "r.t").load(str(lake))
+    plan = df._jdf.queryExecution().toString()
+    assert df.count() == 40 - 8 and PASSWORD not in plan

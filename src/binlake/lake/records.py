@@ -29,7 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from binlake.errors import BinlogError, UnsupportedError
+from binlake.errors import BinlogError, ReplicationError, UnsupportedError
+from binlake.replication.position import ResumePoint
 from binlake.sql.statements import TableRef
 from binlake.sql.temporary import TemporaryState
 
@@ -312,15 +313,22 @@ class BatchManifest:
     """A batch's plan, written before any table is touched: its byte ranges, the position of every file after it,
     the schema in force where it starts (``schema``: :func:`binlake.spark.statements.tracker_to_json`'s format,
     the schema tracker's own) and the statements its QUERY events hold.  A batch re-run after a crash decodes
-    exactly these ranges."""
+    exactly these ranges.
 
-    VERSION = 2
+    ``resume``: where the binlog stream goes on after the batch, the end of its last whole transaction, with the
+    GTID state there (:class:`~binlake.replication.position.ResumePoint`, its own versioned JSON): committed with
+    the batch's tables, it is what a live ingest (``binlake ingest --host``) streams from next.  ``None`` before
+    the first batch of a lake, and in manifests of version 2 and older."""
+
+    VERSION = 3
+    READS = (2, 3)  # the versions with a version field this binlake reads (version 1 has none)
 
     batch: int
     splits: tuple[Split, ...]
     positions: dict[str, int]
     schema: dict[str, Any] | list[Any] = field(default_factory=list)
     statements: tuple[Statement, ...] = ()
+    resume: ResumePoint | None = None
 
     @property
     def files(self) -> int:
@@ -339,27 +347,35 @@ class BatchManifest:
                 "positions": self.positions,
                 "schema": self.schema,
                 "statements": [s.to_json() for s in self.statements],
+                "resume": None if self.resume is None else json.loads(self.resume.to_json()),
             },
             indent=1,
         )
 
     @classmethod
     def from_json(cls, text: str, where: str | None = None) -> BatchManifest:
-        """Read a manifest; ``where`` names it in errors.  Version 1 (binlake 0.1: no version, splits and statements
-        as positional lists) reads too."""
+        """Read a manifest; ``where`` names it in errors.  Version 2 (no resume point) and version 1 (binlake 0.1:
+        no version, splits and statements as positional lists) read too."""
         try:
             v = json.loads(text)
         except ValueError as e:
             raise LakeFormatError(f"a batch manifest that is not JSON: {e}", file=where) from None
         if "version" not in v:
             return cls._from_v1(v)
-        _check_version("this batch manifest", v["version"], cls.VERSION, where)
+        if v["version"] not in cls.READS:
+            _check_version("this batch manifest", v["version"], cls.VERSION, where)
+        resume = v.get("resume")
+        try:
+            point = None if resume is None else ResumePoint.from_json(json.dumps(resume))
+        except ReplicationError as e:
+            raise LakeFormatError(f"a batch manifest whose resume point does not read: {e}", file=where) from None
         return cls(
             int(v["batch"]),
             tuple(Split.from_json(s) for s in v["splits"]),
             {k: int(p) for k, p in v["positions"].items()},
             v["schema"],
             tuple(Statement.from_json(s) for s in v["statements"]),
+            point,
         )
 
     @classmethod

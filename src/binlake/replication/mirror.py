@@ -9,6 +9,12 @@ server's open binlog does (a dump thread clears the flag on the wire; the CRC32 
 cleared when the file is complete (its ROTATE or STOP arrived, or the server went on to the next file), so a
 finished copy equals the server's file byte for byte, and a reader can tell a complete file from one still growing.
 
+The directory is a local folder or an object-store URI (:mod:`binlake.storage`: ``s3://bucket/binlogs``).  On a
+local disk the file being written is appended to in place; an object store has no appends, so there the file being
+written is kept in a local spool file and uploaded whole (one PUT: readers see the old object or the new one) when
+it is complete, every :data:`UPLOAD_EVERY` seconds while it grows, and whenever :meth:`Mirror.sync` asks (the live
+ingest does before each batch).
+
 The directory is the mirror's only state: a restarted mirror finds its last file, cuts a partial event at its end
 back off (a kill during a write leaves one) and asks the server to go on at that file's size.  A purged binlog there
 is an error naming it (:class:`~binlake.errors.BinlogPurgedError`), never a silent jump to a later file.
@@ -39,6 +45,8 @@ import argparse
 import logging
 import os
 import sys
+import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,43 +60,64 @@ from binlake.reader import header_table
 from binlake.replication.client import ReplicationClient
 from binlake.replication.options import ConnectionOptions, add_connection_arguments, connection_from_args
 from binlake.replication.position import StartAt, binlog_order
+from binlake.replication.stream import StreamEvent
+from binlake.storage import Location, StoredFile, locate
 
-__all__ = ["Mirror", "MirrorStats", "add_mirror_arguments", "mirror_files", "mirror_main", "recover_file"]
+__all__ = [
+    "UPLOAD_EVERY",
+    "Mirror",
+    "MirrorStats",
+    "add_mirror_arguments",
+    "mirror_files",
+    "mirror_main",
+    "recover_file",
+]
 
 log = logging.getLogger("binlake.replication")
 
 _IN_USE = 0x01  # LOG_EVENT_BINLOG_IN_USE_F, in the FORMAT_DESCRIPTION's flags (file offset 4 + 17)
 _FDE_FLAGS_AT = 4 + 17
 _FILE_ENDS = (EventType.ROTATE_EVENT, EventType.STOP_EVENT)
-_FLUSH_EVERY = 0.5  # seconds: the longest a received event waits in the write buffer
+_FLUSH_EVERY = 0.5  # seconds: the longest a received event waits in the write buffer (local disk)
+UPLOAD_EVERY = 10.0
+"""Seconds: on an object store, the longest a received event waits before the growing file is uploaded again."""
+_CHUNK = 8 << 20  # bytes per read or write when a spool file goes to or comes from an object store
 
 
 @dataclass(slots=True)
 class MirrorStats:
-    """What one run copied."""
+    """What one run copied: events, bytes, and the files it wrote to (how many, the first and the last)."""
 
-    files: list[str]
     events: int = 0
     bytes: int = 0
+    files: int = 0
+    first: str | None = None
+    last: str | None = None
+
+    def wrote(self, name: str) -> None:
+        self.files += 1
+        self.first = self.first or name
+        self.last = name
 
 
-def mirror_files(directory: Path) -> list[Path]:
-    """The binlog files of a mirror directory (names ending in a number, starting with the magic), in binlog
-    order."""
+def mirror_files(directory: str | os.PathLike[str] | Location) -> list[Location]:
+    """The binlog files of a mirror directory, local or in an object store (names ending in a number, starting with
+    the magic), in binlog order."""
     found = []
-    for path in directory.iterdir():
-        _, _, ext = path.name.rpartition(".")
-        if ext.isdigit() and path.is_file():
-            with path.open("rb") as f:
-                head = f.read(4)
-            if MAGIC.startswith(head):  # a kill can leave a file shorter than the magic
-                found.append(path)
-    return sorted(found, key=lambda p: binlog_order(p.name))
+    for entry in locate(directory).list():
+        _, _, ext = entry.location.name.rpartition(".")
+        if ext.isdigit() and not entry.is_dir:
+            with entry.location.open_input() as f:
+                head = bytes(f.read(4))
+            if MAGIC.startswith(head):  # a kill can leave a local file shorter than the magic
+                found.append(entry.location)
+    return sorted(found, key=lambda loc: binlog_order(loc.name))
 
 
 def recover_file(path: Path) -> tuple[int, bool]:
-    """Cut ``path`` back to the end of its last whole event; return that size and whether the file is complete
-    (it ends with a ROTATE or STOP).  A file without a whole event is cut back to the magic."""
+    """Cut the local file ``path`` back to the end of its last whole event; return that size and whether the file is
+    complete (it ends with a ROTATE or STOP: its in-use flag is then cleared).  A file without a whole event is cut
+    back to the magic."""
     size = path.stat().st_size
     if size < 4:
         with path.open("wb") as f:
@@ -105,47 +134,164 @@ def recover_file(path: Path) -> tuple[int, bool]:
     return end, complete
 
 
+def _recover(loc: Location) -> int:
+    """:func:`recover_file` for a local file or an object (an object is fetched into a spool file, recovered
+    there and put back only if that changed it); the size of its whole events."""
+    if loc.is_local:
+        return recover_file(Path(loc.uri))[0]
+    table = header_table(StoredFile(loc))
+    complete = len(table) > 0 and table.codes[-1] in _FILE_ENDS
+    if table.end == loc.info().size and not (complete and _stored_in_use(loc)):
+        return table.end
+    with tempfile.TemporaryDirectory(prefix="binlake-mirror-") as tmp:
+        spool = Path(tmp) / loc.name
+        with spool.open("wb") as out, loc.open_input() as f:
+            _copy_stream(f, out)
+        end, _ = recover_file(spool)
+        with spool.open("rb") as f:
+            _upload(f, loc)
+    return end
+
+
+def _stored_in_use(loc: Location) -> bool:
+    with loc.open_input() as f:
+        f.seek(_FDE_FLAGS_AT)
+        flags = bytes(f.read(1))
+    return bool(flags) and bool(flags[0] & _IN_USE)
+
+
 def _set_in_use(path: Path, in_use: bool) -> None:
     """Set or clear LOG_EVENT_BINLOG_IN_USE_F in the FORMAT_DESCRIPTION at position 4 of ``path``."""
     with path.open("r+b") as f:
-        f.seek(_FDE_FLAGS_AT)
-        flags = f.read(1)
-        if len(flags) != 1:
-            return
+        _patch_in_use(f, in_use)
+
+
+def _patch_in_use(f: BinaryIO, in_use: bool) -> None:
+    """:func:`_set_in_use` on an open file (left positioned at its end)."""
+    f.seek(_FDE_FLAGS_AT)
+    flags = f.read(1)
+    if len(flags) == 1:
         new = flags[0] | _IN_USE if in_use else flags[0] & ~_IN_USE
         if new != flags[0]:
             f.seek(_FDE_FLAGS_AT)
             f.write(bytes([new]))
+    f.seek(0, os.SEEK_END)
+
+
+def _copy_stream(src: BinaryIO, dst: BinaryIO) -> None:
+    while chunk := src.read(_CHUNK):
+        dst.write(chunk)
+
+
+def _upload(spool: BinaryIO, loc: Location) -> None:
+    """Put the whole of ``spool`` as the object ``loc`` (one PUT), leaving ``spool`` positioned at its end."""
+    spool.flush()
+    spool.seek(0)
+    with loc.open_output() as out:
+        _copy_stream(spool, out)
+    spool.seek(0, os.SEEK_END)
+
+
+class _Copy:
+    """The copy being written of one binlog file: appended to in place on a local disk; for an object store, kept in
+    a local spool file and uploaded whole by :meth:`flush` (``durable``, or :data:`UPLOAD_EVERY` after the last
+    upload) and :meth:`close`."""
+
+    def __init__(self, loc: Location, *, existing: bool) -> None:
+        self.loc = loc
+        self._flushed = time.monotonic()
+        self._dirty = False
+        if loc.is_local:
+            self._out: BinaryIO = Path(loc.uri).open("ab")  # noqa: SIM115 (closed by close())
+        else:
+            self._out = tempfile.TemporaryFile(prefix="binlake-mirror-")  # noqa: SIM115 (closed by close())
+            if existing:
+                with loc.open_input() as f:
+                    _copy_stream(f, self._out)
+        self.size = self._out.tell()
+        if self.size == 0:
+            self.write(MAGIC)
+
+    def write(self, raw: bytes) -> None:
+        self._out.write(raw)
+        self.size += len(raw)
+        self._dirty = True
+
+    def flush(self, *, durable: bool = False) -> None:
+        """Pass what was written on: to the file (``durable``: and to the disk), or, for an object store, to the
+        object when ``durable`` or when the last upload is :data:`UPLOAD_EVERY` old."""
+        out = self._out
+        if self.loc.is_local:
+            out.flush()
+            if durable:
+                os.fsync(out.fileno())
+        elif self._dirty and (durable or time.monotonic() - self._flushed > UPLOAD_EVERY):
+            _upload(out, self.loc)
+            self._dirty = False
+        else:
+            return
+        self._flushed = time.monotonic()
+
+    @property
+    def flushed(self) -> float:
+        """When :meth:`flush` last passed the bytes on (``time.monotonic()``)."""
+        return self._flushed
+
+    def close(self, *, complete: bool) -> None:
+        """Finish the copy; ``complete``: the server finished the file (its in-use flag is cleared)."""
+        out = self._out
+        try:
+            if self.loc.is_local:
+                out.flush()
+                os.fsync(out.fileno())
+                out.close()
+                if complete:
+                    _set_in_use(Path(self.loc.uri), False)
+                _sync_directory(Path(self.loc.uri).parent)
+            else:
+                if complete:
+                    _patch_in_use(out, False)
+                if complete or self._dirty:
+                    _upload(out, self.loc)
+        finally:
+            out.close()
 
 
 class Mirror:
-    """Copies a server's binlogs into ``directory``; see the module docstring.  ``start`` says where an empty
-    directory begins (``StartAt.oldest()`` or ``StartAt.at(file)``); a directory holding a mirror goes on after its
-    last file, whatever ``start`` says.  ``follow``: keep copying as the server writes (else stop at its end)."""
+    """Copies a server's binlogs into ``directory`` (a local folder or an object-store URI); see the module
+    docstring.  ``start`` says where an empty directory begins (``StartAt.oldest()`` or ``StartAt.at(file)``); a
+    directory holding a mirror goes on after its last file, whatever ``start`` says.  ``follow``: keep copying as
+    the server writes (else stop at its end).
+
+    :meth:`run` copies; from another thread, :meth:`sync` makes every event copied so far durable and visible to
+    readers of the directory, and :meth:`stop` ends the run."""
 
     def __init__(
         self,
-        directory: Path,
+        directory: str | os.PathLike[str] | Location,
         options: ConnectionOptions,
         *,
         start: StartAt | None = None,
         follow: bool = False,
     ) -> None:
-        self.directory = directory
+        self.directory = locate(directory)
         self.options = options
         self.start = start
         self.follow = follow
-        self._out: BinaryIO | None = None
+        self.stats = MirrorStats()
+        self._copy_of: _Copy | None = None
         self._name: str | None = None
-        self._size = 0
-        self._flushed = 0.0
+        self._lock = threading.Lock()
+        self._client: ReplicationClient | None = None
+        self._stopped = False
 
     def _resume_start(self) -> StartAt:
-        self.directory.mkdir(parents=True, exist_ok=True)
+        if self.directory.is_local:
+            os.makedirs(self.directory.uri, exist_ok=True)
         files = mirror_files(self.directory)
         if files:
             last = files[-1]
-            size, _complete = recover_file(last)
+            size = _recover(last)
             if self.start is not None and self.start.kind == "position" and self.start.file != last.name:
                 log.info("%s holds a mirror: going on after %s, not at %s", self.directory, last.name, self.start.file)
             return StartAt.at(last.name, size)
@@ -158,88 +304,91 @@ class Mirror:
     def run(self) -> MirrorStats:
         """Copy until the server's end (or, following, until stopped); return what was copied."""
         start = self._resume_start()
-        stats = MirrorStats([])
         client = ReplicationClient(self.options, start, follow=self.follow, keep_raw=True, track_gtid=False)
-        if start.kind == "position" and start.file is not None and (self.directory / start.file).exists():
-            self._open(start.file, existing=True)
-            stats.files.append(start.file)
+        with self._lock:
+            self._client = client
+            if self._stopped:
+                return self.stats
+            if start.kind == "position" and start.file is not None and (self.directory / start.file).exists():
+                self._open(start.file, existing=True)
         try:
-            self._copy(client, stats)
+            self._copy(client)
         finally:
-            self._close(complete=False)
-        return stats
+            with self._lock:
+                self._close(complete=False)
+        return self.stats
 
-    def _copy(self, client: ReplicationClient, stats: MirrorStats) -> None:
+    def sync(self) -> None:
+        """Make every event copied so far durable and visible in the directory (an upload on an object store)."""
+        with self._lock:
+            if self._copy_of is not None:
+                self._copy_of.flush(durable=True)
+
+    def stop(self) -> None:
+        """End :meth:`run` (from another thread): it returns after the event it is writing, the copy closed."""
+        with self._lock:
+            self._stopped = True
+            if self._client is not None:
+                self._client.close()
+
+    def _copy(self, client: ReplicationClient) -> None:
         for se in client:
-            ev = se.event
-            if not se.in_file:
-                if isinstance(ev, RotateEvent) and ev.name != self._name:
-                    self._close(complete=self._name is not None)
-                    self._open(ev.name, existing=False)
-                    stats.files.append(ev.name)
-                elif ev.header.type_code in (EventType.HEARTBEAT_LOG_EVENT, EventType.HEARTBEAT_LOG_EVENT_V2):
-                    self._flush()
-                continue
-            if ev.header.in_payload is not None:
-                continue  # the payload's bytes hold it
-            if se.file != self._name or se.start != self._size or se.raw is None:
-                raise ReplicationError(
-                    f"the server sent {ev.type} of {se.file} at {se.start}, the copy of {self._name} ends at"
-                    f" {self._size}: a hole in the stream",
-                    file=se.file,
-                    pos=se.start,
-                )
-            raw = se.raw
-            if se.start == 4 and ev.header.type_code == EventType.FORMAT_DESCRIPTION_EVENT:
-                raw = raw[:17] + bytes([raw[17] | _IN_USE]) + raw[18:]  # open, as the server's file is
-            out = self._out
-            assert out is not None
-            out.write(raw)
-            self._size = se.end
-            stats.events += 1
-            stats.bytes += len(raw)
-            if se.ack:
-                self._flush(sync=True)  # acknowledged events are on disk
-            elif client.stream.buffered == 0 or time.monotonic() - self._flushed > _FLUSH_EVERY:
+            with self._lock:
+                self._take(client, se)
+
+    def _take(self, client: ReplicationClient, se: StreamEvent) -> None:
+        ev = se.event
+        if not se.in_file:
+            if isinstance(ev, RotateEvent) and ev.name != self._name:
+                self._close(complete=self._name is not None)
+                self._open(ev.name, existing=False)
+            elif ev.header.type_code in (EventType.HEARTBEAT_LOG_EVENT, EventType.HEARTBEAT_LOG_EVENT_V2):
                 self._flush()
-            if ev.header.type_code in _FILE_ENDS:
-                self._close(complete=True)
+            return
+        if ev.header.in_payload is not None:
+            return  # the payload's bytes hold it
+        copy = self._copy_of
+        if copy is None or se.file != self._name or se.start != copy.size or se.raw is None:
+            raise ReplicationError(
+                f"the server sent {ev.type} of {se.file} at {se.start}, the copy of {self._name} ends at"
+                f" {copy.size if copy is not None else 0}: a hole in the stream",
+                file=se.file,
+                pos=se.start,
+            )
+        raw = se.raw
+        if se.start == 4 and ev.header.type_code == EventType.FORMAT_DESCRIPTION_EVENT:
+            raw = raw[:17] + bytes([raw[17] | _IN_USE]) + raw[18:]  # open, as the server's file is
+        copy.write(raw)
+        self.stats.events += 1
+        self.stats.bytes += len(raw)
+        if se.ack:
+            copy.flush(durable=True)  # acknowledged events are on disk
+        elif client.stream.buffered == 0 or time.monotonic() - copy.flushed > _FLUSH_EVERY:
+            copy.flush()
+        if ev.header.type_code in _FILE_ENDS:
+            self._close(complete=True)
 
     def _open(self, name: str, *, existing: bool) -> None:
         if "/" in name or name in ("", ".", ".."):
             raise ReplicationError(f"the server named a binlog {name!r}: not a file name")
-        path = self.directory / name
-        if not existing and path.exists():
+        loc = self.directory / name
+        if not existing and loc.exists():
             raise ReplicationError(
-                f"{path} exists already but the mirror did not expect it: remove it or the later ones"
+                f"{loc} exists already but the mirror did not expect it: remove it or the later ones"
             )
-        self._out = path.open("ab")
+        self._copy_of = _Copy(loc, existing=existing)
         self._name = name
-        self._size = path.stat().st_size
-        if self._size == 0:
-            self._out.write(MAGIC)
-            self._size = 4
-        self._flushed = time.monotonic()
+        self.stats.wrote(name)
 
-    def _flush(self, *, sync: bool = False) -> None:
-        out = self._out
-        if out is not None:
-            out.flush()
-            if sync:
-                os.fsync(out.fileno())
-        self._flushed = time.monotonic()
+    def _flush(self) -> None:
+        if self._copy_of is not None:
+            self._copy_of.flush()
 
     def _close(self, *, complete: bool) -> None:
         """Close the file being written; ``complete``: the server finished it (clear its in-use flag)."""
-        out, self._out = self._out, None
-        if out is None:
-            return
-        out.flush()
-        os.fsync(out.fileno())
-        out.close()
-        if complete and self._name is not None:
-            _set_in_use(self.directory / self._name, False)
-        _sync_directory(self.directory)
+        copy, self._copy_of = self._copy_of, None
+        if copy is not None:
+            copy.close(complete=complete and self._name is not None)
 
 
 def _sync_directory(directory: Path) -> None:
@@ -252,7 +401,9 @@ def _sync_directory(directory: Path) -> None:
 
 def add_mirror_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``binlake mirror``."""
-    parser.add_argument("directory", type=Path, metavar="DIR", help="where the copies go (created if missing)")
+    parser.add_argument(
+        "directory", metavar="DIR", help="where the copies go: a folder or an object-store URI (created if missing)"
+    )
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--from-start", action="store_true", help="an empty DIR starts at the oldest binlog")
     where.add_argument("--from", dest="from_file", metavar="FILE", help="an empty DIR starts at this binlog")
@@ -276,6 +427,6 @@ def mirror_main(args: argparse.Namespace) -> int:
     except OSError as e:
         print(f"binlake mirror: {args.directory}: {e.strerror or e}", file=sys.stderr)
         return 2
-    files = f" ({stats.files[0]} .. {stats.files[-1]})" if stats.files else ""
+    files = f" ({stats.first} .. {stats.last})" if stats.first else ""
     print(f"mirrored {stats.events} events, {stats.bytes} bytes into {args.directory}{files}")
     return 0

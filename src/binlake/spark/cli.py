@@ -1,4 +1,5 @@
-"""``binlake ingest SOURCE... --lake LAKE [--master URL]``: the command-line face of :mod:`binlake.spark.ingest`.
+"""``binlake ingest SOURCE... --lake LAKE [--master URL]`` and ``binlake ingest --host H ... --lake LAKE [--follow]``:
+the command-line face of :mod:`binlake.spark.ingest` (binlog files) and :mod:`binlake.spark.live` (a running server).
 
 ``cli.py`` imports this module only when the ``ingest`` command runs, so the decoder's commands never load Spark.
 
@@ -25,12 +26,14 @@ def add_ingest_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``ingest`` command's arguments to ``parser`` (with the decoding options every subcommand shares:
     ``--verify-checksum``, ``--unknown-events``, ``--schema``, ``--key-file``/``--file-key-file``, ``--on-error``)."""
     from binlake.render import add_decode_arguments
+    from binlake.replication.options import add_connection_arguments
 
     parser.add_argument(
         "sources",
-        nargs="+",
+        nargs="*",
         metavar="SOURCE",
-        help="binlog file, folder or glob, local or a URI: s3://, gs://, abfs://, hdfs://, file:// (several allowed)",
+        help="binlog file, folder or glob, local or a URI: s3://, gs://, abfs://, hdfs://, file:// (several allowed;"
+        " none with --host)",
     )
     parser.add_argument("--lake", required=True, help="lake folder or URI (created if missing)")
     parser.add_argument(
@@ -60,6 +63,26 @@ def add_ingest_arguments(parser: argparse.ArgumentParser) -> None:
         "that is kept, and named, only when Spark fails",
     )
     add_decode_arguments(parser)
+    live = parser.add_argument_group("a running server (--host): its binlogs mirrored into LAKE/_binlogs, then landed")
+    where = live.add_mutually_exclusive_group()
+    where.add_argument("--from-start", action="store_true", help="an empty lake starts at the server's oldest binlog")
+    where.add_argument(
+        "--from", dest="from_point", metavar="FILE[:POS]", help="an empty lake starts at this binlog and position"
+    )
+    live.add_argument(
+        "--follow", action="store_true", help="keep running, a batch at a time (else stop at the server's current end)"
+    )
+    live.add_argument(
+        "--interval",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="with --follow: commit a batch every SECONDS (default 10)",
+    )
+    live.add_argument(
+        "--batch-mib", type=int, metavar="N", help="commit a batch as soon as N MiB were mirrored since the last one"
+    )
+    add_connection_arguments(parser, required=False)
 
 
 def ingest_main(args: argparse.Namespace) -> int:
@@ -73,6 +96,8 @@ def ingest_main(args: argparse.Namespace) -> int:
     with ThreadPoolExecutor(1) as starter:
         spark = starter.submit(build_context, args.master, jvm_log=log)
         try:
+            if args.host is not None:
+                return _live(args, spark, local_cores(args.master))
             return _ingest(args, spark, local_cores(args.master))
         except Exception as e:
             keep_log = True
@@ -107,6 +132,9 @@ def _ingest(args: argparse.Namespace, spark: Future[Any], cores: int | None) -> 
     from binlake.spark.progress import Progress
     from binlake.spark.statements import ReadSpec
 
+    if not args.sources:
+        print("binlake ingest: give binlog files (SOURCE...) or a server (--host)", file=sys.stderr)
+        return EXIT_ERROR
     try:
         read = ReadSpec(decode_options(args), decryptor_of(args), args.on_error)
         result = ingest(spark, list(args.sources), args.lake, split_bytes=args.split_mb << 20,
@@ -116,6 +144,58 @@ def _ingest(args: argparse.Namespace, spark: Future[Any], cores: int | None) -> 
         print(error_line(e), file=sys.stderr)
         return EXIT_ERROR
     print(summary(result))
+    return 0
+
+
+def _live(args: argparse.Namespace, spark: Future[Any], cores: int | None) -> int:
+    import logging
+
+    from binlake.errors import BinlogError
+    from binlake.render import EXIT_ERROR, decode_options, decryptor_of, error_line
+    from binlake.replication.options import connection_from_args
+    from binlake.replication.position import ResumePoint
+    from binlake.spark.ingest import IngestResult, summary
+    from binlake.spark.live import live_ingest
+    from binlake.spark.progress import Progress
+    from binlake.spark.statements import ReadSpec
+
+    if args.sources:
+        print("binlake ingest: --host reads a server: give no SOURCE with it", file=sys.stderr)
+        return EXIT_ERROR
+    if args.interval <= 0 or (args.batch_mib is not None and args.batch_mib <= 0):
+        print("binlake ingest: --interval and --batch-mib are positive", file=sys.stderr)
+        return EXIT_ERROR
+    logging.basicConfig(format="binlake: %(message)s", level=logging.INFO)  # the reconnection lines
+    progress = Progress(spark)
+
+    def batch_done(r: IngestResult) -> None:
+        if r.batches:
+            where = f" -> {r.resume.file}:{r.resume.position}" if r.resume else ""
+            gtid = f" (GTID {r.resume.gtid})" if r.resume and r.resume.gtid else ""
+            progress.log(f"{summary(r).splitlines()[0]}{where}{gtid}")
+
+    try:
+        start = None
+        if args.from_point:
+            file, _, pos = args.from_point.partition(":")
+            start = ResumePoint(file, int(pos) if pos else 4)
+        options = connection_from_args(args, follow=args.follow)
+        read = ReadSpec(decode_options(args), decryptor_of(args), args.on_error)
+        result = live_ingest(spark, options, args.lake, start=start, from_start=args.from_start, follow=args.follow,
+                             interval=args.interval, batch_bytes=args.batch_mib << 20 if args.batch_mib else None,
+                             split_bytes=args.split_mb << 20, progress=progress, read=read, cores=cores,
+                             wait=args.wait, lease_seconds=args.lease_seconds, on_batch=batch_done)  # fmt: skip
+    except KeyboardInterrupt:
+        return 0
+    except ValueError as e:
+        print(f"binlake ingest: --from {args.from_point}: not FILE[:POS] ({e})", file=sys.stderr)
+        return EXIT_ERROR
+    except BinlogError as e:
+        print(error_line(e), file=sys.stderr)
+        return EXIT_ERROR
+    where = f", going on at {result.resume.file}:{result.resume.position}" if result.resume else ""
+    print(f"ingested {result.batches} batches from {args.host}: {result.mirrored} bytes mirrored, {result.events}"
+          f" events, {sum(result.changes.values())} row changes in {result.seconds:.1f} s{where}")  # fmt: skip
     return 0
 
 

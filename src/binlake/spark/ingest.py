@@ -41,6 +41,7 @@ Example::
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -48,25 +49,36 @@ from typing import Any
 
 import pyarrow as pa
 
+from binlake.decoder import Decoder, decode_event
 from binlake.errors import BinlogError
+from binlake.events.base import EventType
+from binlake.events.gtid import GtidListEvent, MariaGtidEvent
 from binlake.lake.current import staged_latest, update_current
 from binlake.lake.lake import Lake
 from binlake.lake.names import decode_name, table_dir
-from binlake.lake.records import BatchDone, BatchManifest, BinlogFile, DataFile, Emptied, SkipRecord
+from binlake.lake.records import BatchDone, BatchManifest, BinlogFile, DataFile, Emptied, SkipRecord, Split
 from binlake.lake.tables import EVENTS_DIR, HISTORY_DIR, META, META_NAMES, SKIPS, SKIPS_DIR
-from binlake.reader import HeaderCache
+from binlake.reader import HeaderCache, header_table, opened, read_events, resume_decoder
+from binlake.replication.gtid import GtidTracker
+from binlake.replication.position import ResumePoint, binlog_order
 from binlake.schema import SchemaTracker
 from binlake.spark.arrow import EVENTS
 from binlake.spark.layouts import HISTORY, Layout, MapLog, history_row, known_layouts, resolve_layout
-from binlake.spark.plan import DEFAULT_SPLIT_BYTES, list_binlogs, plan_splits, source_exists
+from binlake.spark.plan import DEFAULT_SPLIT_BYTES, _head, list_binlogs, plan_splits, source_exists
 from binlake.spark.progress import Progress
 from binlake.spark.session import context_of
 from binlake.spark.statements import ReadSpec, scan_statements, tracker_at, tracker_from_json, tracker_to_json
 from binlake.spark.tasks import TaskPlan, collect, write_task
+from binlake.transactions import GTID_EVENTS, Transactions
 
-__all__ = ["IngestResult", "ingest", "summary"]
+__all__ = ["IngestResult", "ingest", "ingest_held", "summary"]
 
 MIN_SPLIT_BYTES = 4 << 20  # a smaller range is not worth a task of its own (~30 ms each in local mode)
+E = EventType
+# the events that move a GTID state (a header walk's type codes, one byte per event)
+_GTID_CODES = re.compile(
+    b"[%s]" % re.escape(bytes(sorted({*GTID_EVENTS, E.GTID_LIST_EVENT, E.PREVIOUS_GTIDS_LOG_EVENT})))
+)
 
 
 @dataclass
@@ -83,6 +95,7 @@ class IngestResult:
     renames: int = 0
     seconds: float = 0.0
     waited: float = 0.0  # seconds spent waiting for another ingest writing the lake
+    resume: ResumePoint | None = None  # where the stream goes on after the last batch (live lakes)
 
 
 def summary(result: IngestResult) -> str:
@@ -156,6 +169,7 @@ def ingest(
     cores: int | None = None,
     wait: float = 0.0,
     lease_seconds: float = 60.0,
+    start: ResumePoint | None = None,
 ) -> IngestResult:
     """Ingest what is new in ``sources`` into ``lake`` (finishing an interrupted batch first); see the module doc.
 
@@ -167,19 +181,43 @@ def ingest(
     ``cores``: the task slots to size splits for (default: the session's ``defaultParallelism``).
     ``wait``: seconds to wait for another ingest writing the lake, then :class:`~binlake.lake.LakeBusy`;
     ``lease_seconds``: how long the writer lease lasts unrenewed (:mod:`binlake.lake.lease`).
+    ``start``: where the stream of an empty lake starts (a live ingest's start point, e.g. where a snapshot was
+    taken): the files before ``start.file`` and the bytes of it before ``start.position`` are not landed, and
+    every batch's manifest records where the stream goes on after it (:attr:`BatchManifest.resume`, with the GTID
+    state there, followed from ``start.gtid``).  A lake whose last manifest has a resume point goes on from it.
     """
     lake = lake if isinstance(lake, Lake) else Lake(lake)
-    read = read or ReadSpec()
     progress = progress or Progress(spark)
-    result = IngestResult()
     t0 = time.monotonic()
     files = _binlogs(sources)  # before the lease: a source that is not there leaves the lake untouched
     with lake.writing(wait=wait, lease_seconds=lease_seconds, on_wait=progress.log) as lease:
-        result.waited = lease.waited
         if lease.waited:
             progress.log(f"the lake is free after {lease.waited:.1f} s")
             files = _binlogs(sources)  # they may have grown meanwhile
-        _ingest(spark, files, lake, split_bytes, progress, read, cores, result)
+        result = ingest_held(spark, files, lake, split_bytes=split_bytes, progress=progress, read=read, cores=cores,
+                             start=start)  # fmt: skip
+        result.waited = lease.waited
+    result.seconds = time.monotonic() - t0
+    return result
+
+
+def ingest_held(
+    spark: Any,
+    files: list[BinlogFile],
+    lake: Lake,
+    *,
+    split_bytes: int = DEFAULT_SPLIT_BYTES,
+    progress: Progress | None = None,
+    read: ReadSpec | None = None,
+    cores: int | None = None,
+    start: ResumePoint | None = None,
+) -> IngestResult:
+    """:func:`ingest` of ``files`` (:func:`~binlake.spark.plan.list_binlogs`'s records) into ``lake``, whose writer
+    lease the caller holds (``with lake.writing(): ...``): a live ingest holds it across its batches."""
+    lake.check()
+    result = IngestResult()
+    t0 = time.monotonic()
+    _ingest(spark, files, lake, split_bytes, progress or Progress(spark), read or ReadSpec(), cores, result, start)
     result.seconds = time.monotonic() - t0
     return result
 
@@ -205,12 +243,19 @@ def _ingest(
     read: ReadSpec,
     cores: int | None,
     result: IngestResult,
+    start: ResumePoint | None = None,
 ) -> None:
     manifest, done = lake.last_manifest()
     if manifest is not None and not done:
         progress.log(f"finishing interrupted batch {manifest.batch}")
         _run_batch(spark, lake, manifest, progress, result, read)
     positions: dict[str, int] = dict(manifest.positions) if manifest is not None else {}
+    resume = manifest.resume if manifest is not None else start
+    result.resume = resume
+    if resume is not None:  # a live lake: the stream goes on at resume, the files before it are done
+        first = binlog_order(resume.file)
+        ordered = [f for f in ordered if binlog_order(f.name) >= first]
+        positions.setdefault(resume.file, resume.position)
     new_bytes = sum(max(0, f.size - positions.get(f.name, 4)) for f in ordered)
     if cores is None:
         cores = int(getattr(context_of(spark), "defaultParallelism", 1) or 1)
@@ -220,6 +265,8 @@ def _ingest(
         "plan",
         lambda: plan_splits(ordered, split_bytes=split_bytes, resume=positions, whole_tail=False, headers=headers),
     )
+    if ordered:
+        splits = _with_last_transaction(splits, ordered[-1], positions, read)
     if splits:
         after = dict(positions)
         for s in splits:
@@ -229,12 +276,80 @@ def _ingest(
         start_schema = tracker_to_json(tracker)
         maps = MapLog(tracker, known_layouts(lake))
         statements = progress.timed("scan", lambda: scan_statements(splits, tracker, read, maps, headers=headers))
+        if resume is not None:
+            resume = result.resume = resume_after(splits, resume, headers)
         headers.clear()  # about 19 bytes per event: not kept through the Spark job
-        manifest = BatchManifest(batch, tuple(splits), after, start_schema, tuple(statements))
+        manifest = BatchManifest(batch, tuple(splits), after, start_schema, tuple(statements), resume)
         lake.write_manifest(manifest)
         _run_batch(spark, lake, manifest, progress, result, read, maps)
     elif result.batches == 0:
         progress.log("nothing new")
+
+
+def _with_last_transaction(
+    splits: list[Split], last: BinlogFile, positions: dict[str, int], read: ReadSpec
+) -> list[Split]:
+    """``splits`` with the one of the ``last`` file reaching the end of its last whole transaction.  The planner
+    stops a file the server still writes at the last boundary a header walk sees (before a GTID event, after an
+    XID), so a group that ends otherwise (DDL, a MariaDB standalone statement, a non-transactional table's ``BEGIN
+    ... COMMIT``) would wait for the next transaction to be landed; here the events after that boundary are
+    decoded and the range taken to where :class:`~binlake.transactions.Transactions` sees the last one end."""
+    mine = [s for s in splits if s.file.name == last.name]
+    start = mine[-1].end if mine else max(4, positions.get(last.name, 4))
+    try:
+        table = header_table(last.source, start)
+        if table.end <= start or not table.codes:
+            return splits
+        trx, end = Transactions(), start
+        events = read_events(last.source, options=read.options, start=start, stop=table.end, decryptor=read.decryptor)
+        for ev in events:
+            trx.event(ev)
+            if ev.header.in_payload is None and not trx.open:
+                end = ev.header.end_pos
+    except BinlogError:
+        return splits  # damaged or encrypted: the planner's boundary stands
+    if end <= start:
+        return splits
+    if mine:
+        tail = mine[-1]
+        return [*splits[:-1], Split(tail.file, tail.start, end, tail.index)]
+    return [*splits, Split(BinlogFile(last.path, last.name, last.seq, max(last.size, end)), start, end, len(splits))]
+
+
+def resume_after(splits: list[Split], before: ResumePoint, headers: HeaderCache | None = None) -> ResumePoint:
+    """Where the stream goes on after ``splits`` (which go on from ``before`` and end at a transaction boundary):
+    their end, with the GTID state there, ``before``'s followed through the GTID events of the splits (and the
+    state a GTID_LIST or PREVIOUS_GTIDS gives, where ``before`` has none).  Only those events are decoded, found
+    by a header walk (``headers``': the planner's).  The state is ``None`` where it cannot be known: no GTIDs,
+    no state to start from, or an encrypted file (its type codes are ciphertext)."""
+    last = splits[-1]
+    tracker: GtidTracker | None = None
+    if before.gtid is not None and before.flavor is not None:
+        tracker = GtidTracker(before.flavor)
+        tracker.set_baseline(before.gtid)
+    unknown = False
+    for split in splits:
+        source = split.file.source
+        if _head(source)[1]:  # encrypted
+            unknown = True
+            continue
+        table = (
+            headers.table(source, split.start, split.stop) if headers else header_table(source, split.start, split.stop)
+        )
+        found = [table.positions[m.start()] for m in _GTID_CODES.finditer(table.codes)]
+        if not found:
+            continue
+        with opened(source) as (f, ranges, _size):
+            ctx = resume_decoder(f, found[0], Decoder()).ctx
+            for pos in found:
+                size = int.from_bytes(ranges[pos + 9 : pos + 13], "little")
+                ev = decode_event(bytes(ranges[pos : pos + size]), pos, ctx)
+                if tracker is None:
+                    tracker = GtidTracker("mariadb" if isinstance(ev, MariaGtidEvent | GtidListEvent) else "mysql")
+                tracker.observe(ev)
+    gtid = None if unknown or tracker is None else tracker.state
+    flavor = before.flavor if tracker is None else "mariadb" if tracker.flavor == "mariadb" else "mysql"
+    return ResumePoint(last.file.name, last.end, gtid, flavor)
 
 
 def _balanced(new_bytes: int, split_bytes: int, cores: int) -> int:

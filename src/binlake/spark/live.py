@@ -1,0 +1,213 @@
+"""``binlake ingest --host H --lake LAKE [--follow]``: a running server's binlog, landed in the lake exactly once.
+
+Two parts, each restarting from its own durable state:
+
+- the **mirror** (:class:`binlake.replication.mirror.Mirror`, a thread of the driver) copies the server's binlog
+  files byte for byte, CRC32 verified, into ``LAKE/_binlogs/`` through :mod:`binlake.storage` (a local folder or an
+  object store).  Its state is the copies themselves: a restarted mirror cuts a partial event off its last file and
+  asks the server to go on at that file's size;
+- the **file ingest** (:func:`binlake.spark.ingest.ingest_held`) lands what is new in those files, a batch at a
+  time, on Spark.  A batch's plan (its byte ranges, and :attr:`~binlake.lake.records.BatchManifest.resume`: the
+  end of its last whole transaction with the GTID state there) is written before any table is touched and every
+  table's commit carries the batch number, so a batch cut by a kill is finished, exactly once, by the next run.
+  A transaction the mirror has only part of is left for the next batch (the planner stops an unfinished file at
+  its last transaction boundary).
+
+The first run into an empty lake starts the stream at a :class:`~binlake.replication.position.ResumePoint`: given
+(``--from FILE[:POS]``, ``--from-start``), or returned by a snapshot that fills the lake first (``snapshot``: the
+hook of the snapshot issue; the lake's first batch then lands the changes from the snapshot's binlog point on).  A
+lake whose last batch has a resume point goes on from it whatever the options say.
+
+Without ``follow`` the mirror copies up to the server's current end, the ingest lands it, and the run ends.  With
+``follow`` a batch is committed every ``interval`` seconds, or sooner when ``batch_bytes`` were copied since the
+last one; nothing is kept per batch, so memory stays flat however long it runs.  A lost connection is retried by
+the replication client (capped exponential backoff, one log line per attempt); a binlog the server purged at the
+point the mirror goes on from is an error naming it.  The password stays in the driver's
+:class:`~binlake.replication.options.ConnectionOptions` (a :class:`~binlake.replication.options.Secret`, which
+refuses to be pickled): no Spark task, manifest or log line holds it.
+
+Example::
+
+    options = ConnectionOptions("db1", "repl", server_id=4242, password=Secret(...))
+    live_ingest(spark, options, "s3://bucket/lake", start=ResumePoint("binlog.000042", 4), follow=True)
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from binlake.errors import BinlogError, ReplicationError
+from binlake.lake.lake import Lake
+from binlake.replication.mirror import Mirror, mirror_files
+from binlake.replication.options import ConnectionOptions
+from binlake.replication.position import ResumePoint, StartAt
+from binlake.spark.ingest import IngestResult, ingest_held
+from binlake.spark.plan import DEFAULT_SPLIT_BYTES, list_binlogs
+from binlake.spark.progress import Progress
+from binlake.spark.statements import ReadSpec
+from binlake.storage import Location
+
+__all__ = ["BINLOGS_DIR", "DEFAULT_INTERVAL", "LiveResult", "Snapshot", "binlogs_of", "live_ingest"]
+
+BINLOGS_DIR = "_binlogs"
+"""The folder of the lake the mirror writes the server's binlog files to."""
+DEFAULT_INTERVAL = 10.0
+STREAM_START = "stream-start.json"
+"""In ``LAKE/_binlake/``: where the stream of a lake without a batch yet starts (a ResumePoint's JSON)."""
+_POLL = 0.05  # seconds between looks at the mirror while a batch's time is not up
+
+Snapshot = Callable[[Lake, ConnectionOptions], ResumePoint]
+"""A consistent snapshot of the server's tables into an empty lake, returning the binlog point it was taken at (the
+snapshot issue's function): the stream starts there.  It is called with the lake's writer lease held (by the
+:class:`Lake` it is given), before the mirror starts, once per lake: the point it returns is kept."""
+
+
+def binlogs_of(lake: Lake) -> Location:
+    """Where a live ingest mirrors the server's binlogs: ``LAKE/_binlogs``."""
+    return lake.root / BINLOGS_DIR
+
+
+@dataclass(slots=True)
+class LiveResult:
+    """What a live run did: batches, bytes mirrored and landed, events, row changes per ``"db/table op"`` (one key
+    per table and operation: bounded however long the run), and where the stream goes on next."""
+
+    batches: int = 0
+    mirrored: int = 0
+    bytes: int = 0
+    events: int = 0
+    changes: Counter[str] = field(default_factory=Counter)
+    resume: ResumePoint | None = None
+    seconds: float = 0.0
+
+    def add(self, r: IngestResult) -> None:
+        self.batches += r.batches
+        self.bytes += r.bytes
+        self.events += r.events
+        self.changes.update(r.changes)
+        self.resume = r.resume or self.resume
+
+
+def live_ingest(
+    spark: Any,
+    options: ConnectionOptions,
+    lake: str | Lake,
+    *,
+    start: ResumePoint | None = None,
+    from_start: bool = False,
+    snapshot: Snapshot | None = None,
+    follow: bool = False,
+    interval: float = DEFAULT_INTERVAL,
+    batch_bytes: int | None = None,
+    split_bytes: int = DEFAULT_SPLIT_BYTES,
+    progress: Progress | None = None,
+    read: ReadSpec | None = None,
+    cores: int | None = None,
+    wait: float = 0.0,
+    lease_seconds: float = 60.0,
+    on_batch: Callable[[IngestResult], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> LiveResult:
+    """Mirror the server of ``options`` into ``lake`` and land its changes; see the module docstring.
+
+    An empty lake starts at ``start``, at the oldest binlog the server has (``from_start``), or where ``snapshot``
+    leaves it; otherwise this is an error saying so.  ``interval`` and ``batch_bytes``: when a following run
+    commits a batch.  ``on_batch``: called after each batch with what it did.  ``should_stop``: asked between
+    batches (a following run ends after the batch in which it became true).  The rest is :func:`ingest`'s.
+    """
+    lake = lake if isinstance(lake, Lake) else Lake(lake)
+    progress = progress or Progress(spark)
+    result = LiveResult()
+    t0 = time.monotonic()
+    with lake.writing(wait=wait, lease_seconds=lease_seconds, on_wait=progress.log):
+        point = _start_point(lake, options, start, from_start, snapshot)
+        binlogs = binlogs_of(lake)
+        first = StartAt.oldest() if point is None else StartAt.at(point.file)
+        mirror = Mirror(binlogs, options, start=first, follow=follow)
+        failed: list[BaseException] = []  # the mirror thread's error, at most one
+
+        def copy() -> None:
+            try:
+                mirror.run()
+            except BaseException as e:  # handed to the driver's loop, which raises it
+                failed.append(e)
+
+        thread = threading.Thread(target=copy, name="binlake-mirror", daemon=True)
+        thread.start()
+        try:
+            while True:
+                finished = _wait_for_batch(thread, mirror, interval if follow else None, batch_bytes, result)
+                if failed:
+                    raise failed[0]
+                mirror.sync()  # every whole event copied so far is in the files the batch plans from
+                result.mirrored = mirror.stats.bytes
+                files = list_binlogs(binlogs.uri)
+                if point is None and files:  # --from-start: the stream starts where the oldest binlog does
+                    point = ResumePoint(files[0].name, 4)
+                r = ingest_held(spark, files, lake, split_bytes=split_bytes, progress=progress, read=read, cores=cores,
+                                start=point)  # fmt: skip
+                result.add(r)
+                if on_batch is not None:
+                    on_batch(r)
+                if finished or (should_stop is not None and should_stop()):
+                    break
+        finally:
+            mirror.stop()
+            thread.join()
+    if failed:
+        raise failed[0]
+    result.seconds = time.monotonic() - t0
+    return result
+
+
+def _start_point(
+    lake: Lake, options: ConnectionOptions, start: ResumePoint | None, from_start: bool, snapshot: Snapshot | None
+) -> ResumePoint | None:
+    """Where the stream of ``lake`` starts (``None``: at the oldest binlog the server has, its name not known yet).
+    The start of an empty lake is kept in ``LAKE/_binlake/stream-start.json`` until its first batch records its
+    resume point, so a run killed before that goes on from the same start (not from a second snapshot)."""
+    manifest, _done = lake.last_manifest()
+    if manifest is not None:
+        if manifest.resume is None:
+            raise BinlogError(
+                "this lake was landed from binlog files, not from a server: it has no point to stream from (ingest "
+                "a server into a lake of its own)",
+                file=lake.root.uri,
+            )
+        return manifest.resume
+    kept = lake.root / "_binlake" / STREAM_START
+    if kept.exists():
+        return ResumePoint.from_json(kept.read_bytes())
+    copies = mirror_files(binlogs_of(lake))
+    if start is None and copies:  # --from-start, killed before its first batch: the mirror knows where it started
+        return ResumePoint(copies[0].name, 4)
+    if start is None and not from_start:
+        if snapshot is None:
+            raise ReplicationError(
+                f"{lake.root} is empty: say where the stream starts (--from-start, or --from FILE[:POS])"
+            )
+        start = snapshot(lake, options)
+    if start is not None:
+        lake.check()
+        kept.write_bytes(start.to_json().encode("utf-8"))
+    return start
+
+
+def _wait_for_batch(
+    thread: threading.Thread, mirror: Mirror, interval: float | None, batch_bytes: int | None, result: LiveResult
+) -> bool:
+    """Wait until the next batch is due: ``interval`` seconds passed (``None``: never), ``batch_bytes`` were copied
+    since the last batch, or the mirror ended (returns True: this batch is the last)."""
+    deadline = None if interval is None else time.monotonic() + interval
+    while thread.is_alive():
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
+        if batch_bytes is not None and mirror.stats.bytes - result.mirrored >= batch_bytes:
+            return False
+        time.sleep(_POLL)
+    return True

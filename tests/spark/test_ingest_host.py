@@ -1,0 +1,361 @@
+"""``binlake ingest --host`` against a private MariaDB: while a workload runs (every column type, DML, DDL, statement
+and mixed logging, compressed events, a checksum change, rotations, then rounds of inserts, updates, deletes and
+ALTERs), a following live ingest is SIGKILLed twice and restarted; after a last run without ``--follow`` (to the
+server's current end) the lake's tables equal one file ingest of the server's own binlog files, and each
+current-state table equals ``SELECT *`` on the server, cell by cell.  Also: a run into an object store (moto), the
+resume point each batch records (its GTID state equals the server's at the end), a purged binlog, and an empty lake
+without a start point."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import ipaddress
+import itertools
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.replication import conftest as replication
+from tests.replication.conftest import PASSWORD, ReplServer, batch
+from tests.spark.test_spark import _delta, _lake_snapshot
+
+from binlake.lake.lake import Lake
+from binlake.lake.names import decode_name
+from binlake.lake.records import Split
+from binlake.replication.position import ResumePoint
+from binlake.spark.ingest import resume_after
+from binlake.spark.plan import list_binlogs
+from binlake.storage import locate
+from binlake.testing.mariadb import MariaDBServer, run_workloads
+
+pytestmark = [pytest.mark.spark, pytest.mark.server]
+fresh_server, tls_files = replication.fresh_server, replication.tls_files  # the replication tests' fixtures
+REPO = Path(__file__).resolve().parents[2]
+KEYED = (
+    "CREATE TABLE r.d (id INT PRIMARY KEY, n BIGINT UNSIGNED, price DECIMAL(12,3), at DATETIME(6), day DATE,"
+    " label VARCHAR(40) CHARACTER SET utf8mb4, blob_ MEDIUMBLOB, doc JSON, kind ENUM('a','b','c'), f DOUBLE)"
+)
+
+NOT_IN_THE_BINLOG = {  # tables whose current state SELECT shows but the binlog's row events do not hold
+    "corpus_dml.child": "rows updated and deleted by a foreign key's ON UPDATE/DELETE CASCADE are not logged",
+    "corpus_dml.comp": "a row inserted by a statement logged in statement format",
+    "corpus_dml.parted": "ALTER TABLE ... TRUNCATE PARTITION is logged as a statement, without the rows it removes",
+    "corpus_dml.sv": "a system-versioned table: a DELETE keeps the row as history (SELECT * shows current rows only)",
+    "corpus_stmt.s": "changes logged in statement format",
+}
+
+
+def live(
+    server: MariaDBServer, lake: str, *args: str, env: dict[str, str] | None = None, log: Path | None = None
+) -> subprocess.Popen[str]:
+    """A ``binlake ingest --host`` process; its output goes to ``log`` (appended) when given, else to pipes."""
+    cmd = [sys.executable, "-m", "binlake", "ingest", "--host", "127.0.0.1", "--port", str(server.port), "--user",
+           "repl_native", "--server-id", "6363", "--heartbeat", "0.5", "--timeout", "5", "--lake", lake,
+           "--master", "local[1]", *args]  # fmt: skip
+    full = {**os.environ, **(env or {}), "BINLAKE_PASSWORD": PASSWORD, "PYTHONPATH": str(REPO / "src")}
+    if log is None:
+        return subprocess.Popen(cmd, env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with log.open("a") as out:  # (a pipe nobody reads would stop a long-running process when full)
+        return subprocess.Popen(cmd, env=full, stdout=out, stderr=subprocess.STDOUT, text=True)
+
+
+def run_live(server: MariaDBServer, lake: str, *args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    proc = live(server, lake, *args, env=env)
+    out, err = proc.communicate(timeout=600)
+    return proc.returncode, out + err
+
+
+def batches(lake: Path) -> int:
+    folder = lake / "_binlake" / "batches"
+    return len(list(folder.glob("*.done"))) if folder.exists() else 0
+
+
+def wait_for(condition: Any, timeout: float = 180.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+def rounds(server: MariaDBServer, stop: threading.Event) -> int:
+    """Rounds of changes until ``stop``: multi-row inserts, updates, deletes, a big transaction now and then, rows of
+    every common type in ``r.d``, and an ALTER every few rounds (a new column, later filled)."""
+    k = 100
+    while not stop.is_set():
+        k += 1
+        batch(server, k, big=k % 7 == 0)
+        at = f"'2024-0{k % 9 + 1}-1{k % 10} 12:34:56.{k:06d}'"
+        server.execute(
+            f"INSERT INTO r.d (id, n, price, at, day, label, blob_, doc, kind, f) VALUES ({k}, {2**64 - k},"
+            f" {k}.125, {at}, DATE({at}), 'r\u00e9ponse {k}', UNHEX(REPEAT('ff00', {k % 50})),"
+            f" '{{\"k\": {k}, \"l\": [1, null]}}', '{'abc'[k % 3]}', {k} / 7.0);"
+            f" UPDATE r.d SET price = price * 2, label = CONCAT(label, '!') WHERE id = {k - 1};"
+            f" DELETE FROM r.d WHERE id = {k - 3} AND {k} % 2 = 0"
+        )
+        if k % 5 == 0:
+            server.execute(f"ALTER TABLE r.d ADD COLUMN c{k} INT; UPDATE r.d SET c{k} = id WHERE id > {k - 3}")
+        time.sleep(0.1)
+    return k
+
+
+def test_live_ingest_is_exactly_once_across_sigkills(spark: Any, fresh_server: ReplServer, tmp_path: Path) -> None:
+    from binlake.spark.ingest import ingest
+
+    server, lake = fresh_server.server, tmp_path / "lake"
+    server.execute(KEYED)
+    stop, errors = threading.Event(), []
+
+    def workload() -> None:
+        try:
+            run_workloads(server, sorted((REPO / "tests" / "workloads").glob("*.sql")))
+            rounds(server, stop)
+        except BaseException as e:
+            errors.append(e)
+
+    thread = threading.Thread(target=workload)
+    log = tmp_path / "live.log"
+    proc = live(server, str(lake), "--from-start", "--follow", "--interval", "1", log=log)
+    thread.start()
+    try:
+        for kill in range(2):
+            seen = batches(lake)
+            wait_for(lambda seen=seen, p=proc: batches(lake) >= seen + 2 or p.poll() is not None)
+            assert proc.poll() is None, log.read_text()[-3000:]
+            time.sleep(0.7 * (kill + 1))  # somewhere in a batch (or between two)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            proc = live(server, str(lake), "--follow", "--interval", "1", log=log)  # (no --from-start: the lake says)
+        seen = batches(lake)
+        wait_for(lambda: batches(lake) >= seen + 1 or proc.poll() is not None)
+        assert proc.poll() is None, log.read_text()[-3000:]
+    finally:
+        stop.set()
+        thread.join()
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert not errors, errors
+    text = log.read_text()
+    print(f"live ingest: {batches(lake)} batches, {text.count('finishing interrupted batch')} of them finished by the"
+          " next run after a SIGKILL")  # fmt: skip
+    assert PASSWORD not in text
+    server.execute("CREATE TABLE r.last (id INT PRIMARY KEY)")  # a last transaction that ends without an XID
+    rc, out = run_live(server, str(lake))  # to the server's current end, then exit
+    assert rc == 0, out[-3000:]
+    assert PASSWORD not in out
+
+    # the resume point of the last batch is the server's end, with its GTID state
+    manifest, done = Lake(str(lake)).last_manifest()
+    assert manifest is not None and done and manifest.resume is not None
+    ((file, pos, *_),) = server.query("SHOW MASTER STATUS")
+    ((gtid,),) = server.query("SELECT @@gtid_binlog_pos")
+    assert (manifest.resume.file, manifest.resume.position, manifest.resume.gtid) == (file, int(pos or 0), gtid)
+
+    # (a) the same lake as one ingest of the server's own files
+    files = server.binlog_files()
+    assert [f.name for f in files] == sorted(p.name for p in (lake / "_binlogs").iterdir())
+    ingest(spark, [str(f) for f in files], str(tmp_path / "files"))
+    ours, theirs = _lake_snapshot(lake), _lake_snapshot(tmp_path / "files")
+    ours.pop("_schema_history"), theirs.pop("_schema_history")  # (it says which batch first saw each table map)
+    assert sorted(ours) == sorted(theirs) and len(ours) > 20
+    for table in ours:
+        assert ours[table] == theirs[table], table
+    assert sum(len(rows) for t, rows in ours.items() if t.endswith("/changes")) > 3000
+
+    # (b) every current state equals SELECT * on the server (but where the binlog does not hold the changes)
+    compared, differ = 0, {}
+    for current in sorted(p for p in lake.glob("*/*/current")):
+        db, table = decode_name(current.parent.parent.name), decode_name(current.parent.name)
+        try:
+            compared += assert_current_equals_select(server, db, table, _delta(current).to_pylist())
+        except AssertionError as e:
+            differ[f"{db}.{table}"] = " ".join(str(e).split())[:500]
+    print("\n".join(f"{k}: {v}" for k, v in sorted(differ.items())))
+    assert set(differ) == set(NOT_IN_THE_BINLOG), differ
+    assert compared > 3000
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _same(want: Any, got: Any) -> bool:
+    """Whether a cell as ``SELECT`` gives it (PyMySQL: text protocol values) and as the lake holds it (pyarrow)
+    are the same value: each lake type's form of it (BIT as an integer, SET as a list, DECIMAL(65) as text, TIME
+    as text, INET6 as 16 bytes, a geometry as its SRID and WKB, FLOAT as a single-precision number)."""
+    if isinstance(want, bytearray):
+        want = bytes(want)
+    if isinstance(got, dt.datetime):
+        got = got.replace(tzinfo=None)
+    if isinstance(got, dict) and isinstance(want, bytes):
+        want = {"srid": int.from_bytes(want[:4], "little"), "wkb": want[4:]}
+    elif isinstance(got, int | decimal.Decimal) and isinstance(want, bytes):  # BIT (64 bits: decimal(20,0))
+        want, got = int.from_bytes(want, "big"), int(got)
+    elif got is None and isinstance(want, str) and "-00" in want[:10]:  # a zero or partial date: NULL in the lake
+        return True
+    elif isinstance(got, str) and isinstance(want, decimal.Decimal):
+        got = decimal.Decimal(got)
+    elif isinstance(got, list) and isinstance(want, str):
+        want = want.split(",") if want else []
+    elif isinstance(got, bytes) and isinstance(want, str):
+        try:
+            want = ipaddress.ip_address(want).packed  # INET4, INET6
+        except ValueError:
+            want = uuid.UUID(want).bytes if len(want) == 36 and want.count("-") == 4 else want.encode("utf-8")
+    elif isinstance(got, str) and isinstance(want, dt.timedelta):
+        h, m, sec = got.lstrip("-").split(":")
+        t = dt.timedelta(hours=int(h), minutes=int(m), seconds=float(sec))
+        got = -t if got.startswith("-") else t
+    elif isinstance(got, str) and isinstance(want, bytes):
+        want = want.decode("utf-8")
+    elif isinstance(got, float) and isinstance(want, float) and got != want:  # FLOAT: printed in its digits
+        single = struct.unpack("<f", struct.pack("<f", want))[0]
+        return bool(single == got or float(f"{got:.6g}") == want)
+    return bool(want == got)
+
+
+def assert_current_equals_select(server: MariaDBServer, db: str, table: str, lake_rows: list[dict[str, Any]]) -> int:
+    """``db.table``'s rows in the lake equal ``SELECT *``, column by column, cell by cell; the cells compared."""
+    import pymysql
+
+    conn = pymysql.connect(host="127.0.0.1", port=server.port, user="root", charset="utf8mb4", binary_prefix=True)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SET time_zone = '+00:00'")
+            try:
+                cur.execute(f"SELECT * FROM {_quoted(db)}.{_quoted(table)}")
+            except pymysql.err.ProgrammingError as e:  # dropped (or renamed): its current state is empty
+                assert e.args[0] == 1146 and lake_rows == [], (db, table, e)
+                return 1
+            names = [d[0] for d in cur.description]
+            rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    finally:
+        conn.close()
+    lake_names = [n for n in (lake_rows[0] if lake_rows else {}) if not n.startswith("_")]
+    if lake_rows:
+        assert set(names) <= set(lake_names), (db, table, names, lake_names)
+    key = names[0]
+    ours = {r[key]: r for r in lake_rows}
+    assert sorted(ours) == sorted(r[key] for r in rows), (db, table)
+    for row in rows:
+        mine = ours[row[key]]
+        for n in names:
+            want, got = row[n], mine[n]
+            if (db, table, n) == ("r", "d", "doc"):  # JSON: the server prints it normalized
+                want, got = json.loads(want), json.loads(got)
+            assert _same(want, got), (db, table, row[key], n, row[n], mine[n])
+    return len(rows) * len(names)
+
+
+def test_no_follow_run_into_an_object_store(
+    spark: Any, fresh_server: ReplServer, s3_server: Any, tmp_path: Path
+) -> None:
+    from binlake.spark.ingest import ingest
+
+    server = fresh_server.server
+    server.execute(KEYED)
+    for k in range(1, 4):
+        batch(server, k, big=k == 2)
+    env = s3_server.env()
+    lake = f"s3://{s3_server.bucket()}/lake"
+    rc, out = run_live(server, lake, "--from-start", env=env)
+    assert rc == 0 and "ingested 1 batches" in out, out[-3000:]
+    batch(server, 9)
+    server.flush_logs()
+    batch(server, 10)
+    rc, out = run_live(server, lake, env=env)
+    assert rc == 0, out[-3000:]
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        copies = sorted(e.location.name for e in (locate(lake) / "_binlogs").list())
+        assert copies == [f.name for f in server.binlog_files()]
+        ingest(spark, [str(f) for f in server.binlog_files()], str(tmp_path / "files"))
+        ours, theirs = _lake_snapshot(lake), _lake_snapshot(tmp_path / "files")
+        assert ours["r/t/changes"] == theirs["r/t/changes"] and len(ours["r/t/changes"]) > 400
+        assert ours["r/t/current"] == theirs["r/t/current"]
+        assert_current_equals_select(server, "r", "t", _delta(f"{lake}/r/t/current").to_pylist())
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def test_an_empty_lake_needs_a_start_and_a_purged_binlog_is_named(fresh_server: ReplServer, tmp_path: Path) -> None:
+    server, lake = fresh_server.server, tmp_path / "lake"
+    rc, out = run_live(server, str(lake))
+    assert rc == 2 and "--from-start" in out
+    batch(server, 1)
+    rc, out = run_live(server, str(lake), "--from-start")
+    assert rc == 0, out[-3000:]
+    last = server.binlog_files()[-1].name
+    server.flush_logs()
+    server.flush_logs()
+    current = server.binlog_files()[-1].name
+    deadline = time.monotonic() + 30
+    while server.binlog_files()[0].name != current:
+        assert time.monotonic() < deadline
+        server.execute(f"PURGE BINARY LOGS TO '{current}'")
+        time.sleep(0.1)
+    rc, out = run_live(server, str(lake))
+    assert rc == 2 and last in out and "purged" in out, out[-3000:]
+
+
+def test_resume_after_follows_the_gtid_state_file_by_file(corpus_dir: Path) -> None:
+    """The GTID state a batch records at its end equals the one the server wrote at the start of the next file."""
+    from binlake.events.gtid import GtidListEvent
+    from binlake.reader import read_events
+    from binlake.replication.gtid import GtidTracker
+
+    files = list_binlogs(corpus_dir / "mariadb" / "binlogs")
+    checked = 0
+    point = ResumePoint(files[0].name, 4)
+    for a, b in itertools.pairwise(files):
+        if b.seq != a.seq + 1:
+            break
+        point = resume_after([Split(a, max(4, point.position) if point.file == a.name else 4, None)], point)
+        listed = next(ev for ev in read_events(b.path) if isinstance(ev, GtidListEvent))
+        tracker = GtidTracker("mariadb")
+        tracker.observe(listed)
+        assert (point.file, point.position, point.gtid) == (a.name, a.size, tracker.state), a.name
+        checked += point.gtid is not None and point.gtid != ""
+        point = ResumePoint(b.name, 4, point.gtid, point.flavor)
+    assert checked >= 10
+
+
+def test_a_snapshot_hook_gives_an_empty_lake_its_start(spark: Any, fresh_server: ReplServer, tmp_path: Path) -> None:
+    """The snapshot of an empty lake (the snapshot issue's function) is called once, with the lake's lease held, and
+    the stream starts at the point it returns: the changes before it are not landed, those after it are."""
+    from binlake.spark.live import live_ingest
+
+    server, lake = fresh_server.server, tmp_path / "lake"
+    batch(server, 1)
+    ((file, pos, *_),) = server.query("SHOW MASTER STATUS")
+    ((gtid,),) = server.query("SELECT @@gtid_binlog_pos")
+    calls: list[Lake] = []
+
+    def snapshot(into: Lake, options: Any) -> ResumePoint:
+        into.check()  # the writer lease is held
+        calls.append(into)
+        return ResumePoint(str(file), int(pos or 0), gtid, "mariadb")
+
+    batch(server, 2)
+    result = live_ingest(spark, fresh_server.options(), str(lake), snapshot=snapshot)
+    batch(server, 3)
+    again = live_ingest(spark, fresh_server.options(), str(lake), snapshot=snapshot)
+    assert len(calls) == 1 and result.batches == 1 and again.batches == 1
+    rows = _delta(lake / "r" / "t" / "changes").to_pylist()
+    assert {r["batch"] for r in rows} == {2, 3} and len([r for r in rows if r["_op"] == "insert"]) == 80
+    ((gtid_now,),) = server.query("SELECT @@gtid_binlog_pos")
+    assert again.resume is not None and again.resume.gtid == gtid_now

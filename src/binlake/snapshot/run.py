@@ -276,12 +276,13 @@ def _land(
     if history:
         lake.append(lake.own(HISTORY_DIR), pa.Table.from_pylist(history, schema=HISTORY), batch)
     if before is not None:  # snapshotted again: the stream goes on where it was (see take_snapshot)
-        positions = dict(before.positions)
+        positions, resume = dict(before.positions), before.resume
     else:
+        resume = target.resume_point()
         with connect(options) as conn:
             logs = conn.binary_logs()
         positions = {name: size for name, size in logs if binlog_seq(name) < target.seq}
         positions[target.file] = target.position
-    lake.write_manifest(BatchManifest(batch, (), positions, tracker_to_json(tracker), ()))
+    lake.write_manifest(BatchManifest(batch, (), positions, tracker_to_json(tracker), (), resume))
     lake.write_done(batch, BatchDone())
     log(f"snapshot: batch {batch} landed at {target.file}:{target.position} (GTID {target.gtid or '-'})")

@@ -130,6 +130,10 @@ def ingest_main(args: argparse.Namespace) -> int:
     from binlake.render import EXIT_ERROR
     from binlake.spark.session import build_context, finish_class_sharing, local_cores, resolved_master
 
+    conflict = _conflicting_start(args)
+    if conflict:  # (before Spark starts)
+        print(f"binlake ingest: {conflict}", file=sys.stderr)
+        return EXIT_ERROR
     log = None if args.verbose else _jvm_log()
     keep_log = False
     # the JVM starts first, in a thread: the imports below, the plan and the scan of the binlogs run meanwhile
@@ -205,10 +209,6 @@ def _live(args: argparse.Namespace, spark: Future[Any], cores: int | None) -> in
     if args.interval <= 0 or (args.batch_mib is not None and args.batch_mib <= 0) or args.chunk_rows <= 0:
         print("binlake ingest: --interval, --batch-mib and --chunk-rows are positive", file=sys.stderr)
         return EXIT_ERROR
-    conflict = _conflicting_start(args)
-    if conflict:
-        print(f"binlake ingest: {conflict}", file=sys.stderr)
-        return EXIT_ERROR
     logging.basicConfig(format="binlake: %(message)s", level=logging.INFO)  # the reconnection lines
     progress = Progress(spark)
 
@@ -255,6 +255,9 @@ def _conflicting_start(args: argparse.Namespace) -> str | None:
     tables: ``--tables``) unless ``--no-snapshot`` says it starts at ``--from``/``--from-start``;
     ``--snapshot TABLES`` is for a lake the stream already writes, whose start is its own."""
     given = "--from" if args.from_point else "--from-start" if args.from_start else None
+    if args.host is None:
+        snap = [o for o, v in (("--tables", args.tables), ("--snapshot", args.snapshot)) if v is not None]
+        return f"{snap[0]} snapshots a server's tables: it goes with --host" if snap else None
     if args.snapshot is not None:
         if not _globs(args.snapshot):
             return "--snapshot names the tables to snapshot again"

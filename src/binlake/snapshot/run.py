@@ -13,7 +13,8 @@ uninterrupted run gives):
 4. land as batch ``B``: each table's chunk files committed to its change table (op ``read``) and, keyed tables, its
    current-state table; the tables' schema in ``_schema_history``; then the batch manifest, whose positions are the
    snapshot's point (every binlog before its file read to its end), whose schema is the tables' ``SHOW CREATE
-   TABLE``, and its completion mark.  The file ingest (and the live ingest) go on from there: the first change
+   TABLE``, whose resume point is the snapshot's point (a snapshot taken again keeps the stream's), and its
+   completion mark.  The file ingest (and the live ingest) go on from there: the first change
    they land is the first transaction after the point.
 
 Example::

@@ -124,7 +124,7 @@ def test_live_ingest_is_exactly_once_across_sigkills(spark: Any, fresh_server: R
 
     thread = threading.Thread(target=workload)
     log = tmp_path / "live.log"
-    proc = live(server, str(lake), "--from-start", "--follow", "--interval", "1", log=log)
+    proc = live(server, str(lake), "--no-snapshot", "--from-start", "--follow", "--interval", "1", log=log)
     thread.start()
     try:
         for kill in range(2):
@@ -267,7 +267,7 @@ def test_no_follow_run_into_an_object_store(
         batch(server, k, big=k == 2)
     env = s3_server.env()
     lake = f"s3://{s3_server.bucket()}/lake"
-    rc, out = run_live(server, lake, "--from-start", env=env)
+    rc, out = run_live(server, lake, "--no-snapshot", "--from-start", env=env)
     assert rc == 0 and "ingested 1 batches" in out, out[-3000:]
     batch(server, 9)
     server.flush_logs()
@@ -294,10 +294,10 @@ def test_no_follow_run_into_an_object_store(
 
 def test_an_empty_lake_needs_a_start_and_a_purged_binlog_is_named(fresh_server: ReplServer, tmp_path: Path) -> None:
     server, lake = fresh_server.server, tmp_path / "lake"
-    rc, out = run_live(server, str(lake))
+    rc, out = run_live(server, str(lake), "--no-snapshot")
     assert rc == 2 and "--from-start" in out
     batch(server, 1)
-    rc, out = run_live(server, str(lake), "--from-start")
+    rc, out = run_live(server, str(lake), "--no-snapshot", "--from-start")
     assert rc == 0, out[-3000:]
     last = server.binlog_files()[-1].name
     server.flush_logs()

@@ -7,6 +7,7 @@ gives the lake an uninterrupted one gives."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import shutil
@@ -391,3 +392,72 @@ def test_tables_snapshotted_again_while_the_stream_goes_on(spark: Any, seeded: M
         take_snapshot(_options(server), str(lake), SnapshotSpec(["s.nopk"], again=True))
     ingest(spark, [str(f) for f in server.binlog_files()], str(lake))
     _check_all(server, lake)
+
+
+def _ingest_host(server: MariaDBServer, lake: Path, pw: str, *args: str) -> subprocess.Popen[str]:
+    """A ``binlake ingest --host`` process (the password in a file, which its Spark tasks read too)."""
+    cmd = [sys.executable, "-m", "binlake", "ingest", "--host", "127.0.0.1", "--port", str(server.port), "--user",
+           "snap", "--password-file", pw, "--server-id", "7779", "--timeout", "30", "--lake", str(lake),
+           "--master", "local[2]", *args]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "BINLAKE_PASSWORD"}
+    env["PYTHONPATH"] = str(Path(__file__).parents[2] / "src")
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _run_host(server: MariaDBServer, lake: Path, pw: str, *args: str) -> tuple[int, str]:
+    proc = _ingest_host(server, lake, pw, *args)
+    out, _ = proc.communicate(timeout=600)
+    return proc.returncode, out
+
+
+def test_ingest_host_snapshots_an_empty_lake_then_streams(seeded: MariaDBServer, tmp_path: Path) -> None:
+    """``binlake ingest --host`` into an empty lake while a workload writes: SIGKILLed in the middle of its snapshot
+    (chunks read, no batch yet), run again (the snapshot resumes by chunk, then the stream from its point), then a
+    catch-up run: every current-state table equals SELECT cell by cell, the snapshot's rows are op ``read``.  Then
+    ``--snapshot TABLES`` again on that lake while writes go on, a keyless table refused, the conflicting options
+    refused, and a ``--no-snapshot`` catch-up: still equal."""
+    server, lake, pw = seeded, tmp_path / "lake", _password_file(tmp_path)
+    chunks = lake / "_binlake" / "snapshots" / "0000000001" / "chunks"
+    with _writes(server) as writer:
+        proc = _ingest_host(server, lake, pw, "--chunk-rows", str(CHUNK // 4))
+        deadline = time.monotonic() + 300
+        while proc.poll() is None and not (chunks.is_dir() and list(chunks.glob("*.json"))):
+            assert time.monotonic() < deadline, "no snapshot chunk was read"
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.communicate()[0][-3000:]
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert not (lake / "_binlake" / "batches").is_dir()  # killed in the snapshot
+        rc, out = _run_host(server, lake, pw, "--chunk-rows", str(CHUNK // 4))
+        assert rc == 0, out[-3000:]
+        assert "resuming the snapshot of batch 1" in out and "chunks already read" in out, out[-3000:]
+    assert writer.n > 20
+    rc, out = _run_host(server, lake, pw)
+    assert rc == 0, out[-3000:]
+    _check_all(server, lake)
+    big = _delta(lake / "s" / "big" / "changes")
+    ops = Counter(big["_op"].to_pylist())
+    assert ops["read"] > BIG * 0.9 and ops["insert"] + ops["update_postimage"] > 0, ops
+    assert Counter(_delta(lake / "s" / "kinds" / "changes")["_op"].to_pylist())["read"] == 2
+    stream = json.loads((lake / "_binlake" / "stream-start.json").read_text())
+    reads = big.filter(big["_op"].to_numpy(zero_copy_only=False) == "read")
+    assert set(reads["_pos"].to_pylist()) == {stream["position"]}  # the stream starts at the snapshot's point
+
+    # again, while writes go on; a table without a key refused; conflicting options refused
+    with _writes(server):
+        rc, out = _run_host(server, lake, pw, "--snapshot", "s.big,s.kinds", "--chunk-rows", str(CHUNK))
+        assert rc == 0 and "s.big: " in out and "rows landed" in out, out[-3000:]
+    rc, out = _run_host(server, lake, pw, "--snapshot", "s.nopk")
+    assert rc == 2 and "without a primary key" in out, out[-3000:]
+    for bad, says in [
+        (["--from-start"], "--no-snapshot only"),
+        (["--no-snapshot", "--tables", "s.*"], "--tables"),
+        (["--snapshot", "s.big", "--no-snapshot"], "--no-snapshot does not go"),
+        (["--snapshot", "s.big", "--tables", "s.*"], "--tables does not go"),
+    ]:
+        rc, out = _run_host(server, lake, pw, *bad)
+        assert rc == 2 and says in out, (bad, out[-3000:])
+    rc, out = _run_host(server, lake, pw, "--no-snapshot")
+    assert rc == 0, out[-3000:]
+    _check_all(server, lake)
+    assert Counter(_delta(lake / "s" / "big" / "changes")["_op"].to_pylist())["read"] > ops["read"] + BIG * 0.9

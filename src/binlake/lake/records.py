@@ -429,6 +429,11 @@ class SnapshotPoint:
     def to_json(self) -> dict[str, Any]:
         return {"file": self.file, "seq": self.seq, "position": self.position, "gtid": self.gtid}
 
+    def resume_point(self) -> ResumePoint:
+        """The point as the stream's :class:`~binlake.replication.position.ResumePoint` (a snapshot is taken on
+        MariaDB: ``gtid`` is a MariaDB GTID state)."""
+        return ResumePoint(self.file, self.position, self.gtid, "mariadb")
+
     @classmethod
     def from_json(cls, v: dict[str, Any]) -> SnapshotPoint:
         gtid = v.get("gtid")

@@ -13,7 +13,8 @@ uninterrupted run gives):
 4. land as batch ``B``: each table's chunk files committed to its change table (op ``read``) and, keyed tables, its
    current-state table; the tables' schema in ``_schema_history``; then the batch manifest, whose positions are the
    snapshot's point (every binlog before its file read to its end), whose schema is the tables' ``SHOW CREATE
-   TABLE``, and its completion mark.  The file ingest (and the live ingest) go on from there: the first change
+   TABLE``, whose resume point is the snapshot's point (a snapshot taken again keeps the stream's), and its
+   completion mark.  The file ingest (and the live ingest) go on from there: the first change
    they land is the first transaction after the point.
 
 Example::
@@ -276,12 +277,13 @@ def _land(
     if history:
         lake.append(lake.own(HISTORY_DIR), pa.Table.from_pylist(history, schema=HISTORY), batch)
     if before is not None:  # snapshotted again: the stream goes on where it was (see take_snapshot)
-        positions = dict(before.positions)
+        positions, resume = dict(before.positions), before.resume
     else:
+        resume = target.resume_point()
         with connect(options) as conn:
             logs = conn.binary_logs()
         positions = {name: size for name, size in logs if binlog_seq(name) < target.seq}
         positions[target.file] = target.position
-    lake.write_manifest(BatchManifest(batch, (), positions, tracker_to_json(tracker), ()))
+    lake.write_manifest(BatchManifest(batch, (), positions, tracker_to_json(tracker), (), resume))
     lake.write_done(batch, BatchDone())
     log(f"snapshot: batch {batch} landed at {target.file}:{target.position} (GTID {target.gtid or '-'})")

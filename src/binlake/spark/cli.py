@@ -16,8 +16,15 @@ import argparse
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from binlake.lake.lake import Lake
+    from binlake.replication.options import ConnectionOptions
+    from binlake.replication.position import ResumePoint
+    from binlake.spark.live import Snapshot
 
 __all__ = ["add_ingest_arguments", "ingest_main"]
 
@@ -64,10 +71,43 @@ def add_ingest_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_decode_arguments(parser)
     live = parser.add_argument_group("a running server (--host): its binlogs mirrored into LAKE/_binlogs, then landed")
+    live.add_argument(
+        "--tables",
+        action="append",
+        metavar="GLOBS",
+        help="the tables an empty lake's snapshot reads: db.table globs, comma-separated or repeated (default: every "
+        "base table outside the system schemas)",
+    )
+    live.add_argument(
+        "--chunk-rows",
+        type=int,
+        default=100_000,
+        metavar="N",
+        help="a snapshot reads a keyed table in chunks of about N rows, one Spark task each (default 100000)",
+    )
+    live.add_argument(
+        "--snapshot",
+        action="append",
+        metavar="TABLES",
+        help="snapshot these tables (globs, keyed tables only) again, then go on with the stream (a lake the stream "
+        "already writes)",
+    )
+    live.add_argument(
+        "--no-snapshot",
+        action="store_true",
+        help="an empty lake takes no snapshot: its stream starts at --from or --from-start",
+    )
     where = live.add_mutually_exclusive_group()
-    where.add_argument("--from-start", action="store_true", help="an empty lake starts at the server's oldest binlog")
     where.add_argument(
-        "--from", dest="from_point", metavar="FILE[:POS]", help="an empty lake starts at this binlog and position"
+        "--from-start",
+        action="store_true",
+        help="with --no-snapshot: an empty lake starts at the server's oldest binlog",
+    )
+    where.add_argument(
+        "--from",
+        dest="from_point",
+        metavar="FILE[:POS]",
+        help="with --no-snapshot: an empty lake starts at this binlog and position",
     )
     live.add_argument(
         "--follow", action="store_true", help="keep running, a batch at a time (else stop at the server's current end)"
@@ -90,6 +130,10 @@ def ingest_main(args: argparse.Namespace) -> int:
     from binlake.render import EXIT_ERROR
     from binlake.spark.session import build_context, finish_class_sharing, local_cores, resolved_master
 
+    conflict = _conflicting_start(args)
+    if conflict:  # (before Spark starts)
+        print(f"binlake ingest: {conflict}", file=sys.stderr)
+        return EXIT_ERROR
     log = None if args.verbose else _jvm_log()
     keep_log = False
     # the JVM starts first, in a thread: the imports below, the plan and the scan of the binlogs run meanwhile
@@ -162,8 +206,8 @@ def _live(args: argparse.Namespace, spark: Future[Any], cores: int | None) -> in
     if args.sources:
         print("binlake ingest: --host reads a server: give no SOURCE with it", file=sys.stderr)
         return EXIT_ERROR
-    if args.interval <= 0 or (args.batch_mib is not None and args.batch_mib <= 0):
-        print("binlake ingest: --interval and --batch-mib are positive", file=sys.stderr)
+    if args.interval <= 0 or (args.batch_mib is not None and args.batch_mib <= 0) or args.chunk_rows <= 0:
+        print("binlake ingest: --interval, --batch-mib and --chunk-rows are positive", file=sys.stderr)
         return EXIT_ERROR
     logging.basicConfig(format="binlake: %(message)s", level=logging.INFO)  # the reconnection lines
     progress = Progress(spark)
@@ -181,7 +225,9 @@ def _live(args: argparse.Namespace, spark: Future[Any], cores: int | None) -> in
             start = ResumePoint(file, int(pos) if pos else 4)
         options = connection_from_args(args, follow=args.follow)
         read = ReadSpec(decode_options(args), decryptor_of(args), args.on_error)
-        result = live_ingest(spark, options, args.lake, start=start, from_start=args.from_start, follow=args.follow,
+        first, again = _snapshots(args, spark, progress)
+        result = live_ingest(spark, options, args.lake, start=start, from_start=args.from_start, snapshot=first,
+                             snapshot_again=again, follow=args.follow,
                              interval=args.interval, batch_bytes=args.batch_mib << 20 if args.batch_mib else None,
                              split_bytes=args.split_mb << 20, progress=progress, read=read, cores=cores,
                              wait=args.wait, lease_seconds=args.lease_seconds, on_batch=batch_done)  # fmt: skip
@@ -197,6 +243,59 @@ def _live(args: argparse.Namespace, spark: Future[Any], cores: int | None) -> in
     print(f"ingested {result.batches} batches from {args.host}: {result.mirrored} bytes mirrored, {result.events}"
           f" events, {sum(result.changes.values())} row changes in {result.seconds:.1f} s{where}")  # fmt: skip
     return 0
+
+
+def _globs(values: list[str] | None) -> list[str]:
+    """``--tables``/``--snapshot`` values: each a glob or a comma-separated list of them."""
+    return [g.strip() for v in values or () for g in v.split(",") if g.strip()]
+
+
+def _conflicting_start(args: argparse.Namespace) -> str | None:
+    """What is wrong with the start options together, if anything.  An empty lake starts with a snapshot (its
+    tables: ``--tables``) unless ``--no-snapshot`` says it starts at ``--from``/``--from-start``;
+    ``--snapshot TABLES`` is for a lake the stream already writes, whose start is its own."""
+    given = "--from" if args.from_point else "--from-start" if args.from_start else None
+    if args.host is None:
+        snap = [o for o, v in (("--tables", args.tables), ("--snapshot", args.snapshot)) if v is not None]
+        return f"{snap[0]} snapshots a server's tables: it goes with --host" if snap else None
+    if args.snapshot is not None:
+        if not _globs(args.snapshot):
+            return "--snapshot names the tables to snapshot again"
+        clash = "--no-snapshot" if args.no_snapshot else "--tables" if args.tables is not None else given
+        if clash:
+            return f"--snapshot TABLES snapshots tables of a lake the stream writes: {clash} does not go with it"
+    elif args.no_snapshot:
+        if args.tables is not None:
+            return "--tables chooses the snapshot's tables: it does not go with --no-snapshot"
+    elif given:
+        return f"an empty lake's snapshot decides where its stream starts: {given} goes with --no-snapshot only"
+    elif args.tables is not None and not _globs(args.tables):
+        return "--tables names at least one table"
+    return None
+
+
+def _snapshots(
+    args: argparse.Namespace, spark: Future[Any], progress: Any
+) -> tuple[Snapshot | None, Callable[[Lake, ConnectionOptions], object] | None]:
+    """The live ingest's snapshot hooks the options ask for: an empty lake's first snapshot (unless
+    ``--no-snapshot``), and ``--snapshot TABLES`` taken again; their chunks are Spark tasks."""
+    from binlake.snapshot import SnapshotSpec, snapshot_held
+    from binlake.spark.snapshot import spark_runner
+
+    def spec(tables: list[str], *, again: bool = False) -> SnapshotSpec:
+        pw = None if args.password_file is None else str(args.password_file)  # (Spark tasks read it where they run)
+        return SnapshotSpec(tables, runner=spark_runner(spark.result(), progress), password_file=pw,
+                            chunk_rows=args.chunk_rows, log=progress.log, again=again)  # fmt: skip
+
+    def first(lake: Lake, options: ConnectionOptions) -> ResumePoint:
+        return snapshot_held(options, lake, spec(_globs(args.tables))).point.resume_point()
+
+    def again(lake: Lake, options: ConnectionOptions) -> None:
+        snapshot_held(options, lake, spec(_globs(args.snapshot), again=True))
+
+    if args.snapshot is not None:
+        return None, again
+    return (None if args.no_snapshot else first), None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,9 +14,10 @@ Two parts, each restarting from its own durable state:
   its last transaction boundary).
 
 The first run into an empty lake starts the stream at a :class:`~binlake.replication.position.ResumePoint`: given
-(``--from FILE[:POS]``, ``--from-start``), or returned by a snapshot that fills the lake first (``snapshot``: the
-hook of the snapshot issue; the lake's first batch then lands the changes from the snapshot's binlog point on).  A
-lake whose last batch has a resume point goes on from it whatever the options say.
+(``--from FILE[:POS]``, ``--from-start``), or returned by a snapshot that fills the lake first (``snapshot``, which
+``binlake ingest --host`` makes of :func:`binlake.snapshot.snapshot_held`: its batch records the snapshot's point as
+its resume point, and the next batch lands the changes from there on).  A lake whose last batch has a resume point
+goes on from it whatever the options say.
 
 Without ``follow`` the mirror copies up to the server's current end, the ingest lands it, and the run ends.  With
 ``follow`` a batch is committed every ``interval`` seconds, or sooner when ``batch_bytes`` were copied since the
@@ -101,6 +102,7 @@ def live_ingest(
     start: ResumePoint | None = None,
     from_start: bool = False,
     snapshot: Snapshot | None = None,
+    snapshot_again: Callable[[Lake, ConnectionOptions], object] | None = None,
     follow: bool = False,
     interval: float = DEFAULT_INTERVAL,
     batch_bytes: int | None = None,
@@ -116,7 +118,10 @@ def live_ingest(
     """Mirror the server of ``options`` into ``lake`` and land its changes; see the module docstring.
 
     An empty lake starts at ``start``, at the oldest binlog the server has (``from_start``), or where ``snapshot``
-    leaves it; otherwise this is an error saying so.  ``interval`` and ``batch_bytes``: when a following run
+    leaves it; otherwise this is an error saying so.  ``snapshot_again``: called with the lease held, before the
+    mirror starts, on a lake the stream already writes (``binlake ingest --snapshot TABLES``: chosen tables
+    snapshotted again, the stream then going on from the lake's resume point); an empty lake given it is an error.
+    ``interval`` and ``batch_bytes``: when a following run
     commits a batch.  ``on_batch``: called after each batch with what it did.  ``should_stop``: asked between
     batches (a following run ends after the batch in which it became true).  The rest is :func:`ingest`'s.
     """
@@ -125,6 +130,14 @@ def live_ingest(
     result = LiveResult()
     t0 = time.monotonic()
     with lake.writing(wait=wait, lease_seconds=lease_seconds, on_wait=progress.log):
+        if snapshot_again is not None:
+            if lake.last_manifest()[0] is None:
+                raise BinlogError(
+                    "the lake is empty: tables are snapshotted again only in a lake the stream writes (its first "
+                    "snapshot takes every table, or --tables)",
+                    file=lake.root.uri,
+                )
+            snapshot_again(lake, options)
         point = _start_point(lake, options, start, from_start, snapshot)
         binlogs = binlogs_of(lake)
         first = StartAt.oldest() if point is None else StartAt.at(point.file)

@@ -146,3 +146,24 @@ def test_balanced_ranges(new_bytes: int, split_bytes: int, cores: int) -> None:
 
 def _ceil(a: int, b: int) -> int:
     return -(-a // b)
+
+
+def test_a_snapshot_needs_a_password_its_tasks_can_read(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The snapshot's Spark tasks read the password where they run (--password-file or $BINLAKE_PASSWORD): one typed
+    at the prompt would stay on the driver, so the snapshot refuses before it starts, without naming the password."""
+    import argparse
+
+    from binlake.errors import ReplicationError
+    from binlake.replication.options import ConnectionOptions, Secret
+    from binlake.spark.cli import _snapshots
+
+    monkeypatch.delenv("BINLAKE_PASSWORD", raising=False)
+    args = argparse.Namespace(snapshot=None, no_snapshot=False, tables=None, password_file=None, chunk_rows=1000)
+    unused: Future[Any] = Future()  # Spark is never asked for: the refusal comes first
+    unused.set_exception(AssertionError("the snapshot asked for Spark before checking the password"))
+    first, again = _snapshots(args, unused, Progress(None, io.StringIO()))
+    assert first is not None and again is None
+    options = ConnectionOptions(host="127.0.0.1", user="repl", server_id=7, password=Secret("typed-at-prompt"))
+    with pytest.raises(ReplicationError, match="--password-file or \\$BINLAKE_PASSWORD") as err:
+        first(Lake(str(tmp_path / "lake")), options)
+    assert "typed-at-prompt" not in str(err.value)

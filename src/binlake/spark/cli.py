@@ -279,19 +279,26 @@ def _snapshots(
 ) -> tuple[Snapshot | None, Callable[[Lake, ConnectionOptions], object] | None]:
     """The live ingest's snapshot hooks the options ask for: an empty lake's first snapshot (unless
     ``--no-snapshot``), and ``--snapshot TABLES`` taken again; their chunks are Spark tasks."""
+    from binlake.errors import ReplicationError
+    from binlake.replication.options import PASSWORD_ENV
     from binlake.snapshot import SnapshotSpec, snapshot_held
     from binlake.spark.snapshot import spark_runner
 
-    def spec(tables: list[str], *, again: bool = False) -> SnapshotSpec:
+    def spec(options: ConnectionOptions, tables: list[str], *, again: bool = False) -> SnapshotSpec:
+        if options.password and args.password_file is None and PASSWORD_ENV not in os.environ:
+            raise ReplicationError(
+                "the snapshot's Spark tasks read the server's password where they run: give it with --password-file "
+                f"or ${PASSWORD_ENV} (a password typed at the prompt stays in this process)"
+            )
         pw = None if args.password_file is None else str(args.password_file)  # (Spark tasks read it where they run)
         return SnapshotSpec(tables, runner=spark_runner(spark.result(), progress), password_file=pw,
                             chunk_rows=args.chunk_rows, log=progress.log, again=again)  # fmt: skip
 
     def first(lake: Lake, options: ConnectionOptions) -> ResumePoint:
-        return snapshot_held(options, lake, spec(_globs(args.tables))).point.resume_point()
+        return snapshot_held(options, lake, spec(options, _globs(args.tables))).point.resume_point()
 
     def again(lake: Lake, options: ConnectionOptions) -> None:
-        snapshot_held(options, lake, spec(_globs(args.snapshot), again=True))
+        snapshot_held(options, lake, spec(options, _globs(args.snapshot), again=True))
 
     if args.snapshot is not None:
         return None, again

@@ -55,8 +55,8 @@ class Entry:
 def locate(text: str | os.PathLike[str] | Location) -> Location:
     """The :class:`Location` of a URI or a path (made absolute; ``file://`` URIs are plain paths).
 
-    >>> locate("s3://bucket/lake/").uri, locate("file:///tmp/lake").uri
-    ('s3://bucket/lake', '/tmp/lake')
+    >>> locate("s3://bucket/lake/").uri, locate("file:///data/lake").uri
+    ('s3://bucket/lake', '/data/lake')
     >>> (locate("s3://bucket/lake") / "db" / "t").uri
     's3://bucket/lake/db/t'
     """

@@ -11,7 +11,10 @@ same table into /dev/null.
    none`` one after the other in the measured process.  Each is a child process measured by ``run.py``'s
    :func:`measure` (wall and CPU seconds of the whole process tree, peak RSS of the largest process and of the
    tree).
-3. Prints rows/s, CPU seconds, peak MiB, and ``--json OUT`` writes every run.
+3. Prints rows/s, CPU seconds, the server's CPU seconds during the run (``mariadbd``'s user and system time from
+   ``/proc``: it serves both commands, so it is not in their CPU), how busy the machine's cores were (both CPUs
+   over wall time and cores), peak MiB of the driver (the snapshot's own process: ``getrusage``), of the largest
+   process (the JVM where Spark runs) and of the tree, and ``--json OUT`` writes every run.
 
 Example::
 
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import sys
@@ -38,7 +42,7 @@ for p in (str(SRC), str(HERE)):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-from run import BUFFER_POOL, SERVER_ARGS, Run, measure  # noqa: E402
+from run import BUFFER_POOL, SERVER_ARGS, TICK, Run, measure  # noqa: E402
 
 from binlake.testing.mariadb import MariaDBServer, find_tool  # noqa: E402
 
@@ -50,6 +54,13 @@ SELECT seq % 100000, seq % 250, CONCAT('CODE-', seq), CAST(seq % 8000000 AS SIGN
   IF(seq % 5 = 0, NULL, REPEAT('remark ', seq % 20)), IF(seq % 2 = 0, NULL, seq * 1000003)
 FROM binlake_bench.seq_1_to_{rows};
 """
+
+
+def process_cpu(pid: int) -> float:
+    """User and system CPU seconds of process ``pid`` so far (``/proc/PID/stat`` fields 14 and 15)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 def worker(port: int, lake: str, master: str, chunk_rows: int) -> dict[str, object]:
@@ -66,7 +77,8 @@ def worker(port: int, lake: str, master: str, chunk_rows: int) -> dict[str, obje
 
         spec = replace(spec, runner=spark_runner(build_session(master)))
     result = take_snapshot(options, lake, spec)
-    return {"rows": sum(result.rows.values()), "chunks": result.chunks_read}
+    driver_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {"rows": sum(result.rows.values()), "chunks": result.chunks_read, "driver_peak_kib": driver_kib}
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -107,29 +119,42 @@ def main(argv: Sequence[str] | None = None) -> int:
         snap_cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", str(server.port), str(lake),
                     args.master, str(args.chunk_rows)]  # fmt: skip
         results: dict[str, list[Run]] = {"mariadb-dump > /dev/null": [], f"binlake snapshot ({args.master})": []}
+        server_cpu: dict[str, list[float]] = {name: [] for name in results}
         for name, cmd, capture in (
             ("mariadb-dump > /dev/null", dump_cmd, False),
             (f"binlake snapshot ({args.master})", snap_cmd, True),
         ):
             for i in range(args.runs):
                 shutil.rmtree(lake, ignore_errors=True)
+                before = process_cpu(server.pid)
                 run = measure(cmd, env, capture=capture)
+                server_cpu[name].append(process_cpu(server.pid) - before)
                 if run.exit_code != 0:
                     raise SystemExit(f"{name} failed: {run.error}")
                 if run.output is not None and run.output["rows"] != args.rows:
                     raise SystemExit(f"{name} read {run.output['rows']} rows, not {args.rows}")
                 results[name].append(run)
                 print(f"  {name:<32} run {i + 1}/{args.runs}: {run.seconds:7.2f} s  cpu {run.cpu_seconds:7.2f} s  "
-                      f"peak {run.peak_rss_kib / 1024:7.1f} MiB", flush=True)  # fmt: skip
-    print(f"\n{'command':<32} {'wall s':>8} {'rows/s':>10} {'CPU s':>8} {'peak MiB':>9}")
-    doc: dict[str, object] = {"rows": args.rows, "chunk_rows": args.chunk_rows, "cpus": os.cpu_count()}
+                      f"server cpu {server_cpu[name][-1]:6.2f} s  peak {run.peak_rss_kib / 1024:7.1f} MiB",
+                      flush=True)  # fmt: skip
+    cores = os.cpu_count() or 1
+    print(f"\n{'command':<32} {'wall s':>8} {'rows/s':>10} {'CPU s':>8} {'server CPU s':>12} {'busy':>5} "
+          f"{'driver MiB':>10} {'largest MiB':>11} {'tree MiB':>9}")  # fmt: skip
+    doc: dict[str, object] = {"rows": args.rows, "chunk_rows": args.chunk_rows, "cpus": cores}
     for name, runs in results.items():
         wall = statistics.median(r.seconds for r in runs)
         cpu = statistics.median(r.cpu_seconds for r in runs)
+        served = statistics.median(server_cpu[name])
+        busy = (cpu + served) / wall / cores
         peak = max(r.peak_rss_kib for r in runs) / 1024
-        print(f"{name:<32} {wall:8.2f} {args.rows / wall:10,.0f} {cpu:8.2f} {peak:9.1f}")
+        largest = max(r.max_rss_kib for r in runs) / 1024
+        driver = max(int(r.output["driver_peak_kib"]) if r.output else r.max_rss_kib for r in runs) / 1024
+        print(f"{name:<32} {wall:8.2f} {args.rows / wall:10,.0f} {cpu:8.2f} {served:12.2f} {busy:5.0%} "
+              f"{driver:10.1f} {largest:11.1f} {peak:9.1f}")  # fmt: skip
         doc[name] = {"median_seconds": wall, "rows_per_s": args.rows / wall, "median_cpu_seconds": cpu,
-                     "peak_rss_mib": peak, "runs": [r.__dict__ for r in runs]}  # fmt: skip
+                     "server_cpu_seconds": server_cpu[name], "busy": busy, "driver_peak_mib": driver,
+                     "largest_process_rss_mib": largest, "peak_rss_mib": peak,
+                     "runs": [r.__dict__ for r in runs]}  # fmt: skip
     if args.json is not None:
         args.json.write_text(json.dumps(doc, indent=2) + "\n", "utf-8")
     return 0

@@ -17,6 +17,14 @@
  * path, which also raises the errors).  checksum is the stored CRC32 (None without checksums); body excludes header
  * and checksum.  Only 19-byte headers (every binlog since MySQL 4.0).
  *
+ * text_rows(buf, offset, ncols) -> (end, rows, stop, columns): the rows of a text result set (the answer to
+ * COM_QUERY after its column definitions: binlake.replication.resultset) from offset, one packet each, every cell a
+ * length-encoded string or 0xFB for NULL (MariaDB sql/protocol.cc, Protocol_text::store_*; net_store_length), as one
+ * Arrow binary column per result column: (validity bitmap, int32 offsets, data) bytes.  It stops before the first
+ * packet that is incomplete (stop 0), the end-of-rows packet (0xFE, shorter than a 16 MiB packet: stop 1), an ERR
+ * packet (0xFF: stop 2) or a 16 MiB packet continued by the next (stop 3); end is where it stopped.  A row whose
+ * cells do not fill its packet exactly raises ValueError.
+ *
  * Example (Python):
  *     frame(bytearray(b"\0\0\0\0\x10" + bytes(4) + b"\x1b\0\0\0" + bytes(6) + b"\x07" * 8), 0, 0, True, mask, 64)
  *     # [(27, 0, 16, 0, 0, 0, None, b"\x07\x07\x07\x07\x07\x07\x07\x07")]  (an XID_EVENT, when mask[16] is set)
@@ -177,6 +185,151 @@ static PyObject *walk(PyObject *Py_UNUSED(module), PyObject *args) {
     return out;
 }
 
+
+/* One result column being built: the Arrow binary layout (validity bitmap, int32 offsets, data). */
+typedef struct {
+    char *data;
+    size_t len, cap;
+    int32_t *offsets;
+    uint8_t *valid;
+} TextColumn;
+
+static void text_columns_free(TextColumn *cols, Py_ssize_t ncols) {
+    for (Py_ssize_t i = 0; i < ncols; i++) {
+        free(cols[i].data);
+        free(cols[i].offsets);
+        free(cols[i].valid);
+    }
+    free(cols);
+}
+
+/* Room for rows + 1 offsets and rows bits in every column; 0 when out of memory. */
+static int text_rows_room(TextColumn *cols, Py_ssize_t ncols, size_t *cap, size_t rows) {
+    if (rows < *cap) return 1;
+    size_t grown = *cap ? *cap * 2 : 1024;
+    for (Py_ssize_t i = 0; i < ncols; i++) {
+        int32_t *o = realloc(cols[i].offsets, (grown + 1) * sizeof *o);
+        if (!o) return 0;
+        cols[i].offsets = o;
+        uint8_t *v = realloc(cols[i].valid, grown / 8 + 1);
+        if (!v) return 0;
+        memset(v + *cap / 8, 0, grown / 8 + 1 - *cap / 8);
+        cols[i].valid = v;
+    }
+    *cap = grown;
+    return 1;
+}
+
+static int text_data_room(TextColumn *c, size_t more) {
+    if (c->len + more <= c->cap) return 1;
+    size_t grown = c->cap ? c->cap : 4096;
+    while (grown < c->len + more) grown *= 2;
+    char *d = realloc(c->data, grown);
+    if (!d) return 0;
+    c->data = d;
+    c->cap = grown;
+    return 1;
+}
+
+static PyObject *text_rows(PyObject *Py_UNUSED(module), PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t offset, ncols;
+    if (!PyArg_ParseTuple(args, "y*nn:text_rows", &view, &offset, &ncols)) return NULL;
+    PyObject *out = NULL;
+    TextColumn *cols = NULL;
+    if (offset < 0 || offset > view.len || ncols < 1) {
+        PyErr_SetString(PyExc_ValueError, "text_rows: offset must be inside buf and ncols at least 1");
+        goto done;
+    }
+    cols = calloc((size_t)ncols, sizeof *cols);
+    if (!cols) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const uint8_t *buf = view.buf;
+    size_t end = (size_t)offset, n = (size_t)view.len, rows = 0, cap = 0;
+    int stop = 0;
+    if (!text_rows_room(cols, ncols, &cap, 0)) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < ncols; i++) cols[i].offsets[0] = 0;
+    while (n - end >= 4) {
+        size_t length = buf[end] | (size_t)buf[end + 1] << 8 | (size_t)buf[end + 2] << 16;
+        if (length == 0xFFFFFF) { stop = 3; break; }
+        if (n - end - 4 < length) break;
+        const uint8_t *p = buf + end + 4, *stop_at = p + length;
+        if (length && p[0] == 0xFE) { stop = 1; break; }
+        if (length && p[0] == 0xFF) { stop = 2; break; }
+        if (!text_rows_room(cols, ncols, &cap, rows + 1)) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < ncols; i++) {
+            TextColumn *c = &cols[i];
+            if (p >= stop_at) goto short_row;
+            uint64_t size;
+            uint8_t first = *p++;
+            if (first == 0xFB) {  /* NULL: no bit, no bytes */
+                c->offsets[rows + 1] = (int32_t)c->len;
+                continue;
+            }
+            if (first < 0xFB) {
+                size = first;
+            } else {
+                int width = first == 0xFC ? 2 : first == 0xFD ? 3 : first == 0xFE ? 8 : 0;
+                if (width == 0 || stop_at - p < width) goto short_row;
+                size = 0;
+                for (int b = width - 1; b >= 0; b--) size = size << 8 | p[b];
+                p += width;
+            }
+            if ((uint64_t)(stop_at - p) < size) goto short_row;
+            if (c->len + size > INT32_MAX) {
+                PyErr_SetString(PyExc_ValueError, "text_rows: a column's data passes 2 GiB in one call");
+                goto done;
+            }
+            if (!text_data_room(c, size)) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            memcpy(c->data + c->len, p, size);
+            c->len += size;
+            p += size;
+            c->offsets[rows + 1] = (int32_t)c->len;
+            c->valid[rows / 8] |= (uint8_t)(1u << (rows % 8));
+        }
+        if (p != stop_at) {
+            PyErr_Format(PyExc_ValueError, "text_rows: %zd bytes after the last cell of the row at %zd",
+                         (Py_ssize_t)(stop_at - p), (Py_ssize_t)end);
+            goto done;
+        }
+        rows++;
+        end += 4 + length;
+    }
+    PyObject *list = PyList_New(ncols);
+    if (!list) goto done;
+    for (Py_ssize_t i = 0; i < ncols; i++) {
+        TextColumn *c = &cols[i];
+        PyObject *t = Py_BuildValue("(y#y#y#)", (const char *)c->valid, (Py_ssize_t)((rows + 7) / 8),
+                                    (const char *)c->offsets, (Py_ssize_t)((rows + 1) * sizeof(int32_t)),
+                                    c->data ? c->data : "", (Py_ssize_t)c->len);
+        if (!t) {
+            Py_DECREF(list);
+            goto done;
+        }
+        PyList_SET_ITEM(list, i, t);
+    }
+    out = Py_BuildValue("(nniN)", (Py_ssize_t)end, (Py_ssize_t)rows, stop, list);
+    goto done;
+short_row:
+    PyErr_Format(PyExc_ValueError, "text_rows: the row at %zd ends inside a cell (or has fewer than %zd cells)",
+                 (Py_ssize_t)end, ncols);
+done:
+    if (cols) text_columns_free(cols, ncols);
+    PyBuffer_Release(&view);
+    return out;
+}
+
 static PyMethodDef module_methods[] = {
     {"frame", frame, METH_VARARGS,
      "frame(buf, offset, checksum_len, verify, fast, limit) -> [(size, timestamp, type_code, server_id, log_pos, "
@@ -184,6 +337,9 @@ static PyMethodDef module_methods[] = {
     {"walk", walk, METH_VARARGS,
      "walk(buf, start, stop) -> (positions, sizes, codes, flags, timestamps, end): the headers of the whole events "
      "of a binlog image as packed native arrays (binlake.reader.header_table)"},
+    {"text_rows", text_rows, METH_VARARGS,
+     "text_rows(buf, offset, ncols) -> (end, rows, stop, [(validity, offsets, data), ...]): the rows of a text "
+     "result set as Arrow binary columns (binlake.replication.resultset)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -191,7 +347,7 @@ static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "binlake._framing",
     .m_doc = "The compiled event framing of binlake.decoder.Decoder (sizes, CRC32 checks, header fields, bodies) "
-              "and header walk of binlake.reader.",
+              "and header walk of binlake.reader, and the text result set rows of binlake.replication.resultset.",
     .m_size = -1,
     .m_methods = module_methods,
 };

@@ -16,16 +16,17 @@ The session a dump runs in (the user variables the dump thread reads: MariaDB ``
 
 PyMySQL has no public API for a command that answers with a stream, so this module (and only it) uses four of its
 private attributes: ``_write_bytes`` and ``_next_seq_id`` to send a command, ``_read_packet`` to read the answer to
-COM_REGISTER_SLAVE, and ``_rfile`` (the socket's buffered reader) to read the stream.  Every PyMySQL, socket and TLS
-error becomes a :class:`~binlake.errors.ReplicationError` (a :class:`~binlake.errors.ConnectionLostError` where a
-retry can help): none escapes.
+COM_REGISTER_SLAVE, and ``_rfile`` (the socket's buffered reader) to read the stream and the rows of a large SELECT
+(:meth:`ReplicationConnection.send_query`: PyMySQL's row reader, in Python, was most of a snapshot's time).  Every
+PyMySQL, socket and TLS error becomes a :class:`~binlake.errors.ReplicationError` (a
+:class:`~binlake.errors.ConnectionLostError` where a retry can help): none escapes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ssl
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -40,6 +41,7 @@ from binlake.replication.position import Flavor
 from binlake.replication.protocol import (
     BINLOG_DUMP_NON_BLOCK,
     BINLOG_SEND_ANNOTATE_ROWS_EVENT,
+    COM_QUERY,
     MARIA_SLAVE_CAPABILITY_GTID,
     RETRYABLE_CODES,
     binlog_dump,
@@ -119,16 +121,10 @@ class ReplicationConnection:
 
     # -- opening ---------------------------------------------------------------------------------------------
 
-    def open(self, *, decoders: Mapping[int, Callable[[str], object]] | None = None) -> ServerInfo:
-        """Connect, authenticate, and learn the server's flavour, version, id and checksum algorithm.
-
-        ``decoders``: PyMySQL's conversion of each result column type (``pymysql.constants.FIELD_TYPE``) from
-        its text, for every query of this connection; a type without one comes as text (``str``; ``bytes`` for a
-        binary string).  Default: PyMySQL's own (``int``, ``Decimal``, ``datetime``...)."""
+    def open(self) -> ServerInfo:
+        """Connect, authenticate, and learn the server's flavour, version, id and checksum algorithm."""
         o = self.options
         kwargs: dict[str, Any] = {}
-        if decoders is not None:
-            kwargs["conv"] = {**pymysql.converters.encoders, **decoders}
         tls = o.tls
         if tls.mode == "disabled":
             kwargs["ssl_disabled"] = True
@@ -288,6 +284,12 @@ class ReplicationConnection:
             conn._next_seq_id = 0
             conn._write_bytes(command_packet(payload))
             conn._next_seq_id = 1
+
+    def send_query(self, sql: str) -> None:
+        """Send ``sql`` as COM_QUERY and leave its answer to :meth:`read` (a
+        :class:`~binlake.replication.resultset.TextResultReader` reads it; read it to its end, or close the
+        connection, before the next query)."""
+        self._command(bytes([COM_QUERY]) + sql.encode("utf-8"))
 
     def read(self, *, file: str | None = None, pos: int | None = None) -> bytes:
         """The next bytes of the stream (at least one); ``file``/``pos`` name where the stream is, for errors."""

@@ -48,6 +48,7 @@ __all__ = [
     "BINLOG_THROUGH_GTID",
     "COM_BINLOG_DUMP",
     "COM_BINLOG_DUMP_GTID",
+    "COM_QUERY",
     "COM_REGISTER_SLAVE",
     "MARIA_SLAVE_CAPABILITY_GTID",
     "MAX_PAYLOAD",
@@ -64,6 +65,7 @@ __all__ = [
     "server_error",
 ]
 
+COM_QUERY = 0x03
 COM_BINLOG_DUMP = 0x12
 COM_REGISTER_SLAVE = 0x15
 COM_BINLOG_DUMP_GTID = 0x1E

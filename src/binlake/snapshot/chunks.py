@@ -1,11 +1,11 @@
 """One chunk of a snapshot, read and written: what each Spark task (or the driver, without Spark) does.
 
 A chunk's task opens its own connection and its own consistent snapshot (its own binlog point), reads the chunk
-unbuffered (:func:`binlake.snapshot.server.read_chunk`), writes the rows as op ``read`` to a Parquet file of the
-table's change table and (keyed tables) one of its current-state table, none of them committed, then leaves a
-:class:`~binlake.lake.records.ChunkDone` record beside the snapshot's plan.  A chunk whose record is there is done:
-a snapshot run again after a crash reads only the chunks without one (files of a chunk killed half-way stay
-unreferenced, as a batch's tasks' do).
+as the server sends it (:func:`binlake.snapshot.server.read_chunk`), writes the rows as op ``read`` to a Parquet
+file of the table's change table and (keyed tables) one of its current-state table, none of them committed, then
+leaves a :class:`~binlake.lake.records.ChunkDone` record beside the snapshot's plan.  A chunk whose record is there
+is done: a snapshot run again after a crash reads only the chunks without one (files of a chunk killed half-way
+stay unreferenced, as a batch's tasks' do).
 
 Change rows of the snapshot: ``_op`` ``read``; ``_file``/``_pos``/``_gtid`` the point the chunk was read at
 (after :mod:`.reconcile`, the snapshot's point); ``_row`` the row's index in its chunk; ``_seq`` that point's
@@ -30,7 +30,7 @@ import pyarrow as pa
 from binlake.lake.delta import ParquetSink
 from binlake.lake.lake import Lake
 from binlake.lake.records import ChunkDone, DataFile, SnapshotChunk, SnapshotPlan, SnapshotPoint, SnapshotTable
-from binlake.lake.tables import META, SEQ, UTC_TS
+from binlake.lake.tables import META, SEQ, UTC_TS, seq_array
 from binlake.replication.options import ConnectionOptions
 from binlake.snapshot.server import ServerAddress, begin_snapshot, connect, lake_fields, read_chunk
 from binlake.storage import Location
@@ -94,7 +94,10 @@ class ChunkWriter:
             return
         index = np.arange(self.rows, self.rows + n, dtype=np.int64)
         base = point_seq(self.point)
-        seq = pa.array([Decimal(base + int(i)) for i in index] if seqs is None else [Decimal(s) for s in seqs], SEQ)
+        if seqs is None:
+            seq = seq_array(np.array([base], dtype=object), np.zeros(n, np.int64), index)
+        else:
+            seq = pa.array([Decimal(s) for s in seqs], SEQ)
         ts = pa.array(np.full(n, self.ts_us, dtype=np.int64)).view(UTC_TS)
         meta = {
             "_op": pa.repeat(pa.scalar(READ), n),
@@ -123,7 +126,7 @@ class ChunkWriter:
 def write_chunk(lake: Lake, plan: SnapshotPlan, chunk: SnapshotChunk, options: ConnectionOptions) -> ChunkDone:
     """Read ``chunk`` in a consistent snapshot of its own and write it (module docstring)."""
     table = next(t for t in plan.tables if t.key == chunk.table)
-    with connect(options, text=True) as conn:
+    with connect(options) as conn:
         point = begin_snapshot(conn)
         writer = ChunkWriter(lake, table, point, time.time_ns() // 1000)
         for rows in read_chunk(conn, table, chunk):

@@ -1,7 +1,8 @@
 """A snapshotted column three ways: the :class:`~binlake.coltypes.Column` a FULL table map of it carries (so its
 lake type is :func:`binlake.spark.arrow.lake_type`'s, the stream's), the SELECT expression that reads its stored
-value exactly, and the conversion of what PyMySQL returns for it into the Python value the binlog decoder gives
-for the same cell (then :func:`binlake.spark.arrow.to_lake`, the stream's own conversion, makes the lake value).
+value exactly, and the conversion of the text the server sends for it into the lake value the binlog decoder's
+gives for the same cell (:func:`column_array`: Arrow parses a batch at a time; the value-by-value path takes what
+PyMySQL would return to :func:`binlake.spark.arrow.to_lake`, the stream's own conversion).
 
 Why not PyMySQL's values as they come: a FLOAT's text is rounded to 6 digits (``CAST(f AS DOUBLE)`` is the stored
 single, widened exactly); INET4/INET6/UUID come as text where the binlog holds their binary form; BIT comes as
@@ -17,7 +18,7 @@ Example::
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from decimal import Decimal
 
 import pyarrow as pa
@@ -28,11 +29,12 @@ from pymysql.constants import FIELD_TYPE
 from binlake.coltypes import Column, ColumnType
 from binlake.lake.records import SnapshotColumn
 from binlake.lake.tables import UTC_TS
+from binlake.replication.resultset import ColumnDefinition
 from binlake.spark.arrow import to_lake
 from binlake.sql.lexer import STRING_KINDS, tokens, unquote
 from binlake.values.spatial import Geometry
 
-__all__ = ["TEXT_DECODERS", "column_array", "from_server", "select_expr", "to_column"]
+__all__ = ["column_array", "from_server", "select_expr", "to_column"]
 
 T = ColumnType
 BINARY = 63  # the collation id of the binary charset
@@ -201,12 +203,6 @@ def from_server(col: SnapshotColumn) -> Callable[[object], object]:
     return _same
 
 
-# What a chunk reader's connection converts while reading (ReplicationConnection.open's decoders): TIME only, the
-# one type whose text the lake does not hold as it comes; every other column comes as text and is parsed a batch at
-# a time by Arrow (:func:`column_array`), or bytes for binary strings.  PyMySQL's per-value parsing (DATETIME,
-# DECIMAL) was half of a chunk's time.
-TEXT_DECODERS: dict[int, Callable[[str], object]] = {FIELD_TYPE.TIME: pymysql.converters.convert_timedelta}
-
 _INT_TYPES = frozenset({"tinyint", "smallint", "mediumint", "int", "bigint", "year"})
 _PER_VALUE: dict[str, Callable[[str], object]] = {
     **{k: int for k in _INT_TYPES},
@@ -216,6 +212,7 @@ _PER_VALUE: dict[str, Callable[[str], object]] = {
     "date": pymysql.converters.convert_date,
     "datetime": pymysql.converters.convert_datetime,
     "timestamp": pymysql.converters.convert_datetime,
+    "time": pymysql.converters.convert_timedelta,
 }
 # a DATE/DATETIME/TIMESTAMP with a zero year, month or day: no Arrow date holds it, so null (the binlog's
 # InvalidDate/InvalidDatetime lands null too)
@@ -240,18 +237,63 @@ def _parsed(col: SnapshotColumn, t: pa.DataType, text: pa.Array) -> pa.Array:
     return out.cast(UTC_TS) if dtype == "timestamp" else out
 
 
-def column_array(col: SnapshotColumn, column: Column, t: pa.DataType, values: Sequence[object]) -> pa.Array:
-    """One column of a batch of rows read on a :data:`TEXT_DECODERS` connection, as the lake's Arrow array of type
-    ``t``: numbers and temporal values parsed by Arrow; the rest, and a batch Arrow cannot parse (an invalid date
-    such as ``2020-02-31`` that ALLOW_INVALID_DATES stored), converted value by value by PyMySQL's own parser,
-    :func:`from_server` and :func:`~binlake.spark.arrow.to_lake`, the stream's conversion."""
+# the result column types whose text PyMySQL returns as bytes when their charset is binary (pymysql.connections
+# TEXT_TYPES): the snapshot's value-by-value conversion gets what PyMySQL would give
+_TEXT_TYPES = frozenset(
+    {
+        FIELD_TYPE.BIT,
+        FIELD_TYPE.BLOB,
+        FIELD_TYPE.LONG_BLOB,
+        FIELD_TYPE.MEDIUM_BLOB,
+        FIELD_TYPE.STRING,
+        FIELD_TYPE.TINY_BLOB,
+        FIELD_TYPE.VAR_STRING,
+        FIELD_TYPE.VARCHAR,
+        FIELD_TYPE.GEOMETRY,
+    }
+)
+
+
+def _as_text(cells: pa.Array) -> pa.Array | None:
+    """Cells (binary) as UTF-8 text, or ``None`` where one is not UTF-8."""
+    text = cells.view(pa.string())
+    try:
+        text.validate(full=True)
+    except pa.ArrowInvalid:
+        return None
+    return text
+
+
+def column_array(
+    col: SnapshotColumn, column: Column, t: pa.DataType, cells: pa.Array, field: ColumnDefinition
+) -> pa.Array:
+    """One column of a batch of rows as the server sent them (``cells``: each value's text, an Arrow binary array;
+    ``field``: the server's description of the result column), as the lake's Arrow array of type ``t``:
+
+    - text and binary strings as they come (the connection's charset is utf8mb4);
+    - numbers and temporal values parsed by Arrow a batch at a time;
+    - the rest, and a batch Arrow cannot parse (an invalid date such as ``2020-02-31`` that ALLOW_INVALID_DATES
+      stored), value by value: each text as PyMySQL gives it (``bytes`` for a binary string, else ``str``), parsed
+      by PyMySQL's own parser, then :func:`from_server` and :func:`~binlake.spark.arrow.to_lake`, the stream's
+      conversion."""
+    binary = field.type_code in _TEXT_TYPES and field.charset == BINARY
     per_value = _PER_VALUE.get(col.data_type)
-    if per_value is not None:
-        try:
-            return _parsed(col, t, pa.array(values, pa.string()))
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
-            pass
     convert = from_server(col)
+    if per_value is None and convert is _same and not binary and t == pa.string():
+        text = _as_text(cells)
+        if text is not None:
+            return text
+    if per_value is None and convert is _same and binary and t == pa.binary():
+        return cells
+    if per_value is not None and col.data_type != "time":
+        text = _as_text(cells)
+        if text is not None:
+            try:
+                return _parsed(col, t, text)
+            except (pa.ArrowInvalid, pa.ArrowTypeError):
+                pass
+    raw = cells.to_pylist()
+    values: list[object] = raw if binary else [None if v is None else v.decode("utf-8") for v in raw]
     if col.data_type == "set":
         return pa.array([convert(v) for v in values], t)
     parse = per_value or _same

@@ -16,7 +16,7 @@ Example::
 
     with connect(address) as conn:
         point = begin_snapshot(conn)
-        for batch in read_chunk(conn, table, chunk, rows=10_000): ...
+        for batch in read_chunk(conn, table, chunk): ...
 """
 
 from __future__ import annotations
@@ -36,8 +36,9 @@ from binlake.lake.names import table_dir
 from binlake.lake.records import SnapshotChunk, SnapshotColumn, SnapshotPoint, SnapshotTable
 from binlake.replication.connection import ReplicationConnection, translate_errors
 from binlake.replication.options import ConnectionOptions, Secret, TlsOptions, read_password
-from binlake.snapshot.columns import TEXT_DECODERS, column_array, quote, select_expr, to_column
-from binlake.spark.arrow import lake_type, transpose
+from binlake.replication.resultset import RowBatch, TextResultReader
+from binlake.snapshot.columns import column_array, quote, select_expr, to_column
+from binlake.spark.arrow import lake_type
 
 __all__ = [
     "SYSTEM_SCHEMAS",
@@ -81,11 +82,10 @@ class ServerAddress:
                                  self.connect_timeout)  # fmt: skip
 
 
-def connect(options: ConnectionOptions, *, text: bool = False) -> ReplicationConnection:
-    """An open connection (every failure a :class:`~binlake.errors.ReplicationError`); ``text``: a chunk
-    reader's, whose rows come as text (:data:`~binlake.snapshot.columns.TEXT_DECODERS`)."""
+def connect(options: ConnectionOptions) -> ReplicationConnection:
+    """An open connection (every failure a :class:`~binlake.errors.ReplicationError`)."""
     conn = ReplicationConnection(options)
-    conn.open(decoders=TEXT_DECODERS if text else None)
+    conn.open()
     return conn
 
 
@@ -271,23 +271,41 @@ def lake_fields(table: SnapshotTable) -> list[pa.Field]:
 
 
 def read_chunk(
-    conn: ReplicationConnection, table: SnapshotTable, chunk: SnapshotChunk, *, rows: int = 8192
+    conn: ReplicationConnection, table: SnapshotTable, chunk: SnapshotChunk, *, batch_bytes: int = 4 << 20
 ) -> Iterator[pa.Table]:
-    """The rows of ``chunk`` in the snapshot transaction of ``conn`` (opened with :data:`TEXT_DECODERS`),
-    ``rows`` at a time, as Arrow tables of the table's lake columns (:func:`lake_fields`): an unbuffered cursor, so
-    memory holds one batch whatever the table's size."""
+    """The rows of ``chunk`` in the snapshot transaction of ``conn``, as Arrow tables of the table's lake columns
+    (:func:`lake_fields`) of about ``batch_bytes`` of row data each: the SELECT's answer is read from the socket
+    as it comes (:class:`~binlake.replication.resultset.TextResultReader`), so memory holds one batch whatever the
+    table's size."""
     fields = lake_fields(table)
+    schema = pa.schema(fields)
     cols = [to_column(i, c, None) for i, c in enumerate(table.columns)]
-    width = len(fields)
-    with translate_errors(conn.options), conn.cursor(unbuffered=True) as cur:
-        cur.execute(chunk_query(table, chunk))
-        while True:
-            got: Any = cur.fetchmany(rows)
-            if not got:
-                break
-            values = transpose(list(got), width)
+    reader = TextResultReader()
+    pending: list[RowBatch] = []
+    size = 0
+    conn.send_query(chunk_query(table, chunk))
+    while not reader.done:
+        reader.feed(conn.read())
+        for batch in reader.batches():
+            pending.append(batch)
+            size += sum(len(d) for _, _, d in batch.columns)
+        if pending and (size >= batch_bytes or reader.done):
+            defs = reader.columns or []
+            if len(defs) != len(fields):
+                raise ReplicationError(f"{table.key}: the SELECT gave {len(defs)} columns, not {len(fields)}")
             arrays = [
-                column_array(sc, c, f.type, vs)
-                for vs, sc, f, c in zip(values, table.columns, fields, cols, strict=True)
+                column_array(sc, c, f.type, _cells(pending, i), d)
+                for i, (sc, f, c, d) in enumerate(zip(table.columns, fields, cols, defs, strict=True))
             ]
-            yield pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+            yield pa.Table.from_arrays(arrays, schema=schema)
+            pending, size = [], 0
+
+
+def _cells(batches: Sequence[RowBatch], i: int) -> pa.Array:
+    """Column ``i`` of ``batches`` as one Arrow binary array (the buffers as the reader cut them)."""
+    parts = [
+        pa.Array.from_buffers(pa.binary(), b.rows, [pa.py_buffer(v), pa.py_buffer(o), pa.py_buffer(d)])
+        for b in batches
+        for v, o, d in (b.columns[i],)
+    ]
+    return parts[0] if len(parts) == 1 else pa.concat_arrays(parts)

@@ -19,13 +19,11 @@ from __future__ import annotations
 import gc
 import itertools
 import os
-import sys
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from decimal import Decimal
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, cast
 
@@ -40,7 +38,7 @@ from binlake.lake.delta import ParquetSink
 from binlake.lake.lake import Lake
 from binlake.lake.names import table_dir
 from binlake.lake.records import DataFile, Emptied, SkipRecord, Split, Statement, TaskReport
-from binlake.lake.tables import EVENTS_DIR, META_NAMES, SEQ
+from binlake.lake.tables import EVENTS_DIR, META_NAMES, seq_array
 from binlake.recovery import Skipped
 from binlake.schema import SchemaTracker
 from binlake.spark.arrow import EVENTS, event_batch, safe_array, to_lake, transpose, utc_seconds
@@ -107,22 +105,8 @@ def collect(rdd: Any, task: Callable[[Iterator[Split]], Iterator[TaskReport]]) -
 
 _OPS = pa.array(["insert", "update_preimage", "update_postimage", "delete"], pa.string())
 _OP_CODE = {"insert": 0, "update": 1, "delete": 3}  # an update's two rows: 1 (its before image) and 2 (after)
-_LOW64 = (1 << 64) - 1
 _BEFORE, _AFTER = itemgetter(0), itemgetter(1)
 _UNSEEN: Any = object()  # a key _TableWriter has not looked up yet (its caches hold None too)
-
-
-def _seq_array(seq0: np.ndarray[Any, Any], ci: np.ndarray[Any, Any], row: np.ndarray[Any, Any]) -> pa.Array:
-    """``decimal128(38, 0)`` values ``seq0[ci] + row`` (``seq0``: Python ints of up to 127 bits, one per rows
-    event; ``ci``: each row's event; ``row``: its index in the event), built as two 64-bit words per value."""
-    lo0 = np.array([v & _LOW64 for v in seq0], np.uint64)[ci]
-    hi0 = np.array([v >> 64 for v in seq0], np.uint64)[ci]
-    words = np.empty((len(ci), 2), np.uint64)
-    words[:, 0] = lo0 + row.astype(np.uint64)
-    words[:, 1] = hi0 + (words[:, 0] < lo0)  # the carry
-    if sys.byteorder != "little":  # Arrow's decimal128 is two little-endian words, low first
-        return pa.array([Decimal(int(seq0[c]) + int(r)) for c, r in zip(ci, row, strict=True)], SEQ)
-    return pa.Array.from_buffers(SEQ, len(ci), [None, pa.py_buffer(words)])
 
 
 def _absent_names(present: bytes, names: list[str]) -> list[str] | None:
@@ -262,7 +246,7 @@ class _TableWriter:
             pa.array(row.astype(np.int32)),
             _arr_str([c.gtid for c, _, _, _, _ in chunks]).take(take),
             utc_seconds([c.ts for c, _, _, _, _ in chunks]).take(take),
-            _seq_array(np.array([c.seq for c, _, _, _, _ in chunks], dtype=object), ci, row),
+            seq_array(np.array([c.seq for c, _, _, _, _ in chunks], dtype=object), ci, row),
             pa.array([rb for _, _, _, _, rb in chunks], pa.bool_()).take(take),
             _arr_str([c.xid for c, _, _, _, _ in chunks]).take(take),
             safe_array(absent, pa.list_(pa.string())) if partial else pa.nulls(total, pa.list_(pa.string())),

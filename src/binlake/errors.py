@@ -26,6 +26,7 @@ __all__ = [
     "MalformedError",
     "ReplicationError",
     "ReplicationTimeoutError",
+    "TableChangedError",
     "TruncatedError",
     "UnknownEventError",
     "UnsupportedError",
@@ -116,6 +117,12 @@ class ReplicationError(BinlogError):
     missing privilege, an impossible start), or the conversation broke its protocol.  ``file`` and ``pos`` name the
     binlog file and position the client was at, where known.  Not retried, except its child
     :class:`ConnectionLostError`."""
+
+
+class TableChangedError(ReplicationError):
+    """A table a snapshot reads was altered, emptied, renamed or dropped while the snapshot ran (the server's error
+    1412, "Table definition has changed", is one): its chunks no longer describe one table, so the snapshot starts
+    again from a new plan (:func:`binlake.snapshot.take_snapshot`)."""
 
 
 class ConnectionLostError(ReplicationError):

@@ -39,6 +39,7 @@ from binlake.errors import (
     ConnectionLostError,
     MalformedError,
     ReplicationError,
+    TableChangedError,
     UnsupportedError,
 )
 
@@ -272,6 +273,7 @@ def parse_error_packet(payload: bytes | memoryview) -> ServerErrorPacket:
 ER_ACCESS_DENIED = 1045
 ER_SPECIFIC_ACCESS_DENIED = 1227
 ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
+ER_TABLE_DEF_CHANGED = 1412  # a consistent read of a table altered after the read view began
 # errors after which the same request can succeed later: the server is going down, the connection was killed,
 # too many connections; the client-side codes (CR_*) PyMySQL raises for a dropped or refused connection
 RETRYABLE_CODES = frozenset(
@@ -315,6 +317,8 @@ def server_error(
         return BinlogPurgedError(f"the server no longer has {what} (purged?): {text}", file=file, pos=pos, gtid=gtid)
     if code in RETRYABLE_CODES:
         return ConnectionLostError(text, file=file, pos=pos)
+    if code == ER_TABLE_DEF_CHANGED:
+        return TableChangedError(text, file=file, pos=pos)
     if "same server_uuid/server_id" in lower:  # MariaDB ER_SLAVE_SAME_ID 4052; MySQL says it in error 1236
         return ReplicationError(
             f"{text} (another replica connected with this server id: two replicas with one id cut each other off,"

@@ -32,7 +32,14 @@ from binlake.lake.lake import Lake
 from binlake.lake.records import ChunkDone, DataFile, SnapshotChunk, SnapshotPlan, SnapshotPoint, SnapshotTable
 from binlake.lake.tables import META, SEQ, UTC_TS, seq_array
 from binlake.replication.options import ConnectionOptions
-from binlake.snapshot.server import ServerAddress, begin_snapshot, connect, lake_fields, read_chunk
+from binlake.snapshot.server import (
+    ServerAddress,
+    begin_snapshot,
+    check_definition,
+    connect,
+    lake_fields,
+    read_chunk,
+)
 from binlake.storage import Location
 
 __all__ = ["READ", "ChunkWriter", "chunk_record", "done_chunks", "snapshot_dir", "write_chunk"]
@@ -131,6 +138,7 @@ def write_chunk(lake: Lake, plan: SnapshotPlan, chunk: SnapshotChunk, options: C
         writer = ChunkWriter(lake, table, point, time.time_ns() // 1000)
         for rows in read_chunk(conn, table, chunk):
             writer.write(rows)
+        check_definition(conn, table)
     changes, current = writer.close()
     done = ChunkDone(chunk.index, point, writer.rows, changes, current)
     chunk_record(lake, plan.batch, chunk.index).write_bytes(done.to_json().encode("utf-8"))

@@ -36,13 +36,16 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from binlake.changes.records import RowsChange, Transaction
+from binlake.changes.records import RowsChange, Statement, Transaction
+from binlake.errors import TableChangedError
 from binlake.lake.lake import Lake
 from binlake.lake.names import table_dir
 from binlake.lake.records import ChunkDone, SnapshotChunk, SnapshotPlan, SnapshotPoint, SnapshotTable
+from binlake.schema import SchemaTracker
 from binlake.snapshot.chunks import ChunkWriter, chunk_record
 from binlake.snapshot.server import binlog_seq, lake_fields
 from binlake.spark.arrow import to_lake
+from binlake.sql.statements import emptied, renames
 from binlake.values.row import ABSENT
 
 __all__ = ["reconcile"]
@@ -118,11 +121,17 @@ def reconcile(
                 return c.index if c.index in behind else None
         return None
 
+    tracker = SchemaTracker()
+    for t in plan.tables:
+        tracker.execute(t.create, t.database)
     stream = iter(transactions(start))
     for trx in stream:
         at = SnapshotPoint(binlog_seq(trx.file), trx.start, trx.file)
         if at >= target:
             break
+        for item in trx.items:
+            if isinstance(item, Statement):
+                _check_statement(item, tracker, plan.tables)
         if trx.outcome != "commit":
             continue  # a rolled-back transaction's rows are of non-transactional tables: not snapshotted consistently
         for item in trx.items:
@@ -153,6 +162,34 @@ def reconcile(
         key = plan.chunks[i].table
         out[i] = _rewrite(lake, plan, tables[key], d, edits[i], target, all_members.get(key, {}))
     return out
+
+
+def _check_statement(stmt: Statement, tracker: SchemaTracker, tables: Iterable[SnapshotTable]) -> None:
+    """Raise :class:`~binlake.errors.TableChangedError` when ``stmt`` empties, moves or redefines a snapshotted
+    table: row changes alone cannot bring a chunk across it (the snapshot starts again).  The questions are the
+    ingest's own: :func:`~binlake.sql.statements.emptied`, :func:`~binlake.sql.statements.renames` and
+    :meth:`SchemaTracker.observe <binlake.schema.SchemaTracker.observe>`."""
+    ev = stmt.event
+    mode = ev.status("SQL_MODE")
+    sql_mode = mode if isinstance(mode, int) else 0
+    scope = tracker.temporary.scope(ev)
+    db = ev.db or ""
+    names = {(t.database.casefold(), t.name.casefold()): t for t in tables}
+    touched = [
+        *emptied(ev.query, db, sql_mode, scope),
+        *(n for pair in renames(ev.query, db, sql_mode, scope) for n in pair),
+    ]
+    before = {k: tracker.table(t.database, t.name) for k, t in names.items()}
+    if tracker.observe(ev):
+        touched += [k for k, t in names.items() if tracker.table(t.database, t.name) != before[k]]
+    for d, name in touched:
+        hit = [t for (td, tn), t in names.items() if td == d.casefold() and (not name or tn == name.casefold())]
+        if hit:
+            raise TableChangedError(
+                f"{hit[0].database}.{hit[0].name} was changed while the snapshot ran ({ev.query[:120]!r})",
+                file=stmt.file,
+                pos=stmt.pos,
+            )
 
 
 def _keyed(

@@ -17,6 +17,10 @@ uninterrupted run gives):
    completion mark.  The file ingest (and the live ingest) go on from there: the first change
    they land is the first transaction after the point.
 
+A table altered, emptied, renamed or dropped while steps 2 and 3 run (a chunk finds its definition changed, or the
+binlog between the chunks' points changes it otherwise than by rows: :class:`~binlake.errors.TableChangedError`)
+makes the snapshot start again from a new plan, at most :data:`RESTARTS` times.
+
 Example::
 
     result = take_snapshot(options, "lake/", SnapshotSpec(tables=["shop.*"], runner=spark_runner(spark)))
@@ -34,13 +38,20 @@ import pyarrow as pa
 from binlake.changes.records import Transaction
 from binlake.changes.sources import ServerSource
 from binlake.changes.stream import ChangeStream
-from binlake.errors import BinlogError
+from binlake.errors import BinlogError, TableChangedError
 from binlake.lake.lake import Lake
 from binlake.lake.records import BatchDone, BatchManifest, ChunkDone, SnapshotChunk, SnapshotPlan, SnapshotPoint
 from binlake.lake.tables import HISTORY_DIR
 from binlake.replication.options import ConnectionOptions
 from binlake.schema import SchemaTracker
-from binlake.snapshot.chunks import changes_schema, current_schema, done_chunks, run_chunks, snapshot_dir
+from binlake.snapshot.chunks import (
+    changes_schema,
+    chunk_record,
+    current_schema,
+    done_chunks,
+    run_chunks,
+    snapshot_dir,
+)
 from binlake.snapshot.columns import to_column
 from binlake.snapshot.reconcile import reconcile
 from binlake.snapshot.server import (
@@ -59,6 +70,7 @@ from binlake.spark.statements import tracker_at, tracker_to_json
 
 __all__ = ["Runner", "SnapshotResult", "SnapshotSpec", "server_transactions", "snapshot_held", "take_snapshot"]
 
+RESTARTS = 3  # times a snapshot starts again from a new plan when a table changes under it (TableChangedError)
 Runner = Callable[[Lake, SnapshotPlan, list[SnapshotChunk], ConnectionOptions, ServerAddress], Iterable[ChunkDone]]
 Transactions = Callable[[SnapshotPoint], Iterable[Transaction]]
 
@@ -173,6 +185,28 @@ def snapshot_held(options: ConnectionOptions, lake: Lake, spec: SnapshotSpec) ->
     else:
         log(f"snapshot: resuming the snapshot of batch {batch}")
     result = SnapshotResult(batch, plan.point)
+    for attempt in range(1, RESTARTS + 2):
+        try:
+            done, target = _read(options, lake, plan, spec, result)
+            break
+        except TableChangedError as e:
+            if attempt > RESTARTS:
+                raise
+            log(f"snapshot: {e}: starting it again ({attempt} of {RESTARTS})")
+            _discard(lake, plan)
+            plan = _plan(options, lake, batch, spec.tables, spec.chunk_rows, log, again=manifest is not None)
+    result.point = target
+    _land(options, lake, plan, done, target, log, result)
+    result.seconds = time.monotonic() - t0
+    return result
+
+
+def _read(
+    options: ConnectionOptions, lake: Lake, plan: SnapshotPlan, spec: SnapshotSpec, result: SnapshotResult
+) -> tuple[dict[int, ChunkDone], SnapshotPoint]:
+    """Read the chunks of ``plan`` not read yet and bring every chunk to one point (module docstring, steps 2 and
+    3); the chunk records and that point.  :class:`~binlake.errors.TableChangedError` when a table changed."""
+    log = spec.log
     done = done_chunks(lake, plan)
     todo = [c for c in plan.chunks if c.index not in done]
     result.chunks_resumed = len(done)
@@ -193,10 +227,15 @@ def snapshot_held(options: ConnectionOptions, lake: Lake, spec: SnapshotSpec) ->
         read = spec.transactions or server_transactions(options)
         done = reconcile(lake, plan, done, target, read, log)
         result.reconciled = behind
-    result.point = target
-    _land(options, lake, plan, done, target, log, result)
-    result.seconds = time.monotonic() - t0
-    return result
+    return done, target
+
+
+def _discard(lake: Lake, plan: SnapshotPlan) -> None:
+    """Forget ``plan`` and its chunk records (their files stay unreferenced, as a killed chunk's do): the next
+    plan replaces it."""
+    for record in done_chunks(lake, plan):
+        chunk_record(lake, plan.batch, record).delete()
+    _plan_path(lake, plan.batch).delete()
 
 
 def _plan(

@@ -31,7 +31,7 @@ from typing import Any
 import pyarrow as pa
 
 from binlake.changes.filters import ChangeFilter
-from binlake.errors import ReplicationError, UnsupportedError
+from binlake.errors import ReplicationError, TableChangedError, UnsupportedError
 from binlake.lake.names import table_dir
 from binlake.lake.records import SnapshotChunk, SnapshotColumn, SnapshotPoint, SnapshotTable
 from binlake.replication.connection import ReplicationConnection, translate_errors
@@ -45,11 +45,13 @@ __all__ = [
     "ServerAddress",
     "begin_snapshot",
     "binlog_seq",
+    "check_definition",
     "connect",
     "describe_tables",
     "plan_chunks",
     "read_chunk",
     "select_tables",
+    "show_create",
 ]
 
 SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
@@ -144,8 +146,7 @@ def describe_tables(conn: ReplicationConnection, tables: Sequence[tuple[str, str
     collations = _collation_ids(conn)
     for db, name in tables:
         with translate_errors(conn.options), conn.cursor() as cur:
-            cur.execute(f"SHOW CREATE TABLE {quote(db)}.{quote(name)}")
-            create = str(cur.fetchone()[1])
+            create = show_create(cur, db, name)
             cur.execute(
                 "SELECT c.COLUMN_NAME, c.DATA_TYPE, c.COLUMN_TYPE, c.IS_NULLABLE, c.NUMERIC_PRECISION, "
                 "c.NUMERIC_SCALE, c.DATETIME_PRECISION, c.CHARACTER_OCTET_LENGTH, c.COLLATION_NAME FROM "
@@ -176,6 +177,28 @@ def describe_tables(conn: ReplicationConnection, tables: Sequence[tuple[str, str
             pk = _row_key(cur.fetchall())
         out.append(SnapshotTable(table_dir(db, name), db, name, cols, tuple(pk), create, _int(est[0]) or 0))
     return out
+
+
+def show_create(cur: Any, db: str, name: str) -> str:
+    """``SHOW CREATE TABLE`` of ``db.name`` on the cursor ``cur`` (inside :func:`translate_errors`)."""
+    cur.execute(f"SHOW CREATE TABLE {quote(db)}.{quote(name)}")
+    return str(cur.fetchone()[1])
+
+
+# the table option that changes with every insert into an AUTO_INCREMENT table, not with its definition
+_AUTO_INCREMENT = re.compile(r" AUTO_INCREMENT=\d+")
+
+
+def check_definition(conn: ReplicationConnection, table: SnapshotTable) -> None:
+    """Raise :class:`~binlake.errors.TableChangedError` unless ``table`` is still defined as the snapshot's plan
+    found it.  A chunk reader asks it after its SELECT, in the same transaction: the SELECT's metadata lock keeps
+    the definition from changing until the transaction ends, so a definition equal to the plan's after the SELECT
+    is the one the SELECT read (an ALTER between the read view and the SELECT gives the same answer, or error 1412
+    from the SELECT itself)."""
+    with translate_errors(conn.options), conn.cursor() as cur:
+        now = show_create(cur, table.database, table.name)
+    if _AUTO_INCREMENT.sub("", now) != _AUTO_INCREMENT.sub("", table.create):
+        raise TableChangedError(f"{table.database}.{table.name} was altered while the snapshot ran")
 
 
 def _collation_ids(conn: ReplicationConnection) -> dict[str, int]:

@@ -1,0 +1,102 @@
+"""A table altered, emptied or renamed while its snapshot runs: the snapshot starts again from a new plan and the
+lake equals the server's table, rather than mixing chunks of two definitions or keeping rows a TRUNCATE removed
+(binlake.snapshot.run, TableChangedError).  The statements run between two chunks of a snapshot read in this
+process (a runner that fires them after the first chunk)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+import pytest
+from tests.spark.test_snapshot import _compare_keyed
+
+from binlake.errors import TableChangedError
+from binlake.lake.lake import Lake
+from binlake.lake.records import ChunkDone, SnapshotChunk, SnapshotPlan
+from binlake.replication import ConnectionOptions, Secret
+from binlake.snapshot import SnapshotSpec, take_snapshot
+from binlake.snapshot.chunks import run_chunks
+from binlake.snapshot.server import ServerAddress
+from binlake.testing.mariadb import INSTALL_HINT, MariaDBServer, missing_tools
+
+PASSWORD = "Snap-change-pw-5"
+ROWS = 5_000
+SEED = f"""
+CREATE DATABASE d; CREATE DATABASE seq;
+CREATE TABLE d.t (id INT PRIMARY KEY AUTO_INCREMENT, v VARCHAR(20)) ENGINE=InnoDB;
+INSERT INTO d.t SELECT seq, CONCAT('v', seq) FROM seq.seq_1_to_{ROWS};
+"""
+
+
+@pytest.fixture
+def server() -> Iterator[MariaDBServer]:
+    missing = missing_tools()
+    if missing:
+        pytest.skip(f"MariaDB server not installed ({', '.join(missing)} not found): {INSTALL_HINT}")
+    with MariaDBServer() as s:
+        s.execute(SEED)
+        s.execute("RESET MASTER")
+        s.create_user("snap", PASSWORD, grants=("SELECT", "BINLOG MONITOR", "REPLICATION SLAVE"))
+        yield s
+
+
+def _firing(statements: Callable[[int], str | None], server: MariaDBServer) -> tuple[list[int], object]:
+    """A runner that reads the chunks in this process and, after the first chunk of each attempt, runs
+    ``statements(attempt)`` on the server (nothing when it gives ``None``); and the list of attempts."""
+    attempts: list[int] = []
+
+    def run(
+        lake: Lake, plan: SnapshotPlan, chunks: list[SnapshotChunk], options: ConnectionOptions, a: ServerAddress
+    ) -> Iterable[ChunkDone]:
+        attempts.append(len(attempts) + 1)
+        for i, done in enumerate(run_chunks(lake, plan, chunks, options, a)):
+            yield done
+            sql = statements(attempts[-1]) if i == 0 else None
+            if sql:
+                server.execute(sql)
+
+    return attempts, run
+
+
+def _snapshot(server: MariaDBServer, lake: Path, runner: object, log: list[str]) -> None:
+    options = ConnectionOptions("127.0.0.1", "snap", 7001, server.port, Secret(PASSWORD), timeout=30.0)
+    spec = SnapshotSpec(tables=["d.*"], chunk_rows=1_000, runner=runner, log=log.append)  # type: ignore[arg-type]
+    take_snapshot(options, str(lake), spec)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "ALTER TABLE d.t ADD COLUMN extra INT NOT NULL DEFAULT 7",  # the later chunks see another definition
+        "TRUNCATE TABLE d.t; INSERT INTO d.t (v) VALUES ('after'), ('truncate')",  # the first chunk's rows are gone
+        "RENAME TABLE d.t TO d.t_old; CREATE TABLE d.t (id INT PRIMARY KEY, v VARCHAR(20)); "
+        "INSERT INTO d.t VALUES (1, 'new')",
+    ],
+    ids=["alter", "truncate", "rename"],
+)
+def test_a_table_changed_mid_snapshot_starts_it_again(server: MariaDBServer, tmp_path: Path, sql: str) -> None:
+    attempts, runner = _firing(lambda attempt: sql if attempt == 1 else None, server)
+    log: list[str] = []
+    _snapshot(server, tmp_path / "lake", runner, log)
+    assert attempts == [1, 2], log
+    assert any("starting it again (1 of 3)" in line for line in log), log
+    cells, wrong = _compare_keyed(server, tmp_path / "lake", "d", "t", ["id"])
+    assert not wrong and cells > 0
+
+
+def test_a_table_that_keeps_changing_is_an_error(server: MariaDBServer, tmp_path: Path) -> None:
+    """After RESTARTS new plans the snapshot gives up with the error (a table altered again and again)."""
+    attempts, runner = _firing(lambda attempt: f"ALTER TABLE d.t ADD COLUMN c{attempt} INT", server)
+    with pytest.raises(TableChangedError, match=r"d\.t was altered while the snapshot ran"):
+        _snapshot(server, tmp_path / "lake", runner, [])
+    assert attempts == [1, 2, 3, 4]
+
+
+def test_inserts_into_an_auto_increment_table_are_no_change(server: MariaDBServer, tmp_path: Path) -> None:
+    """SHOW CREATE TABLE's AUTO_INCREMENT=N moves with every insert: the definition is the same."""
+    attempts, runner = _firing(lambda attempt: "INSERT INTO d.t (v) VALUES ('x'), ('y')", server)
+    _snapshot(server, tmp_path / "lake", runner, [])
+    assert attempts == [1]
+    cells, wrong = _compare_keyed(server, tmp_path / "lake", "d", "t", ["id"])
+    assert not wrong and cells == (ROWS + 2) * 2

@@ -70,6 +70,16 @@ def test_binlake_ingest_on_a_standalone_cluster(
     command = [sys.executable, "-m", "binlake", "ingest", "--master", cluster.url]
     _driver(cluster, command, binlogs, tmp_path / "lake", corpus_dir / "workloads" / "keys.txt")
     assert _lake_snapshot(tmp_path / "lake") == local_lake
+    # its executors started as quickly as its driver (C1 only: binlake.spark.session.build_context)
+    assert cluster.base is not None
+    app = max((p.parent for p in cluster.base.glob("work-*/app-*/*/stderr")), key=lambda p: p.parent.name)
+    commands = [
+        line
+        for f in cluster.base.glob(f"work-*/{app.parent.name}/*/stderr")
+        for line in f.read_text(errors="replace").splitlines()
+        if line.startswith("Spark Executor Command")
+    ]
+    assert len(commands) == 2 and all("-XX:TieredStopAtLevel=1" in c for c in commands)
 
 
 def test_spark_submit_on_a_standalone_cluster(

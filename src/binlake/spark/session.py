@@ -154,7 +154,9 @@ def build_context(master: str | None = "local[*]", *, app_name: str = "binlake",
     Its driver JVM is made to start quickly: C1 compiles only (``-XX:TieredStopAtLevel=1``; C2's compiler threads
     were half of the JVM's CPU: 15-19 CPU-s to start a session and run a first job on 2 cores, 8-10 with C1 only),
     Spark's classes come from a class-data sharing archive (:func:`_class_sharing`), and the JVM's own warnings go
-    to stderr (not into the command's output).  Queries that process rows in the JVM are better off without it.
+    to stderr (not into the command's output).  A cluster's executors start the same way unless
+    ``spark.executor.extraJavaOptions`` is set (figures in benchmarks/README.md, "Scaling").
+    Queries that process rows in the JVM are better off without it.
 
     ``jvm_log``: a file that takes the driver JVM's own output (its warnings, the class-sharing archive's notes,
     log4j's banner, Spark's log lines, its Python workers' stderr), so that a command shows only its own lines;
@@ -231,8 +233,14 @@ def _conf(master: str | None, app_name: str, quick_start: bool, shuffle_partitio
         conf = conf.set("spark.driver.host", "127.0.0.1").set("spark.driver.bindAddress", "127.0.0.1")
         conf = conf.set("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
     if quick_start:
-        opts = ["-XX:TieredStopAtLevel=1", "-Xlog:disable", "-Xlog:all=warning:stderr", *_class_sharing()]
+        sharing = _class_sharing()
+        opts = ["-XX:TieredStopAtLevel=1", "-Xlog:disable", "-Xlog:all=warning:stderr", *sharing]
         conf = conf.set("spark.driver.extraJavaOptions", " ".join(opts))
+        # a cluster's executors likewise (a local master's run in the driver's JVM): C1 only, and the archive where
+        # it is (their class path is the driver's on a machine with the same install; elsewhere the JVM finds no
+        # file and loads the classes itself); only the driver writes a first archive
+        mapped = [o for o in sharing if not o.startswith("-XX:ArchiveClassesAtExit")]
+        conf = conf.setIfMissing("spark.executor.extraJavaOptions", " ".join(["-XX:TieredStopAtLevel=1", *mapped]))
     if shuffle_partitions is not None:
         conf = conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions))
     return conf

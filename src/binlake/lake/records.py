@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from binlake.errors import BinlogError, ReplicationError, UnsupportedError
-from binlake.replication.position import ResumePoint
+from binlake.replication.position import Flavor, ResumePoint
 from binlake.sql.statements import TableRef
 from binlake.sql.temporary import TemporaryState
 
@@ -417,27 +417,31 @@ class BatchDone:
 @dataclass(frozen=True, slots=True, order=True)
 class SnapshotPoint:
     """Where a consistent snapshot stands in the binlog: every transaction that ends at or before ``position`` of
-    ``file`` (the ``binlog_snapshot_file``/``binlog_snapshot_position`` of the transaction that read it) is in it,
-    none after; ``seq`` orders files (the numeric extension of the binlog's name); ``gtid`` is the GTID state
-    there (MariaDB's ``BINLOG_GTID_POS``), ``None`` where unknown.  Points order by ``(seq, position)``."""
+    ``file`` (the binlog point of the transaction that read it: :func:`binlake.snapshot.server.begin_snapshot`) is
+    in it, none after; ``seq`` orders files (the numeric extension of the binlog's name); ``gtid`` is the GTID state
+    there (MariaDB's ``BINLOG_GTID_POS``, MySQL's executed GTID set), ``None`` where unknown; ``flavor`` says which
+    (a record without one was written when only MariaDB was snapshotted).  Points order by ``(seq, position)``."""
 
     seq: int
     position: int
     file: str = field(compare=False)
     gtid: str | None = field(default=None, compare=False)
+    flavor: Flavor | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:
-        return {"file": self.file, "seq": self.seq, "position": self.position, "gtid": self.gtid}
+        return {"file": self.file, "seq": self.seq, "position": self.position, "gtid": self.gtid, "flavor": self.flavor}
 
     def resume_point(self) -> ResumePoint:
-        """The point as the stream's :class:`~binlake.replication.position.ResumePoint` (a snapshot is taken on
-        MariaDB: ``gtid`` is a MariaDB GTID state)."""
-        return ResumePoint(self.file, self.position, self.gtid, "mariadb")
+        """The point as the stream's :class:`~binlake.replication.position.ResumePoint`."""
+        return ResumePoint(self.file, self.position, self.gtid, self.flavor)
 
     @classmethod
     def from_json(cls, v: dict[str, Any]) -> SnapshotPoint:
         gtid = v.get("gtid")
-        return cls(int(v["seq"]), int(v["position"]), str(v["file"]), None if gtid is None else str(gtid))
+        flavor = v.get("flavor", "mariadb")
+        if flavor not in ("mariadb", "mysql", None):
+            raise LakeFormatError(f"a snapshot point of an unknown server flavor {flavor!r}")
+        return cls(int(v["seq"]), int(v["position"]), str(v["file"]), None if gtid is None else str(gtid), flavor)
 
 
 @dataclass(frozen=True, slots=True)

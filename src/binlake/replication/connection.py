@@ -36,6 +36,7 @@ import pymysql.cursors
 import pymysql.err
 
 from binlake.errors import BinlogError, ConnectionLostError, ReplicationError, ReplicationTimeoutError
+from binlake.events.format import server_version_tuple
 from binlake.replication.options import ConnectionOptions
 from binlake.replication.position import Flavor
 from binlake.replication.protocol import (
@@ -52,7 +53,7 @@ from binlake.replication.protocol import (
     server_error,
 )
 
-__all__ = ["CHUNK", "ReplicationConnection", "ServerInfo"]
+__all__ = ["CHUNK", "ReplicationConnection", "ServerInfo", "binlog_status_statement"]
 
 CHUNK = 1 << 18  # bytes asked of the socket per read
 
@@ -103,6 +104,16 @@ def translate_errors(options: ConnectionOptions, *, file: str | None = None, pos
         raise ReplicationError(f"{where}: {e}", file=file, pos=pos) from None
     except Exception as e:  # PyMySQL met bytes it cannot read (struct.error, IndexError, UnboundLocalError, ...)
         raise ReplicationError(f"{where} sent a packet PyMySQL cannot read: {e!r}", file=file, pos=pos) from None
+
+
+def binlog_status_statement(info: ServerInfo) -> str:
+    """The statement that gives the server's binlog file and position: ``SHOW BINARY LOG STATUS`` on MySQL 8.2.0
+    and later (added there, ``SHOW MASTER STATUS`` deprecated; 8.4 removed the old name), ``SHOW MASTER STATUS``
+    on older MySQL and on MariaDB (whose new name, since 10.5.2, is ``SHOW BINLOG STATUS``).  Both need REPLICATION
+    CLIENT (MariaDB 10.5+: BINLOG MONITOR)."""
+    if info.flavor == "mysql" and server_version_tuple(info.version) >= (8, 2, 0):
+        return "SHOW BINARY LOG STATUS"
+    return "SHOW MASTER STATUS"
 
 
 class ReplicationConnection:
@@ -199,18 +210,18 @@ class ReplicationConnection:
         return [(str(r[0]), int(r[1])) for r in self.query("SHOW BINARY LOGS")]
 
     def binlog_status(self) -> tuple[str, int, str | None]:
-        """The file and position the server writes next, and (MySQL) its executed GTID set: ``SHOW MASTER STATUS``,
-        called ``SHOW BINARY LOG STATUS`` from MySQL 8.2 (8.4 has only that)."""
-        try:
-            rows = self.query("SHOW MASTER STATUS")
-        except ReplicationError as e:
-            if isinstance(e, ConnectionLostError) or "1064" not in str(e):  # ER_PARSE_ERROR
-                raise
-            rows = self.query("SHOW BINARY LOG STATUS")
+        """The file and position the server writes next, and (MySQL) its executed GTID set
+        (:func:`binlog_status_statement`; the row's ``File``, ``Position``, ``Binlog_Do_DB``, ``Binlog_Ignore_DB``
+        and, MySQL, ``Executed_Gtid_Set``, printed with a newline after each comma, which is dropped here)."""
+        if self.info is None:
+            raise ReplicationError("the connection is not open")
+        rows = self.query(binlog_status_statement(self.info))
         if not rows:
             raise ReplicationError(f"binary logging is off on {self.options.address}")
         row = rows[0]
-        gtid = str(row[4]) if len(row) > 4 and row[4] is not None and self.flavor == "mysql" else None
+        gtid = None
+        if len(row) > 4 and row[4] is not None and self.flavor == "mysql":
+            gtid = "".join(str(row[4]).split())
         return str(row[0]), int(row[1]), gtid
 
     def binlog_gtid_pos(self, file: str, position: int) -> str | None:

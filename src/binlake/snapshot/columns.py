@@ -18,6 +18,7 @@ Example::
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Callable
 from decimal import Decimal
 
@@ -29,10 +30,12 @@ from pymysql.constants import FIELD_TYPE
 from binlake.coltypes import Column, ColumnType
 from binlake.lake.records import SnapshotColumn
 from binlake.lake.tables import UTC_TS
+from binlake.replication.position import Flavor
 from binlake.replication.resultset import ColumnDefinition
 from binlake.spark.arrow import to_lake
 from binlake.sql.lexer import STRING_KINDS, tokens, unquote
 from binlake.values.spatial import Geometry
+from binlake.values.vector import CONVERTERS as VECTOR_CONVERTERS
 
 __all__ = ["column_array", "from_server", "select_expr", "to_column"]
 
@@ -67,9 +70,11 @@ _CODES: dict[str, int] = {
     "uuid": T.STRING,
 }
 _BLOBS = {"tinytext": 1, "tinyblob": 1, "text": 2, "blob": 2, "mediumtext": 3, "mediumblob": 3}
-_BLOBS |= {"longtext": 4, "longblob": 4, "json": 4}
+_BLOBS |= {"longtext": 4, "longblob": 4}
 _GEOMETRIES = {"geometry": 0, "point": 1, "linestring": 2, "polygon": 3, "multipoint": 4, "multilinestring": 5}
-_GEOMETRIES |= {"multipolygon": 6, "geometrycollection": 7}
+_GEOMETRIES |= {"multipolygon": 6, "geometrycollection": 7, "geomcollection": 7}  # MySQL 8 names it geomcollection
+# MySQL's types of their own (MariaDB's JSON is a LONGTEXT: ``information_schema`` says longtext)
+_MYSQL_BLOBS = {"json": T.JSON, "vector": T.VECTOR}
 _COMPRESSED = (T.VARCHAR_COMPRESSED, T.BLOB_COMPRESSED)
 _FIXED_BINARY = {"inet4": 4, "inet6": 16, "uuid": 16}  # MariaDB type plugins: BINARY(n) in the table map
 
@@ -90,15 +95,28 @@ def _set_pack(n: int) -> int:
     return 8 if size > 4 else size
 
 
-def to_column(index: int, col: SnapshotColumn, pk: int | None) -> Column:
-    """The column as a FULL table map of MariaDB 10.11 describes it (names, signedness, charset, members, key)."""
+def to_column(index: int, col: SnapshotColumn, pk: int | None, flavor: Flavor = "mariadb") -> Column:
+    """The column as a FULL table map of the server describes it (names, signedness, charset, members, key):
+    MariaDB 10.11's, or (``flavor`` ``"mysql"``) MySQL 8.0.23 to 9.x's (:class:`binlake.coltypes.MetadataWriter`
+    has the sources of what each counts).
+
+    The MySQL types of their own come only from MySQL, whatever ``flavor``: JSON (245, 4 length bytes, binary JSON,
+    no charset entry; MariaDB's JSON is a LONGTEXT and ``information_schema`` says ``longtext``) and VECTOR (242,
+    MySQL 9; 4 length bytes, binary charset, its dimension).  ``flavor`` changes what only the schema history shows,
+    never a lake type: MySQL logs no charset for GEOMETRY (``is_character_type`` of ``sql/log_event.cc``) and logs
+    each column's visibility (COLUMN_VISIBILITY, 8.0.23+; ``information_schema`` here does not say which columns
+    are INVISIBLE, so every one is taken as visible).  YEAR is an unsigned ``Field_tiny`` on both, with its
+    SIGNEDNESS bit (MySQL from 8.0.21)."""
     dtype = col.data_type
+    mysql = flavor == "mysql"
     words = col.column_type.lower().replace("*/", " ").split()
-    unsigned = "unsigned" in words or dtype == "year"  # MariaDB logs YEAR as an unsigned Field_tiny
+    unsigned = "unsigned" in words or dtype == "year"  # YEAR: an unsigned Field_tiny (MariaDB and MySQL)
     compressed = "compressed" in words  # MariaDB's COMPRESSED columns (types 140, 141; one more length byte)
     code: int
     length: int | None
-    if dtype in _BLOBS:
+    if dtype in _MYSQL_BLOBS:
+        code, length = _MYSQL_BLOBS[dtype], 4  # Field_json, Field_vector: a Field_blob with 4 length bytes
+    elif dtype in _BLOBS:
         code, length = T.BLOB, _BLOBS[dtype]
     elif dtype in _GEOMETRIES:
         code, length = T.GEOMETRY, 4
@@ -110,6 +128,9 @@ def to_column(index: int, col: SnapshotColumn, pk: int | None) -> Column:
     charset = col.collation
     if dtype in _FIXED_BINARY or dtype in _GEOMETRIES or charset is None:
         charset = BINARY  # binary strings and blobs have no collation in information_schema
+    charsets = {T.STRING, T.VARCHAR, T.BLOB, T.ENUM, T.SET, *_COMPRESSED, T.VECTOR}
+    if not mysql:  # MariaDB logs GEOMETRY's charset (binary): MetadataWriter.geometry_charset
+        charsets.add(T.GEOMETRY)
     type_code: int = T.STRING if code in (T.ENUM, T.SET) else code
     if compressed and code in (T.VARCHAR, T.BLOB):
         type_code = T.VARCHAR_COMPRESSED if code == T.VARCHAR else T.BLOB_COMPRESSED
@@ -123,7 +144,7 @@ def to_column(index: int, col: SnapshotColumn, pk: int | None) -> Column:
     if set_values is not None:
         length = _set_pack(len(set_values))
     numeric = code in (T.TINY, T.SHORT, T.INT24, T.LONG, T.LONGLONG, T.NEWDECIMAL, T.FLOAT, T.DOUBLE, T.YEAR)
-    sized = (T.STRING, T.VARCHAR, T.BLOB, T.GEOMETRY, T.ENUM, T.SET, T.FLOAT, T.DOUBLE, *_COMPRESSED)
+    sized = (T.STRING, T.VARCHAR, T.BLOB, T.GEOMETRY, T.ENUM, T.SET, T.FLOAT, T.DOUBLE, *_COMPRESSED, T.JSON, T.VECTOR)
     return Column(
         index=index,
         type_code=type_code,
@@ -137,12 +158,20 @@ def to_column(index: int, col: SnapshotColumn, pk: int | None) -> Column:
         bits=col.precision if code == T.BIT else None,
         name=col.name,
         unsigned=unsigned if numeric else None,
-        charset=charset if code in (T.STRING, T.VARCHAR, T.BLOB, T.GEOMETRY, T.ENUM, T.SET, *_COMPRESSED) else None,
+        charset=charset if code in charsets else None,
         enum_values=enum_values,
         set_values=set_values,
         geometry_type=_GEOMETRIES.get(dtype),
         pk_position=pk,
+        visible=True if mysql else None,
+        vector_dimension=_dimension(col.column_type) if code == T.VECTOR else None,
     )
+
+
+def _dimension(column_type: str) -> int | None:
+    """A VECTOR's dimension: ``vector(3)`` -> 3."""
+    m = re.search(r"\((\d+)\)", column_type)
+    return int(m.group(1)) if m else None
 
 
 def quote(name: str) -> str:
@@ -200,6 +229,8 @@ def from_server(col: SnapshotColumn) -> Callable[[object], object]:
         return _utc
     if dtype == "decimal":
         return lambda v: Decimal(v) if isinstance(v, str) else v
+    if dtype == "vector":  # the text protocol sends the stored float32s: the binlog decoder's own conversion
+        return VECTOR_CONVERTERS[T.VECTOR](to_column(0, col, None))  # type: ignore[return-value]
     return _same
 
 
@@ -276,7 +307,7 @@ def column_array(
       stored), value by value: each text as PyMySQL gives it (``bytes`` for a binary string, else ``str``), parsed
       by PyMySQL's own parser, then :func:`from_server` and :func:`~binlake.spark.arrow.to_lake`, the stream's
       conversion."""
-    binary = field.type_code in _TEXT_TYPES and field.charset == BINARY
+    binary = (field.type_code in _TEXT_TYPES and field.charset == BINARY) or col.data_type == "vector"
     per_value = _PER_VALUE.get(col.data_type)
     convert = from_server(col)
     if per_value is None and convert is _same and not binary and t == pa.string():

@@ -286,6 +286,7 @@ def _land(
     before = _manifest_of(lake, batch - 1)  # the stream's last batch (a snapshot taken again keeps its place)
     tracker = tracker_at(before.schema, before.statements, 1 << 200) if before is not None else SchemaTracker()
     history: list[dict[str, Any]] = []
+    flavor = plan.point.flavor or "mariadb"  # the server's FULL table maps name the columns (to_column)
     for t in plan.tables:
         chunks = [done[c.index] for c in plan.chunks if c.table == t.key]
         changes = [d.changes for d in chunks if d.changes is not None]
@@ -299,7 +300,7 @@ def _land(
         tracker.execute(t.create, t.database)
         pk = [c.casefold() for c in t.primary_key]
         cols = [
-            to_column(i, c, pk.index(c.name.casefold()) if c.name.casefold() in pk else None)
+            to_column(i, c, pk.index(c.name.casefold()) if c.name.casefold() in pk else None, flavor)
             for i, c in enumerate(t.columns)
         ]
         row = {

@@ -1,12 +1,22 @@
 """The snapshot's side of the server: a consistent-snapshot transaction and its binlog point, the tables it takes,
 their description, the chunk bounds, and the rows of one chunk read unbuffered into the lake's Arrow types.
 
-MariaDB: ``START TRANSACTION WITH CONSISTENT SNAPSHOT`` takes an InnoDB read view and, in the same step, the
-binlog position it matches: the ``binlog_snapshot_file``/``binlog_snapshot_position`` status variables of that
-session (MariaDB ``sql/log.cc``, ``binlog_trans_log_savepos``/``set_binlog_snapshot_file``: the position of the
-last transaction committed to the binlog before the read view, taken under ``LOCK_commit_ordered``, so every
-transaction in the view is before it and none after).  No global lock is taken.  MySQL has no such status
-variable: :func:`begin_snapshot` refuses it with a message (see the README).
+How a snapshot transaction learns its binlog point (:func:`begin_snapshot`, one of two methods, chosen by the
+server's flavour, :func:`snapshot_method`):
+
+- ``"status"`` (MariaDB): ``START TRANSACTION WITH CONSISTENT SNAPSHOT`` takes an InnoDB read view and, in the same
+  step, the binlog position it matches: the ``binlog_snapshot_file``/``binlog_snapshot_position`` status variables
+  of that session (MariaDB ``sql/log.cc``, ``binlog_trans_log_savepos``/``set_binlog_snapshot_file``: the position
+  of the last transaction committed to the binlog before the read view, taken under ``LOCK_commit_ordered``, so
+  every transaction in the view is before it and none after).  No global lock is taken.
+- ``"lock"`` (MySQL, which has no such status variables): what ``mysqldump --single-transaction --source-data``
+  does (``client/mysqldump.cc``: ``do_flush_tables_read_lock``, ``start_transaction``, the binlog status,
+  ``do_unlock_tables``): ``FLUSH LOCAL TABLES`` (waits for long statements without blocking writers), ``FLUSH
+  TABLES WITH READ LOCK`` (no commit can happen while it is held: the global read lock and the commit lock of
+  MySQL ``sql/lock.cc``, ``Global_read_lock``), ``START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY``, the
+  binlog status (file, position, and MySQL's executed GTID set), ``UNLOCK TABLES`` (which ends the global read
+  lock but not the transaction).  Both waits are bounded by ``lock_wait_timeout`` (:data:`LOCK_WAIT_SECONDS`), and
+  the lock is released on every error.
 
 Each connection is a :class:`~binlake.replication.connection.ReplicationConnection` (PyMySQL: TCP, TLS,
 authentication); a Spark task opens its own from a :class:`ServerAddress` (no password travels: the task reads
@@ -21,28 +31,31 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 
 from binlake.changes.filters import ChangeFilter
-from binlake.errors import ReplicationError, TableChangedError, UnsupportedError
+from binlake.errors import ConnectionLostError, ReplicationError, TableChangedError
 from binlake.lake.names import table_dir
 from binlake.lake.records import SnapshotChunk, SnapshotColumn, SnapshotPoint, SnapshotTable
-from binlake.replication.connection import ReplicationConnection, translate_errors
+from binlake.replication.connection import ReplicationConnection, ServerInfo, translate_errors
 from binlake.replication.options import ConnectionOptions, Secret, TlsOptions, read_password
 from binlake.replication.resultset import RowBatch, TextResultReader
 from binlake.snapshot.columns import column_array, quote, select_expr, to_column
 from binlake.spark.arrow import lake_type
 
 __all__ = [
+    "LOCK_WAIT_SECONDS",
     "SYSTEM_SCHEMAS",
     "ServerAddress",
+    "SnapshotMethod",
     "begin_snapshot",
     "binlog_seq",
     "check_definition",
@@ -51,7 +64,9 @@ __all__ = [
     "plan_chunks",
     "read_chunk",
     "select_tables",
+    "session_settings",
     "show_create",
+    "snapshot_method",
 ]
 
 SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
@@ -100,25 +115,100 @@ def binlog_seq(name: str) -> int:
     return int(m.group(1))
 
 
-def begin_snapshot(conn: ReplicationConnection) -> SnapshotPoint:
-    """Start a consistent-snapshot transaction on ``conn`` and return its binlog point (module docstring); the
-    session's time zone is UTC (TIMESTAMP values as the binlog holds them)."""
+SnapshotMethod = Literal["status", "lock"]
+
+# How long the global read lock (and the FLUSH before it) may wait for another session's lock or long statement:
+# ``lock_wait_timeout`` of the snapshot's session while it takes the lock (MySQL and MariaDB apply it to FLUSH
+# TABLES and FLUSH TABLES WITH READ LOCK); writers wait for the lock at most this long too.
+LOCK_WAIT_SECONDS = 10
+
+
+def snapshot_method(info: ServerInfo) -> SnapshotMethod:
+    """How a snapshot on the server ``info`` describes finds its binlog point (module docstring): MariaDB's
+    snapshot status variables, else (MySQL) the brief global read lock."""
+    return "status" if info.flavor == "mariadb" else "lock"
+
+
+def session_settings(info: ServerInfo) -> list[str]:
+    """The statements a snapshot's session runs before its transaction: time zone UTC (TIMESTAMP values as the
+    binlog holds them), REPEATABLE READ (the consistent snapshot's isolation), and on MySQL fresh table statistics
+    (``information_schema_stats_expiry``, 86400 s by default since 8.0.3, else ``TABLE_ROWS``, which the chunk plan
+    reads, can be a day old)."""
+    out = ["SET SESSION time_zone = '+00:00'", "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"]
+    if info.flavor == "mysql":
+        out.append("SET SESSION information_schema_stats_expiry = 0")
+    return out
+
+
+def begin_snapshot(conn: ReplicationConnection, method: SnapshotMethod | None = None) -> SnapshotPoint:
+    """Start a consistent-snapshot transaction on ``conn`` (its session set as :func:`session_settings` says) and
+    return its binlog point, found by ``method`` (default: :func:`snapshot_method` of the server; see the module
+    docstring)."""
     info = conn.info
-    if info is not None and info.flavor != "mariadb":
-        raise UnsupportedError(
-            f"a consistent snapshot of {info.version} needs MariaDB's binlog_snapshot_file/position; binlake does "
-            "not snapshot MySQL (see the README): ingest with --no-snapshot"
-        )
+    if info is None:
+        raise ReplicationError("the connection is not open")
+    method = method or snapshot_method(info)
     with translate_errors(conn.options), conn.cursor() as cur:
-        cur.execute("SET SESSION time_zone = '+00:00'")
-        cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        for sql in session_settings(info):
+            cur.execute(sql)
+    gtid: str | None = None
+    if method == "status":
+        file, pos = _snapshot_status(conn)
+    else:
+        file, pos, gtid = _under_read_lock(conn)
+    if not file:
+        raise ReplicationError(f"binary logging is off on {conn.options.address}: no binlog point to stream from")
+    if info.flavor == "mariadb":  # MySQL's is the executed GTID set the binlog status gave under the lock
+        gtid = conn.binlog_gtid_pos(file, pos)
+    return SnapshotPoint(binlog_seq(file), pos, file, gtid, info.flavor)
+
+
+def _snapshot_status(conn: ReplicationConnection) -> tuple[str, int]:
+    """MariaDB: the transaction and the ``binlog_snapshot_file``/``binlog_snapshot_position`` it matches."""
+    with translate_errors(conn.options), conn.cursor() as cur:
         cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
         cur.execute("SHOW SESSION STATUS LIKE 'binlog_snapshot_%'")
         status = {str(k).lower(): str(v) for k, v in cur.fetchall()}
-    file, pos = status.get("binlog_snapshot_file", ""), int(status.get("binlog_snapshot_position", 0) or 0)
-    if not file:
-        raise ReplicationError(f"binary logging is off on {conn.options.address}: no binlog point to stream from")
-    return SnapshotPoint(binlog_seq(file), pos, file, conn.binlog_gtid_pos(file, pos))
+    return status.get("binlog_snapshot_file", ""), int(status.get("binlog_snapshot_position", 0) or 0)
+
+
+def _under_read_lock(conn: ReplicationConnection) -> tuple[str, int, str | None]:
+    """The transaction and the binlog status under the global read lock (module docstring): file, position and
+    (MySQL) the executed GTID set.  The lock is released before this returns, whatever happens; an error while
+    releasing it after another error is dropped (the first one is the one to see; a session that is gone has
+    lost its lock with it)."""
+    where = conn.options.address
+    with translate_errors(conn.options), conn.cursor() as cur:
+        cur.execute(f"SET SESSION lock_wait_timeout = {int(LOCK_WAIT_SECONDS)}")
+    try:
+        try:
+            with translate_errors(conn.options), conn.cursor() as cur:
+                cur.execute("FLUSH LOCAL TABLES")
+                cur.execute("FLUSH TABLES WITH READ LOCK")
+        except ReplicationError as e:
+            if isinstance(e, ConnectionLostError):
+                raise
+            raise ReplicationError(
+                f"the snapshot's global read lock (FLUSH TABLES WITH READ LOCK, needs RELOAD) on {where} was not "
+                f"taken within {LOCK_WAIT_SECONDS} s or was refused: {e}"
+            ) from None
+        with translate_errors(conn.options), conn.cursor() as cur:
+            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+        status = conn.binlog_status()
+    except BaseException:
+        with contextlib.suppress(ReplicationError):
+            _unlock(conn)
+        raise
+    _unlock(conn)
+    return status
+
+
+def _unlock(conn: ReplicationConnection) -> None:
+    """``UNLOCK TABLES`` (the global read lock ends, the transaction goes on: MySQL's "Interaction of Table Locking
+    and Transactions") and the session's ``lock_wait_timeout`` back to the server's."""
+    with translate_errors(conn.options), conn.cursor() as cur:
+        cur.execute("UNLOCK TABLES")
+        cur.execute("SET SESSION lock_wait_timeout = DEFAULT")
 
 
 def select_tables(conn: ReplicationConnection, globs: Sequence[str] = ()) -> list[tuple[str, str]]:

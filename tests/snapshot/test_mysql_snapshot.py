@@ -351,3 +351,14 @@ def test_vector_cells_become_the_stream_s_floats() -> None:
     assert got.type == pa.list_(pa.float32()) and got.to_pylist() == [[1.5, -0.25], None]
     with pytest.raises(MalformedError):
         column_array(col, column, lake_type(column), pa.array([b"\x00" * 6], pa.binary()), field)
+
+
+def test_a_functional_unique_key_is_not_the_row_key() -> None:
+    """MySQL's SHOW INDEX gives a functional key part a NULL Column_name: such a key names no column of the row,
+    so it is never the row key (it was read as a column called "None")."""
+    from binlake.snapshot.server import _row_key
+
+    functional = ("t", 0, "fk", 1, None, "A", 0, None, None, "", "BTREE")
+    plain = ("t", 0, "u", 1, "b", "A", 0, None, None, "", "BTREE")
+    assert _row_key([functional]) == ()
+    assert _row_key([functional, plain]) == ("b",)

@@ -313,15 +313,16 @@ def _row_key(index_rows: Sequence[Sequence[Any]]) -> tuple[str, ...]:
     """The key the server's table maps log as the primary key, from ``SHOW INDEX`` rows (in key order): the
     PRIMARY KEY, else the first UNIQUE key of NOT NULL columns, which InnoDB and the table share treat as the
     primary key (MariaDB ``sql/table.cc``, ``init_from_binary_frm_image``: ``primary_key``)."""
-    keys: dict[str, list[tuple[str, bool]]] = {}
+    keys: dict[str, list[tuple[str | None, bool]]] = {}
     for r in index_rows:  # Table, Non_unique, Key_name, Seq_in_index, Column_name, ..., Null (index 9)
-        if int(r[1]) == 0:
-            keys.setdefault(str(r[2]), []).append((str(r[4]), str(r[9] or "") == ""))
+        if int(r[1]) == 0:  # a MySQL functional key part has no Column_name (NULL): no column of the row
+            keys.setdefault(str(r[2]), []).append((None if r[4] is None else str(r[4]), str(r[9] or "") == ""))
+    named = {k: [c for c, _ in cols if c is not None] for k, cols in keys.items()}
     if "PRIMARY" in keys:
-        return tuple(c for c, _ in keys["PRIMARY"])
-    for cols in keys.values():
-        if all(not_null for _, not_null in cols):
-            return tuple(c for c, _ in cols)
+        return tuple(named["PRIMARY"])
+    for k, cols in keys.items():
+        if all(c is not None and not_null for c, not_null in cols):
+            return tuple(named[k])
     return ()
 
 

@@ -21,9 +21,9 @@ from hypothesis import strategies as st  # noqa: E402
 
 from binlake.lake import current as current_module  # noqa: E402
 from binlake.lake.current import last_of_keys, merge_current  # noqa: E402
+from binlake.lake.tables import seq_array  # noqa: E402
 from binlake.spark.arrow import SEQ, _converter, to_lake  # noqa: E402
 from binlake.spark.statements import SEQ_FILE, SEQ_POS  # noqa: E402
-from binlake.spark.tasks import _seq_array  # noqa: E402
 from binlake.values.row import ABSENT  # noqa: E402
 
 
@@ -39,7 +39,7 @@ def test_seq_words_equal_decimals(events: list[tuple[int, int, int, int]]) -> No
     rows = [n for *_, n in events]
     ci = np.repeat(np.arange(len(events)), rows)
     row = np.concatenate([np.arange(n) for n in rows])
-    got = _seq_array(np.array(seq0, dtype=object), ci, row)
+    got = seq_array(np.array(seq0, dtype=object), ci, row)
     assert got.type == SEQ
     assert got.to_pylist() == [Decimal(seq0[c] + r) for c, r in zip(ci.tolist(), row.tolist(), strict=True)]
 

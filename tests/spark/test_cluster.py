@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,9 @@ def _driver(cluster: StandaloneCluster, command: list[str], binlogs: Path, lake:
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"ingested 1 batch: {len(FILES) + 1} files" in done.stdout
+    deadline = time.monotonic() + 30  # the master lists the application as completed once it sees the driver go
+    while len(cluster.applications()) <= before and time.monotonic() < deadline:
+        time.sleep(0.5)
     assert [a["cores"] for a in cluster.applications()[before:]] == [2]  # executors on both workers
 
 

@@ -120,12 +120,13 @@ class StandaloneCluster:
         raise RuntimeError(f"Spark standalone cluster: {what} did not start (logs in {self.base})")
 
     def state(self) -> dict[str, Any] | None:
-        """The master's state (its web UI's ``/json/``: workers, applications), or ``None`` when it does not answer."""
+        """The master's state (its web UI's ``/json/``: workers, applications), or ``None`` when it does not answer
+        it yet (a master still starting serves its HTML page there until the JSON handler is attached)."""
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.ui_port}/json/", timeout=2) as r:
                 state: dict[str, Any] = json.loads(r.read())
                 return state
-        except OSError:
+        except (OSError, ValueError):  # ValueError: json.JSONDecodeError, UnicodeDecodeError
             return None
 
     def alive_workers(self) -> list[dict[str, Any]]:

@@ -277,8 +277,8 @@ static PyObject *text_rows(PyObject *Py_UNUSED(module), PyObject *args) {
             if (first < 0xFB) {
                 size = first;
             } else {
-                int width = first == 0xFC ? 2 : first == 0xFD ? 3 : first == 0xFE ? 8 : 0;
-                if (width == 0 || stop_at - p < width) goto short_row;
+                int width = first == 0xFC ? 2 : first == 0xFD ? 3 : 8; /* 0xFE, 0xFF: net_field_length */
+                if (stop_at - p < width) goto short_row;
                 size = 0;
                 for (int b = width - 1; b >= 0; b--) size = size << 8 | p[b];
                 p += width;

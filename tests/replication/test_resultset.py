@@ -19,6 +19,7 @@ from binlake.replication.connection import ReplicationConnection
 from binlake.replication.protocol import MAX_PAYLOAD
 from binlake.replication.resultset import ColumnDefinition, RowBatch, TextResultReader, parse_column_definition
 
+from ._fake_mysql import lenenc, lenenc_str
 from .conftest import PASSWORD, ReplServer
 
 try:
@@ -33,18 +34,8 @@ if _framing is not None:
     IMPLEMENTATIONS.append(pytest.param(_framing.text_rows, id="c"))
 
 
-def _lenenc(n: int) -> bytes:
-    if n < 0xFB:
-        return bytes([n])
-    if n < 1 << 16:
-        return b"\xfc" + n.to_bytes(2, "little")
-    if n < 1 << 24:
-        return b"\xfd" + n.to_bytes(3, "little")
-    return b"\xfe" + n.to_bytes(8, "little")
-
-
 def _cell(v: Cell) -> bytes:
-    return b"\xfb" if v is None else _lenenc(len(v)) + v
+    return b"\xfb" if v is None else lenenc_str(v)
 
 
 def _packets(payload: bytes, seq: int) -> tuple[bytes, int]:
@@ -68,7 +59,7 @@ EOF_PACKET = b"\xfe\x00\x00\x02\x00"
 
 def result_bytes(rows: Sequence[Sequence[Cell]], ncols: int, *, tail: bytes = EOF_PACKET) -> bytes:
     """A whole text result set: count, definitions, EOF, rows, then ``tail`` (EOF or an ERR packet)."""
-    out, seq = _packets(_lenenc(ncols), 1)
+    out, seq = _packets(lenenc(ncols), 1)
     for i in range(ncols):
         more, seq = _packets(_definition(f"c{i}"), seq)
         out += more

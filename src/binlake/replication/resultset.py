@@ -34,14 +34,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from binlake._compiled import compiled
-from binlake.errors import MalformedError
+from binlake.errors import MalformedError, TruncatedError
 from binlake.replication.protocol import MAX_PAYLOAD, parse_error_packet, server_error
+from binlake.wire import read_packed_int
 
 __all__ = ["ColumnDefinition", "RowBatch", "TextResultReader", "parse_column_definition", "text_rows"]
 
 _framing = compiled("_framing")
 
-_OK, _EOF, _ERR, _NULL = 0x00, 0xFE, 0xFF, 0xFB
+_OK, _EOF, _ERR = 0x00, 0xFE, 0xFF
 SERVER_MORE_RESULTS_EXISTS = 0x0008  # the EOF's status flag: another result set follows (mysql_com.h)
 MORE, END, ERROR, LONG = 0, 1, 2, 3  # where text_rows stopped: see text_rows
 _FIXED = struct.Struct("<HIBHB")  # charset, length, type, flags, decimals (after the 0x0C length byte)
@@ -72,33 +73,18 @@ class RowBatch:
     columns: tuple[Column, ...]
 
 
-def _lenenc(data: bytes | memoryview, off: int) -> tuple[int | None, int]:
-    """A length-encoded integer at ``off`` (``None`` for the NULL mark ``0xFB``) and the offset after it."""
-    if off >= len(data):
-        raise ValueError(f"a length-encoded integer at {off} past the end ({len(data)})")
-    first = data[off]
-    if first < _NULL:
-        return first, off + 1
-    if first == _NULL:
-        return None, off + 1
-    width = {0xFC: 2, 0xFD: 3, 0xFE: 8}.get(first)
-    if width is None or off + 1 + width > len(data):
-        raise ValueError(f"a bad length-encoded integer at {off} (first byte {first:#x})")
-    return int.from_bytes(data[off + 1 : off + 1 + width], "little"), off + 1 + width
-
-
 def parse_column_definition(payload: bytes | memoryview) -> ColumnDefinition:
     """A column definition packet (Protocol::send_result_set_metadata, CLIENT_PROTOCOL_41)."""
     try:
         off = 0
         texts = []
         for _ in range(6):  # catalog, schema, table, org_table, name, org_name
-            size, off = _lenenc(payload, off)
+            size, off = read_packed_int(payload, off)
             texts.append(bytes(payload[off : off + (size or 0)]))
             off += size or 0
-        _, off = _lenenc(payload, off)  # the length of the fixed fields: 0x0C
+        _, off = read_packed_int(payload, off)  # the length of the fixed fields: 0x0C
         charset, length, type_code, flags, decimals = _FIXED.unpack_from(payload, off)
-    except (ValueError, struct.error) as e:
+    except (TruncatedError, struct.error) as e:
         raise MalformedError(f"a malformed column definition packet: {e}") from None
     return ColumnDefinition(texts[4].decode("utf-8", "replace"), type_code, charset, length, flags, decimals)
 
@@ -131,10 +117,7 @@ def text_rows(buf: bytes | bytearray | memoryview, offset: int, ncols: int) -> t
         _row_into(view[end + 4 : end + 4 + length], end, rows, valid, offsets, data)
         rows += 1
         end += 4 + length
-    columns = [
-        (bytes(v[: (rows + 7) // 8]).ljust((rows + 7) // 8, b"\0"), o.tobytes(), bytes(d))
-        for v, o, d in zip(valid, offsets, data, strict=True)
-    ]
+    columns = [(bytes(v), o.tobytes(), bytes(d)) for v, o, d in zip(valid, offsets, data, strict=True)]
     return end, rows, stop, columns
 
 
@@ -147,8 +130,8 @@ def _row_into(
         if row % 8 == 0:
             valid[i].append(0)
         try:
-            size, off = _lenenc(payload, off)
-        except ValueError:
+            size, off = read_packed_int(payload, off)
+        except TruncatedError:
             raise ValueError(
                 f"text_rows: the row at {at} ends inside a cell (or has fewer than {len(data)} cells)"
             ) from None
@@ -296,8 +279,8 @@ class TextResultReader:
 def _column_count(payload: memoryview) -> int:
     """The column count packet's count (at least one)."""
     try:
-        count, off = _lenenc(payload, 0)
-    except ValueError as e:
+        count, off = read_packed_int(payload, 0)
+    except TruncatedError as e:
         raise MalformedError(f"a malformed column count packet: {e}") from None
     if count is None or count < 1 or off != len(payload):
         raise MalformedError(f"a malformed column count packet: {bytes(payload[:16])!r}")

@@ -417,9 +417,5 @@ def read_chunk(
 
 def _cells(batches: Sequence[RowBatch], i: int) -> pa.Array:
     """Column ``i`` of ``batches`` as one Arrow binary array (the buffers as the reader cut them)."""
-    parts = [
-        pa.Array.from_buffers(pa.binary(), b.rows, [pa.py_buffer(v), pa.py_buffer(o), pa.py_buffer(d)])
-        for b in batches
-        for v, o, d in (b.columns[i],)
-    ]
+    parts = [pa.Array.from_buffers(pa.binary(), b.rows, list(map(pa.py_buffer, b.columns[i]))) for b in batches]
     return parts[0] if len(parts) == 1 else pa.concat_arrays(parts)

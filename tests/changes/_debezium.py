@@ -110,8 +110,9 @@ def decode(col: Column, name: str | None, v: Any, modes: ValueModes = DEFAULTS) 
     real = col.real_type_code
     if semantic == DECIMAL:  # Decimal.toLogical: the unscaled two's-complement bytes at the column's scale
         unscaled = int.from_bytes(base64.b64decode(v), "big", signed=True)
-        scale = precision_scale(col)[1] if real in (T.NEWDECIMAL, T.DECIMAL) else 0
-        return Decimal(f"{unscaled}E-{scale}") if scale else unscaled
+        if real not in (T.NEWDECIMAL, T.DECIMAL):
+            return unscaled  # BIGINT UNSIGNED: scale 0
+        return Decimal(f"{unscaled}E-{precision_scale(col)[1]}")
     if real == T.LONGLONG and col.unsigned:  # long: the unsigned value's 64 bits read as a Java long
         return v % (1 << 64)
     if semantic == "io.debezium.time.Year":

@@ -1403,12 +1403,16 @@ static PyTypeObject SqlPlanType = {
  * after_row, txn, total, mine, tail) writes the line of every row change of one rows event, as DebeziumEncoder.rows
  * writes it: {"before":...,"after":..., + source + the row's index + after_row + ,"transaction": and the block
  * (txn None: null; else {"id":txn,"total_order":total+i+1,"data_collection_order":mine+i+1}) + tail.  Values as
- * binlake.render.changes.debezium.value_encoder writes them: integers (p2: unsigned; p3 1: BIGINT UNSIGNED as a
- * Connect Decimal, base64 of its two's-complement bytes; p3 2: BOOLEAN), YEAR (0 is 1900), BIT(1) as a boolean and
- * BIT(n) as base64 of its little-endian bytes, DATE as epoch days, DATETIME as epoch milliseconds (fsp <= 3) or
- * microseconds, TIMESTAMP as an ISO-8601 UTC string with fsp digits, TIME as microseconds, DECIMAL as a string
- * (no negative zero), zero and invalid dates as null or (p3 1: NOT NULL) the epoch, UTF-8 text (p2 0) as a JSON
- * string (control characters as upper-case \u00XX), binary strings (p2 1) as base64 padded to p3 bytes.  It returns
+ * binlake.render.changes.debezium.value_encoder writes them (in the ValueModes the Python side turned into p2/p3):
+ * integers (p2: unsigned, 0 for BIGINT UNSIGNED in bigint.unsigned.handling.mode=long, Java's long; p3 1: BIGINT
+ * UNSIGNED as a Connect Decimal, base64 of its two's-complement bytes; p3 2: BOOLEAN), YEAR (0 is 1900), BIT(1) as
+ * a boolean and BIT(n) as base64 of its little-endian bytes, DATE as epoch days, DATETIME as epoch milliseconds
+ * (fsp <= 3, or p2 1: time.precision.mode=connect) or microseconds, TIMESTAMP as an ISO-8601 UTC string with fsp
+ * digits, TIME as microseconds (p2 1: Connect's Time, milliseconds of the day, null outside 00:00:00-24:00:00),
+ * DECIMAL as a string (no negative zero) or (p3 1: decimal.handling.mode=precise) a Connect Decimal, base64 of its
+ * unscaled two's-complement bytes, zero and invalid dates as null or (p3 1: NOT NULL) the epoch, UTF-8 text (p2 0)
+ * as a JSON string (control characters as upper-case \u00XX), binary strings padded to p3 bytes as base64 (p2 1),
+ * URL-safe base64 (p2 2) or lower-case hex (p2 3), as binary.handling.mode says.  It returns
  * (bytes, row changes), or None for anything it does not write the same way for sure (text that is not UTF-8):
  * the caller writes that event on the Python path.
  */
@@ -1439,8 +1443,10 @@ static char *put_i64(char *t, int64_t v) {
 }
 
 static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+static const char B64_URL[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-static char *put_b64(char *t, const unsigned char *s, Py_ssize_t n) {
+/* the JSON string of s in base64 with the alphabet B64 (or B64_URL), padded, as java.util.Base64 writes it */
+static char *put_b64_with(char *t, const unsigned char *s, Py_ssize_t n, const char *B64) {
     *t++ = '"';
     Py_ssize_t i = 0;
     for (; i + 2 < n; i += 3) {
@@ -1459,6 +1465,39 @@ static char *put_b64(char *t, const unsigned char *s, Py_ssize_t n) {
     }
     *t++ = '"';
     return t;
+}
+
+static char *put_b64(char *t, const unsigned char *s, Py_ssize_t n) { return put_b64_with(t, s, n, B64); }
+
+/* Connect's Decimal of the unscaled integer whose decimal digits are digits[0..n) (negative: its negation) through
+ * the JSON converter: base64 of BigInteger.toByteArray(), the fewest big-endian two's-complement bytes with a sign
+ * bit (65 digits fit in 28 bytes) */
+static char *put_connect_decimal(char *t, const char *digits, Py_ssize_t n, int negative) {
+    unsigned char mag[32] = {0}; /* little-endian magnitude */
+    int len = 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned carry = (unsigned)(digits[i] - '0');
+        for (int k = 0; k < len; k++) {
+            carry += mag[k] * 10u;
+            mag[k] = (unsigned char)(carry & 0xFF);
+            carry >>= 8;
+        }
+        if (carry && len < 31) mag[len++] = (unsigned char)carry;
+    }
+    int zero = 1;
+    for (int k = 0; k < len; k++) zero &= mag[k] == 0;
+    negative = negative && !zero;
+    if (negative) /* -m is ~(m - 1): the bytes of m - 1, inverted below */
+        for (int k = 0; k < len && mag[k]-- == 0; k++) {}
+    int top = len - 1;
+    while (top > 0 && mag[top] == 0) top--;
+    int size = top + 1 + (mag[top] >= 0x80); /* a sign bit of its own where the top byte's high bit is set */
+    unsigned char b[33];
+    for (int k = 0; k < size; k++) {
+        unsigned char v = k < len ? mag[k] : 0;
+        b[size - 1 - k] = negative ? (unsigned char)~v : v;
+    }
+    return put_b64(t, b, size);
 }
 
 /* days from the proleptic Gregorian y/m/d to 1970-01-01 (H. Hinnant's days_from_civil) */
@@ -1520,7 +1559,7 @@ static char *json_value(const SqlColumn *c, const unsigned char *p, Py_ssize_t u
         if (!valid_date(y, mo, d)) return put(t, fallback, (Py_ssize_t)strlen(fallback));
         int64_t total = ((days_from_civil(y, mo, d) * 24 + h) * 60 + mi) * 60 + s;
         total = total * 1000000 + us;
-        return put_i64(t, c->p1 <= 3 ? floor_div(total, 1000) : total);
+        return put_i64(t, c->p1 <= 3 || c->p2 ? floor_div(total, 1000) : total);
     }
     case K_TIMESTAMP2: {
         if (!be(p, 4 + (c->p1 + 1) / 2)) { /* the zero TIMESTAMP */
@@ -1539,6 +1578,10 @@ static char *json_value(const SqlColumn *c, const unsigned char *p, Py_ssize_t u
         int negative;
         if (!time2_fields(p, c->p1, &h, &mi, &s, &us, &negative)) return NULL;
         int64_t total = ((h * 60 + mi) * 60 + s) * 1000000 + us;
+        if (c->p2) { /* io.debezium.time.Time.toMilliOfDay: 00:00:00 to 24:00:00, else null */
+            if ((negative && total) || total > 86400000000LL) return put(t, "null", 4);
+            return put_i64(t, total / 1000);
+        }
         return put_i64(t, negative ? -total : total);
     }
     case K_DECIMAL: {
@@ -1546,6 +1589,15 @@ static char *json_value(const SqlColumn *c, const unsigned char *p, Py_ssize_t u
         TextColumn tc = {.kind = K_DECIMAL, .p1 = c->p1, .p2 = c->p2, .size = c->size, .ngroups = c->ngroups};
         memcpy(tc.gbytes, c->gbytes, sizeof tc.gbytes);
         memcpy(tc.gdigits, c->gdigits, sizeof tc.gdigits);
+        if (c->p3) { /* the unscaled digits of the text (every scale digit is written) */
+            char text[VALUE_TEXT_MAX], digits[VALUE_TEXT_MAX];
+            char *end = value_text(&tc, p, used, text, &ignored);
+            if (end == NULL) return NULL;
+            Py_ssize_t n = 0;
+            for (const char *q = text; q < end; q++)
+                if (*q >= '0' && *q <= '9') digits[n++] = *q;
+            return put_connect_decimal(t, digits, n, text[0] == '-');
+        }
         *t++ = '"';
         char *start = t;
         t = value_text(&tc, p, used, t, &ignored);
@@ -1581,18 +1633,34 @@ static int utf8_char(const unsigned char *s, const unsigned char *end) {
 static int json_string(Out *o, const SqlColumn *c, const unsigned char *p, Py_ssize_t used) {
     const unsigned char *s = p + c->p1, *end = p + used;
     Py_ssize_t n = end - s;
-    if (c->p2) { /* base64 of the bytes, BINARY(n) padded with zero bytes */
+    if (c->p2) { /* the bytes, BINARY(n) padded with zero bytes, as base64 (1), URL-safe base64 (2) or hex (3) */
         Py_ssize_t pad = c->p3 > n ? c->p3 - n : 0;
-        if (out_room(o, 4 * ((n + pad) / 3 + 1) + 2) < 0) return -1;
+        if (out_room(o, 2 * (n + pad) + 4 * ((n + pad) / 3 + 1) + 2) < 0) return -1;
+        const unsigned char *b = s;
+        unsigned char *padded = NULL;
         if (pad) {
-            unsigned char *b = PyMem_Calloc(n + pad, 1);
-            if (b == NULL) return -1;
-            memcpy(b, s, n);
-            o->n = put_b64(o->p + o->n, b, n + pad) - o->p;
-            PyMem_Free(b);
-        } else {
-            o->n = put_b64(o->p + o->n, s, n) - o->p;
+            padded = PyMem_Calloc(n + pad, 1);
+            if (padded == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            memcpy(padded, s, n);
+            b = padded;
         }
+        char *t = o->p + o->n;
+        if (c->p2 == 3) {
+            static const char hex[] = "0123456789abcdef";
+            *t++ = '"';
+            for (Py_ssize_t k = 0; k < n + pad; k++) {
+                *t++ = hex[b[k] >> 4];
+                *t++ = hex[b[k] & 15];
+            }
+            *t++ = '"';
+        } else {
+            t = put_b64_with(t, b, n + pad, c->p2 == 2 ? B64_URL : B64);
+        }
+        o->n = t - o->p;
+        PyMem_Free(padded);
         return 0;
     }
     if (out_room(o, 6 * n + 2) < 0) return -1;

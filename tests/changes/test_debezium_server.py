@@ -21,13 +21,13 @@ from typing import Any
 
 import pymysql
 import pytest
-from tests.changes._debezium import decode, type_name
+from tests.changes._debezium import DEFAULTS, MODES, carried, conforms, decode, schema, type_name
 from tests.changes.conftest import binlake_changes
 
 from binlake.changes import ChangeStream, FileSource, RowsChange, TableInfo
 from binlake.coltypes import ColumnType
 from binlake.render.changes import debezium
-from binlake.render.changes.debezium import DebeziumEncoder
+from binlake.render.changes.debezium import DebeziumEncoder, DebeziumOptions, ValueModes
 from binlake.testing.mariadb import MariaDBServer, WorkloadBinlogs
 
 pytestmark = pytest.mark.server
@@ -89,13 +89,50 @@ def test_records_equal_the_debezium_documentation(mariadb_server: MariaDBServer)
     assert types["after"] == {"id": 1, "dt": 1529476623000, "ts": "2018-06-20T13:37:03Z", "b": "AQI=", "b1": True}
 
 
+def test_a_bigint_unsigned_key_is_what_stock_debezium_writes(mariadb_server: MariaDBServer) -> None:
+    """Issue 21, finding 5: ``binlake changes`` writes a BIGINT UNSIGNED key 82 as ``82`` (the connector's default
+    bigint.unsigned.handling.mode=long; 2^63 and above wrap to negative, as the connector's do), not ``"Ug=="``,
+    and DECIMAL as the connector's default ``precise`` does; the output of before is one option away."""
+    files = _written(
+        mariadb_server,
+        "DROP DATABASE IF EXISTS ukeys; CREATE DATABASE ukeys; USE ukeys;"
+        "CREATE TABLE t (id BIGINT UNSIGNED PRIMARY KEY, d DECIMAL(10,2), b VARBINARY(4));"
+        "INSERT INTO t VALUES (82, -1.23, 0xfbff), (9223372036854775808, 0, NULL),"
+        " (18446744073709551615, 99999999.99, '');",
+    )
+
+    def after(*args: str) -> list[dict[str, Any]]:
+        return [r["after"] for r in _records(files, *args) if r["source"]["db"] == "ukeys"]
+
+    assert after() == [
+        {"id": 82, "d": "hQ==", "b": "+/8="},
+        {"id": -(2**63), "d": "AA==", "b": None},
+        {"id": -1, "d": "AlQL4/8=", "b": ""},
+    ]
+    assert after("--debezium-option", "decimal.handling.mode=string,bigint.unsigned.handling.mode=precise") == [
+        {"id": "Ug==", "d": "-1.23", "b": "+/8="},
+        {"id": "AIAAAAAAAAAA", "d": "0.00", "b": None},
+        {"id": "AP//////////", "d": "99999999.99", "b": ""},
+    ]
+    assert after(
+        "--debezium-option", "decimal.handling.mode=double", "--debezium-option", "binary.handling.mode=hex"
+    ) == [
+        {"id": 82, "d": -1.23, "b": "fbff"},
+        {"id": -(2**63), "d": 0.0, "b": None},
+        {"id": -1, "d": 99999999.99, "b": ""},
+    ]
+
+
 # -- every value read back equals SELECT -------------------------------------------------------------------------
 
 
-def _state(files: list[Path], db: str) -> dict[str, tuple[TableInfo, list[dict[str, Any]]]]:
-    """The tables of ``db`` as the Debezium records of ``files`` leave them, their values read back to Python."""
+def _state(
+    files: list[Path], db: str, modes: ValueModes = DEFAULTS
+) -> dict[str, tuple[TableInfo, list[dict[str, Any]]]]:
+    """The tables of ``db`` as the Debezium records of ``files`` leave them, their values read back to Python as a
+    consumer of stock Debezium reads them (each of the documented JSON type of its column)."""
     tables: dict[str, tuple[TableInfo, list[dict[str, Any]]]] = {}
-    encoder = DebeziumEncoder()
+    encoder = DebeziumEncoder(DebeziumOptions(modes=modes))
     for trx in ChangeStream(FileSource([str(f) for f in files])):
         python = encoder.transaction(trx)
         assert encoder.encode(trx) == "".join(python).encode("utf-8", "surrogateescape")  # the compiled writer's
@@ -110,7 +147,7 @@ def _state(files: list[Path], db: str) -> dict[str, tuple[TableInfo, list[dict[s
             rows = tables.setdefault(info.name, (info, []))[1]
             key = [info.names[i] for i in info.key] or list(info.names)
             for rec in records:
-                before, after = (_image(info, rec["before"]), _image(info, rec["after"]))
+                before, after = (_image(info, rec["before"], modes), _image(info, rec["after"], modes))
                 if before is not None:  # the row the change names by its key (or by all its columns)
                     at = next(k for k, r in enumerate(rows) if all(repr(r[n]) == repr(before[n]) for n in key))
                     old = rows.pop(at)
@@ -123,22 +160,29 @@ def _state(files: list[Path], db: str) -> dict[str, tuple[TableInfo, list[dict[s
     return tables
 
 
-def _image(info: TableInfo, image: dict[str, Any] | None) -> dict[str, Any] | None:
+def _image(info: TableInfo, image: dict[str, Any] | None, modes: ValueModes) -> dict[str, Any] | None:
     if image is None:
         return None
-    return {
-        n: decode(c, type_name(info, i), image[n])
-        for i, (c, n) in enumerate(zip(info.columns, info.names, strict=True))
-        if n in image
-    }
+    out = {}
+    for i, (c, n) in enumerate(zip(info.columns, info.names, strict=True)):
+        if n in image:
+            literal, _ = schema(c, type_name(info, i), modes)
+            assert image[n] is None or conforms(literal, image[n]), (info.name, n, literal, image[n])
+            out[n] = decode(c, type_name(info, i), image[n], modes)
+    return out
 
 
-def test_every_value_reads_back_as_select_returns_it(workload_binlogs: WorkloadBinlogs) -> None:
-    """Every table of the all-column-types workload, rebuilt from the Debezium records of the workloads' binlogs,
-    equals SELECT (PyMySQL, time zone UTC): zero dates are null (the connector's rule), YEAR 0000 reads 1900
-    (Debezium's binlog reader; read back here), and FLOAT compares at the 6 digits the server sends it with."""
+@pytest.mark.parametrize("modes", MODES, ids=lambda m: m.text())
+def test_every_value_reads_back_as_select_returns_it(workload_binlogs: WorkloadBinlogs, modes: ValueModes) -> None:
+    """In each mode set, every table of the all-column-types workload (BIGINT UNSIGNED 2^63 and 2^64-1,
+    DECIMAL(65,30) and negative decimals, TIME negative and past 24 h, DATETIME(6), TIMESTAMP(3), zero dates, YEAR,
+    BIT(n), BINARY/VARBINARY/BLOB, JSON, ENUM/SET, GEOMETRY, ...), rebuilt from the Debezium records of the
+    workloads' binlogs read as the connector's documentation says, equals SELECT (PyMySQL, time zone UTC), as far
+    as the mode keeps it (``carried``: DECIMAL as a double, DATETIME at milliseconds, TIME as Connect's Time): zero
+    dates are null (the connector's rule), YEAR 0000 reads 1900 (Debezium's binlog reader; read back here), and
+    FLOAT compares at the 6 digits the server sends it with."""
     server = workload_binlogs.server
-    state = _state(workload_binlogs.files, "corpus_types")
+    state = _state(workload_binlogs.files, "corpus_types", modes)
     conn = pymysql.connect(
         unix_socket=str(server.socket_path), user="root", charset="utf8mb4", init_command="SET time_zone='+00:00'"
     )
@@ -151,7 +195,10 @@ def test_every_value_reads_back_as_select_returns_it(workload_binlogs: WorkloadB
             cur.execute(f"SELECT {names} FROM `corpus_types`.`{table}`")
             selected = cur.fetchall()
             got = sorted(tuple(repr(_norm(info, i, r[n])) for i, n in enumerate(info.names)) for r in rows)
-            want = sorted(tuple(repr(_norm_select(info, i, v)) for i, v in enumerate(row)) for row in selected)
+            want = sorted(
+                tuple(repr(carried(info.columns[i], _norm_select(info, i, v), modes)) for i, v in enumerate(row))
+                for row in selected
+            )
             assert got == want, table
             compared += len(selected) * len(info.names)
     assert compared > 1400

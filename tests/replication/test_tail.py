@@ -25,7 +25,7 @@ from binlake.changes import ChangeStream, FileSource, ServerSource
 from binlake.errors import ReplicationError
 from binlake.events.gtid import BinlogCheckpointEvent
 from binlake.reader import read_events
-from binlake.render.changes.debezium import DebeziumEncoder
+from binlake.render.changes.debezium import LEGACY_MODES, DebeziumEncoder, ValueModes
 from binlake.render.changes.tail import TailState, load_state, save_state
 from binlake.replication import ReplicationClient, ResumePoint, StartAt
 from binlake.testing.mariadb import MariaDBServer
@@ -300,6 +300,21 @@ def test_default_start_resume_and_purge(fresh_server: ReplServer, tmp_path: Path
     wrong = run_tail(fresh_server, "repl_native", "--format", "text", "--state", str(state), "--output", str(out))
     assert wrong.returncode == 2 and b"--format debezium" in wrong.stderr
 
+    # the state keeps how values were written: other --debezium-option settings would mix two encodings in one file
+    saved = load_state(state)
+    assert saved is not None and saved.debezium == ValueModes().text()
+    other = run_tail(fresh_server, "repl_native", *args, "--debezium-option", "decimal.handling.mode=string")
+    assert other.returncode == 2 and f"--debezium-option {ValueModes().text()}".encode() in other.stderr
+    # a state from before the settings were kept: its tail wrote the old encodings, which it must go on with
+    save_state(state, TailState(saved.resume, saved.by, saved.format, saved.output_offset))
+    old_state = json.loads(state.read_text())
+    assert "debezium" not in old_state
+    refused = run_tail(fresh_server, "repl_native", *args)
+    assert refused.returncode == 2 and LEGACY_MODES.text().encode() in refused.stderr
+    resumed = run_tail(fresh_server, "repl_native", *args, "--debezium-option", LEGACY_MODES.text())
+    assert resumed.returncode == 0, resumed.stderr.decode()
+    save_state(state, saved)
+
     # the state names a binlog the server purged: an error naming it, no retry, no jump ahead
     server.flush_logs()
     batch(server, 2)
@@ -343,6 +358,8 @@ def test_the_state_round_trips_and_refuses_anything_else(tmp_path: Path) -> None
     assert json.loads(path.read_text())["resume"] == json.loads(point.to_json())
     assert not list(tmp_path.glob(".*.tmp"))  # the temporary file was renamed
     assert load_state(tmp_path / "none") is None
+    kept = TailState(point, "gtid", "debezium", 4096, debezium=LEGACY_MODES.text())
+    assert TailState.from_json(kept.to_json()) == kept and json.loads(kept.to_json())["debezium"] == LEGACY_MODES.text()
     data = json.loads(state.to_json())
     for bad in (
         {**data, "version": 2},
@@ -350,6 +367,7 @@ def test_the_state_round_trips_and_refuses_anything_else(tmp_path: Path) -> None
         {**data, "format": "sql"},
         {**data, "output_offset": -1},
         {**data, "extra": 1},
+        {**data, "debezium": 1},
         {**data, "resume": {**data["resume"], "position": 2}},
         [1],
     ):

@@ -5,7 +5,10 @@ Streaming (``spark.readStream.format("binlake")``, a growing folder or a server)
 Options (case-insensitive): ``view`` = ``events`` | ``tablemaps`` | ``changes`` (default ``changes``);
 ``splitBytes`` = target bytes per partition (default 64 MiB).  The path is a file, a folder or a glob.  The
 ``changes`` view's last column, ``debezium``, is each row change as the Debezium JSON ``binlake changes`` writes
-(:mod:`binlake.spark.debezium`), ready for Spark's Kafka or file sinks.
+(:mod:`binlake.spark.debezium`), ready for Spark's Kafka or file sinks; the Debezium connector settings
+``decimal.handling.mode``, ``bigint.unsigned.handling.mode``, ``time.precision.mode`` and ``binary.handling.mode``
+are options under their names, as ``binlake changes --debezium-option`` takes them
+(:class:`~binlake.render.changes.debezium.ValueModes`).
 
 Planning runs on the driver: one partition per file, large files cut at transaction boundaries by a header-only
 walk (:mod:`binlake.spark.plan`), so every core decodes part of one big binlog.  Each partition decodes its byte
@@ -20,6 +23,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,6 +31,8 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from binlake.errors import BinlogError
+from binlake.render.changes.debezium import SETTINGS, DebeziumEncoder, DebeziumOptions, ValueModes
 from binlake.schema import SchemaTracker
 from binlake.spark.arrow import CHANGES, EVENTS, TABLEMAPS, change_batch, event_batch, tablemap_batch
 from binlake.spark.debezium import SplitJson, connector_of
@@ -48,8 +54,11 @@ class SplitPartition(InputPartition):
         self.split = split
 
 
-def read_split(split: Split, view: str, batch_rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
-    """The record batches of one view for one split (what a partition yields; usable without Spark)."""
+def read_split(
+    split: Split, view: str, batch_rows: int = BATCH_ROWS, modes: ValueModes | None = None
+) -> Iterator[pa.RecordBatch]:
+    """The record batches of one view for one split (what a partition yields; usable without Spark); ``modes``:
+    how the ``debezium`` column writes values (the connector's defaults when ``None``)."""
     if view == "events":
         ev_buf: list[EventRecord] = []
         for rec in decode_split(split, changes=False):
@@ -69,7 +78,8 @@ def read_split(split: Split, view: str, batch_rows: int = BATCH_ROWS) -> Iterato
         ids: dict[int, str] = {}
         rows = 0
         tracker = SchemaTracker()  # the decoder follows the split's DDL in it; the JSON names columns by it
-        json = SplitJson(split.file.name, connector_of(split.file.source), tracker)
+        encoder = DebeziumEncoder(DebeziumOptions(modes=modes or ValueModes()))
+        json = SplitJson(split.file.name, connector_of(split.file.source), tracker, encoder)
         lines: list[str] = []
         for rec in decode_split(split, tablemaps=False, schema=tracker):
             if isinstance(rec, EventRecord):
@@ -93,8 +103,8 @@ def _with_json(batch: pa.RecordBatch, lines: list[str]) -> pa.RecordBatch:
 
 
 class _Reader(DataSourceReader):
-    def __init__(self, path: str, view: str, split_bytes: int) -> None:
-        self.path, self.view, self.split_bytes = path, view, split_bytes
+    def __init__(self, path: str, view: str, split_bytes: int, modes: ValueModes) -> None:
+        self.path, self.view, self.split_bytes, self.modes = path, view, split_bytes, modes
 
     def partitions(self) -> list[InputPartition]:
         splits = plan_splits(list_binlogs(self.path), split_bytes=self.split_bytes)
@@ -102,7 +112,7 @@ class _Reader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, SplitPartition)
-        yield from read_split(partition.split, self.view)
+        yield from read_split(partition.split, self.view, modes=self.modes)
 
 
 class BinlakeDataSource(DataSource):
@@ -122,6 +132,14 @@ class BinlakeDataSource(DataSource):
             raise ValueError(f"binlake: unknown view {view!r} (one of {', '.join(VIEWS)})")
         return view
 
+    def _modes(self) -> ValueModes:
+        """The Debezium settings among the options (:meth:`ValueModes.parse`, as ``--debezium-option``)."""
+        lowered = {str(k).lower(): str(v) for k, v in dict(self.options).items()}
+        try:
+            return ValueModes.parse((key, value) for key, value in lowered.items() if key in SETTINGS)
+        except BinlogError as e:
+            raise BinlogError(f"binlake: {e}") from None
+
     def schema(self) -> Any:
         return from_arrow_schema(VIEWS[self._view()])
 
@@ -129,11 +147,13 @@ class BinlakeDataSource(DataSource):
         path = self._opt("path", "")
         if not path:
             raise ValueError('binlake: give a path: spark.read.format("binlake").load(PATH)')
-        return _Reader(path, self._view(), int(self._opt("splitBytes", str(DEFAULT_SPLIT_BYTES))))
+        split_bytes = int(self._opt("splitBytes", str(DEFAULT_SPLIT_BYTES)))
+        return _Reader(path, self._view(), split_bytes, self._modes())
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
         """``spark.readStream.format("binlake")``: a growing folder or a server (:mod:`binlake.spark.streaming`)."""
         from binlake.spark.streaming import stream_reader
 
         options = {str(k).lower(): str(v) for k, v in dict(self.options).items()}
-        return stream_reader(options, self._view(), int(self._opt("splitBytes", str(DEFAULT_SPLIT_BYTES))), read_split)
+        read = functools.partial(read_split, modes=self._modes())
+        return stream_reader(options, self._view(), int(self._opt("splitBytes", str(DEFAULT_SPLIT_BYTES))), read)

@@ -34,9 +34,16 @@ from binlake.events.base import Event
 from binlake.render import add_decode_arguments, decode_options, decryptor_of, open_log
 
 if TYPE_CHECKING:
-    from binlake.render.changes.debezium import DebeziumEncoder
+    from binlake.render.changes.debezium import DebeziumEncoder, DebeziumOptions
 
-__all__ = ["add_changes_arguments", "add_debezium_arguments", "changes_main", "debezium_encoder", "write_changes"]
+__all__ = [
+    "add_changes_arguments",
+    "add_debezium_arguments",
+    "changes_main",
+    "debezium_encoder",
+    "debezium_options",
+    "write_changes",
+]
 
 
 def add_changes_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,6 +78,8 @@ def add_changes_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_debezium_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of the Debezium JSON (``binlake changes``, ``binlake tail``)."""
+    from binlake.render.changes.debezium import SETTINGS
+
     parser.add_argument(
         "--name",
         "--topic-prefix",
@@ -83,13 +92,44 @@ def add_debezium_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="debezium: top-level ts_ms is the time the line is written (default: the change's own time)",
     )
+    choices = "; ".join(f"{key}={'|'.join(values)}" for key, values in SETTINGS.items())
+    parser.add_argument(
+        "--debezium-option",
+        dest="debezium_options",
+        action="append",
+        type=_debezium_option,
+        default=[],
+        metavar="KEY=VALUE[,...]",
+        help=f"debezium: connector settings under Debezium's names, repeatable ({choices}; the first value of "
+        "each is the default, the connector's); decimal.handling.mode=string,bigint.unsigned.handling.mode=precise "
+        "gives binlake's output from before these options",
+    )
+
+
+def _debezium_option(text: str) -> str:
+    """``--debezium-option``'s value, checked as it is read (a bad one is a usage error)."""
+    from binlake.render.changes.debezium import ValueModes
+
+    try:
+        ValueModes.parse_text([text])
+    except BinlogError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
 
 
 def debezium_encoder(args: argparse.Namespace) -> DebeziumEncoder:
     """The encoder of the options :func:`add_debezium_arguments` added."""
-    from binlake.render.changes.debezium import DebeziumEncoder, DebeziumOptions
+    from binlake.render.changes.debezium import DebeziumEncoder
 
-    return DebeziumEncoder(DebeziumOptions(name=args.name, processing_time=args.processing_time))
+    return DebeziumEncoder(debezium_options(args))
+
+
+def debezium_options(args: argparse.Namespace) -> DebeziumOptions:
+    """The :class:`~binlake.render.changes.debezium.DebeziumOptions` of :func:`add_debezium_arguments`' options."""
+    from binlake.render.changes.debezium import DebeziumOptions, ValueModes
+
+    modes = ValueModes.parse_text(args.debezium_options)
+    return DebeziumOptions(name=args.name, processing_time=args.processing_time, modes=modes)
 
 
 def _server_source(args: argparse.Namespace) -> EventSource:

@@ -1,7 +1,8 @@
 """Debezium change events as JSON lines: the envelope and value encodings of the Debezium MySQL and MariaDB
-connectors (3.x) through Kafka Connect's JSON converter (``schemas.enable=false``), with
-``decimal.handling.mode=string``, ``time.precision.mode=adaptive_time_microseconds``,
-``bigint.unsigned.handling.mode=precise``, ``binary.handling.mode=bytes`` and transaction metadata on.
+connectors (3.x) through Kafka Connect's JSON converter (``schemas.enable=false``, ``decimal.format=BASE64``) with
+transaction metadata on, and the connector's value settings under their names (:class:`ValueModes`;
+``decimal.handling.mode``, ``bigint.unsigned.handling.mode``, ``time.precision.mode``, ``binary.handling.mode``),
+each by default the connector's own, so a consumer written for a stock connector reads these lines unchanged.
 
 Envelope (``io.debezium.data.Envelope``, fields in schema order, which the JSON converter keeps)::
 
@@ -31,29 +32,35 @@ Envelope (``io.debezium.data.Envelope``, fields in schema order, which the JSON 
   the document: Debezium does not read these (its documentation asks for the option off); binlake leaves the
   column out of ``after``, as it leaves out what a MINIMAL image does not log (``--format sql`` replays the change).
 
-Values (:func:`value_encoder`; the README's table lists every type): integers as numbers, BIGINT UNSIGNED as
-Connect's ``Decimal`` (base64 of the big-endian two's-complement bytes, as the JSON converter writes a Decimal),
-DECIMAL as its exact text, FLOAT/DOUBLE as Java prints them (``1.0E10``), BIT(1) as a boolean and BIT(n) as
-base64 of its little-endian bytes, DATE as days since the epoch, TIME as microseconds (negative and past 24 h
-kept), DATETIME(0-3) as epoch milliseconds and DATETIME(4-6) as epoch microseconds, TIMESTAMP as an ISO-8601 UTC
-string with the column's fraction digits, YEAR as a number (the zero year is 1900: Debezium's binlog reader adds
-1900 to the stored byte), zero and partial dates as ``null`` (or the epoch where the column is NOT NULL), CHAR and
-TEXT as strings, BINARY/BLOB as base64 (BINARY padded to its length), ENUM as its member, SET as its members in
-definition order joined by ``,``, JSON as its text, GEOMETRY as ``{"wkb", "srid"}`` and POINT as ``{"x", "y",
-"wkb", "srid"}`` (an SRID of 0 is ``null``).  A column a MINIMAL or NOBLOB image does not carry is left out of
-``before``/``after``; SQL NULL is ``null``.
+Values (:func:`value_encoder`; the README's table lists every type and mode): integers as numbers; BIGINT
+UNSIGNED as a number (``long``: values of 2^63 and above wrap to negative, as the connector's ``long`` does) or as
+Connect's ``Decimal`` (``precise``: base64 of ``BigInteger.toByteArray()``); DECIMAL as Connect's ``Decimal``
+(``precise``: base64 of the unscaled value's big-endian two's-complement bytes at the column's scale), as a double
+(``double``) or as its exact text (``string``); FLOAT/DOUBLE as Java prints them (``1.0E10``); BIT(1) as a boolean and
+BIT(n) as base64 of its little-endian bytes; DATE as days since the epoch; TIME as microseconds (negative and past
+24 h kept; ``connect``: Connect's ``Time``, milliseconds of the day, ``null`` outside 00:00:00-24:00:00, which it
+cannot hold); DATETIME(0-3) as epoch milliseconds and DATETIME(4-6) as epoch microseconds (``connect``: all
+milliseconds); TIMESTAMP as an ISO-8601 UTC string with the column's fraction digits (every mode); YEAR as a
+number (the zero year is 1900: Debezium's binlog reader adds 1900 to the stored byte); zero and partial dates as
+``null`` (or the epoch where the column is NOT NULL); CHAR and TEXT as strings; BINARY/BLOB (BINARY padded to its
+length) as base64 (``bytes``, ``base64``), URL-safe base64 (``base64-url-safe``) or lower-case hex (``hex``); ENUM
+as its member, SET as its members in definition order joined by ``,``, JSON as its text, GEOMETRY as ``{"wkb",
+"srid"}`` and POINT as ``{"x", "y", "wkb", "srid"}`` (an SRID of 0 is ``null``).  A column a MINIMAL or NOBLOB
+image does not carry is left out of ``before``/``after``; SQL NULL is ``null``.
 
 Speed: :meth:`DebeziumEncoder.encode` writes a rows event whose columns the compiled writer takes (integers,
-DECIMAL, BIT, YEAR, the MySQL 5.6+ temporal layouts, UTF-8 text, binary strings: ``binlake._speedups.JsonPlan``,
-one per table layout, change kind and columns present) straight from its stored bytes, the same bytes the Python
-writer writes (tested on every corpus binlog and the workloads' every type).  The Python writer
+DECIMAL but as doubles, BIT, YEAR, the MySQL 5.6+ temporal layouts, UTF-8 text, binary strings:
+``binlake._speedups.JsonPlan``, one per table layout, change kind and columns present) straight from its stored
+bytes, the same bytes the Python writer writes (tested on every corpus binlog and the workloads' every type, in
+every mode).  The Python writer
 (:meth:`DebeziumEncoder.transaction`, and the rest) gets one generated function per layout that writes a row's JSON
 object in a single f-string, calling a helper only for the types that need one (numbers and strings are formatted
 inline; strings are escaped by the json module's C encoder).
 
 Example::
 
-    encoder = DebeziumEncoder(DebeziumOptions(name="shop"))
+    modes = ValueModes.parse([("decimal.handling.mode", "string")])   # or ValueModes.parse_text("KEY=VALUE,...")
+    encoder = DebeziumEncoder(DebeziumOptions(name="shop", modes=modes))
     for trx in ChangeStream(FileSource(paths)):
         out.write(encoder.encode(trx))          # bytes; encoder.transaction(trx): the lines as str
 """
@@ -75,6 +82,7 @@ from typing import TYPE_CHECKING
 
 from binlake.changes.records import Change, RowsChange, TableInfo, Transaction
 from binlake.coltypes import Column, ColumnType
+from binlake.errors import BinlogError
 from binlake.render.changes.plans import INT_SIZES, STRINGS, UTF8, PlanCache
 from binlake.render.changes.plans import speedups as _speedups
 from binlake.rowdecoder import fixed_kinds
@@ -84,9 +92,12 @@ from binlake.values.spatial import Geometry
 from binlake.values.strings import length_bytes
 
 __all__ = [
+    "LEGACY_MODES",
+    "SETTINGS",
     "DebeziumEncoder",
     "DebeziumOptions",
     "SourceInfo",
+    "ValueModes",
     "java_double",
     "java_float",
     "value_encoder",
@@ -101,13 +112,84 @@ _UPPER_ESCAPE = re.compile(r"\\(\\|u00([0-9a-f]{2}))")
 _INTEGERS = frozenset({T.TINY, T.SHORT, T.INT24, T.LONG, T.LONGLONG, T.YEAR})
 
 
+SETTINGS: dict[str, tuple[str, ...]] = {
+    "decimal.handling.mode": ("precise", "double", "string"),
+    "bigint.unsigned.handling.mode": ("long", "precise"),
+    "time.precision.mode": ("adaptive_time_microseconds", "connect"),
+    "binary.handling.mode": ("bytes", "base64", "base64-url-safe", "hex"),
+}
+"""The Debezium MySQL/MariaDB connector settings binlake takes, under their names, with the values it takes; the
+first is the connector's default and binlake's (``RelationalDatabaseConnectorConfig`` / ``BinlogConnectorConfig``).
+``time.precision.mode`` ``isostring``, ``structured``, ``microseconds`` and ``nanoseconds`` are not written."""
+
+
+@dataclass(frozen=True, slots=True)
+class ValueModes:
+    """How values are written: the connector settings of :data:`SETTINGS` (``decimal`` is
+    ``decimal.handling.mode``, and so on); the defaults are the connector's, so a consumer written for a stock
+    connector reads the lines unchanged (what binlake wrote before: :data:`LEGACY_MODES`)."""
+
+    decimal: str = "precise"
+    bigint_unsigned: str = "long"
+    time_precision: str = "adaptive_time_microseconds"
+    binary: str = "bytes"
+
+    def __post_init__(self) -> None:
+        for key, value in self.settings().items():
+            if value not in SETTINGS[key]:
+                raise BinlogError(f"{key} is one of {', '.join(SETTINGS[key])}, not {value!r}")
+
+    def settings(self) -> dict[str, str]:
+        """The modes under the connector's names, in :data:`SETTINGS`' order."""
+        values = (self.decimal, self.bigint_unsigned, self.time_precision, self.binary)
+        return dict(zip(SETTINGS, values, strict=True))
+
+    def text(self) -> str:
+        """The settings as ``KEY=VALUE,...`` (what :meth:`parse_text` reads back)."""
+        return ",".join(f"{k}={v}" for k, v in self.settings().items())
+
+    @classmethod
+    def parse(cls, settings: Iterable[tuple[str, str]]) -> ValueModes:
+        """The modes of ``(name, value)`` settings (names and values in any case; a later one wins), the rest the
+        connector's defaults: the one parser of ``--debezium-option`` and the Spark source's options.  Raises
+        :class:`~binlake.errors.BinlogError` naming what is wrong for a name or value binlake does not take."""
+        chosen = dict(zip(SETTINGS, (values[0] for values in SETTINGS.values()), strict=True))
+        for name, value in settings:
+            key = name.strip().lower()
+            if key not in SETTINGS:
+                raise BinlogError(f"unknown Debezium option {name!r}: binlake takes {', '.join(SETTINGS)}")
+            chosen[key] = value.strip().lower()
+        return cls(*chosen.values())
+
+    @classmethod
+    def parse_text(cls, texts: Iterable[str]) -> ValueModes:
+        """The modes of ``KEY=VALUE[,KEY=VALUE...]`` texts (``--debezium-option``, given any number of times)."""
+        pairs: list[tuple[str, str]] = []
+        for text in texts:
+            for item in text.split(","):
+                name, eq, value = item.partition("=")
+                if not eq or not name.strip():
+                    raise BinlogError(
+                        f"a Debezium option is KEY=VALUE (e.g. decimal.handling.mode=string), not {item!r}"
+                    )
+                pairs.append((name, value))
+        return cls.parse(pairs)
+
+
+LEGACY_MODES = ValueModes(decimal="string", bigint_unsigned="precise")
+"""What binlake wrote before the connector's settings were offered (DECIMAL as text, BIGINT UNSIGNED as a
+Connect ``Decimal``); ``--debezium-option decimal.handling.mode=string,bigint.unsigned.handling.mode=precise``."""
+
+
 @dataclass(frozen=True, slots=True)
 class DebeziumOptions:
     """``name``: the logical server name (Debezium's ``topic.prefix``); ``processing_time``: top-level ``ts_ms`` is
-    the clock's time when the line is written (Debezium's meaning) instead of the change's own time."""
+    the clock's time when the line is written (Debezium's meaning) instead of the change's own time; ``modes``: how
+    values are written (:class:`ValueModes`)."""
 
     name: str = "binlake"
     processing_time: bool = False
+    modes: ValueModes = ValueModes()
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,9 +295,24 @@ def _b64(raw: bytes) -> str:
     return '"' + b2a_base64(raw, newline=False).decode("ascii") + '"'
 
 
+_URL_SAFE = bytes.maketrans(b"+/", b"-_")
+
+
+def _binary_writer(mode: str) -> Callable[[bytes], str]:
+    """The JSON of a binary column's bytes in ``binary.handling.mode`` ``mode``: ``bytes`` (Connect BYTES, which the
+    JSON converter writes as base64) and ``base64`` alike, ``base64-url-safe`` as Java's URL encoder (padded),
+    ``hex`` as ``HexConverter`` (lower case)."""
+    if mode == "hex":
+        return lambda raw: '"' + raw.hex() + '"'
+    if mode == "base64-url-safe":
+        return lambda raw: '"' + b2a_base64(raw, newline=False).translate(_URL_SAFE).decode("ascii") + '"'
+    return _b64
+
+
 def _connect_decimal(n: int) -> str:
-    """Connect's ``Decimal`` of an integer through the JSON converter: base64 of ``BigInteger.toByteArray()``."""
-    return _b64(n.to_bytes(n.bit_length() // 8 + 1, "big", signed=True))
+    """Connect's ``Decimal`` of the unscaled integer ``n`` through the JSON converter (``decimal.format=BASE64``):
+    base64 of ``BigInteger.toByteArray()``, the fewest big-endian two's-complement bytes with a sign bit."""
+    return _b64(n.to_bytes((n if n >= 0 else ~n).bit_length() // 8 + 1, "big", signed=True))
 
 
 def _decimal(v: Decimal) -> str:
@@ -223,6 +320,19 @@ def _decimal(v: Decimal) -> str:
     if not v:
         v = abs(v)
     return '"' + format(v, "f") + '"'
+
+
+def _precise_decimal(v: Decimal) -> str:
+    """Connect's ``Decimal`` of a DECIMAL value: its unscaled integer at its scale (the reader gives every value
+    the column's scale, as the binlog client gives the connector its ``BigDecimal``)."""
+    sign, digits, _ = v.as_tuple()
+    unscaled = int("".join(map(str, digits)))
+    return _connect_decimal(-unscaled if sign else unscaled)
+
+
+def _double_decimal(v: Decimal) -> str:
+    """``BigDecimal.doubleValue()`` (the nearest double; a BigDecimal has no negative zero) as Jackson writes it."""
+    return java_double(float(v) if v else 0.0)
 
 
 def _epoch_day(v: object, fallback: str) -> str:
@@ -258,10 +368,17 @@ def _geometry(v: Geometry, point: bool) -> str:
     return f'{{"wkb":{_b64(v.wkb)},"srid":{srid}}}'
 
 
-def value_encoder(col: Column, type_name: str | None = None) -> Callable[[object], str] | None:
-    """The function writing a non-NULL value of ``col`` (typed, :mod:`binlake.values`) as Debezium's JSON, or
-    ``None`` where ``str(value)`` is already that (integers).  ``type_name``: the column's declared type from its
-    DDL (lower case), which tells BOOLEAN, POINT and UUID columns apart from what their table map logs."""
+_DEFAULT_MODES = ValueModes()
+_TWO_63 = 1 << 63
+
+
+def value_encoder(
+    col: Column, type_name: str | None = None, modes: ValueModes = _DEFAULT_MODES
+) -> Callable[[object], str] | None:
+    """The function writing a non-NULL value of ``col`` (typed, :mod:`binlake.values`) as Debezium's JSON in
+    ``modes``, or ``None`` where ``str(value)`` is already that (integers).  ``type_name``: the column's declared
+    type from its DDL (lower case), which tells BOOLEAN, POINT and UUID columns apart from what their table map
+    logs."""
     real = col.real_type_code
     nullable = col.nullable
     if real in _INTEGERS:
@@ -270,9 +387,15 @@ def value_encoder(col: Column, type_name: str | None = None) -> Callable[[object
         if type_name in ("bool", "boolean") and real == T.TINY:
             return lambda v: "true" if v else "false"
         if real == T.LONGLONG and col.unsigned:
-            return lambda v: _connect_decimal(v)  # type: ignore[arg-type]
+            if modes.bigint_unsigned == "precise":
+                return lambda v: _connect_decimal(v)  # type: ignore[arg-type]
+            return lambda v: str(v - (1 << 64) if v >= _TWO_63 else v)  # type: ignore[operator]
         return None
     if real in (T.NEWDECIMAL, T.DECIMAL):
+        if modes.decimal == "precise":
+            return _precise_decimal  # type: ignore[return-value]
+        if modes.decimal == "double":
+            return _double_decimal  # type: ignore[return-value]
         return _decimal  # type: ignore[return-value]
     if real == T.FLOAT:
         return java_float  # type: ignore[return-value]
@@ -286,11 +409,14 @@ def value_encoder(col: Column, type_name: str | None = None) -> Callable[[object
     if real in (T.DATE, T.NEWDATE):
         fallback = "null" if nullable else "0"
         return lambda v: _epoch_day(v, fallback)
+    connect = modes.time_precision == "connect"
     if real in (T.TIME, T.TIME2):
+        if connect:
+            return _connect_time
         return lambda v: str((v.days * 86400 + v.seconds) * 1_000_000 + v.microseconds)  # type: ignore[attr-defined]
     if real in (T.DATETIME, T.DATETIME2):
         fallback = "null" if nullable else "0"
-        if (col.fsp or 0) <= 3:
+        if (col.fsp or 0) <= 3 or connect:
             return lambda v: str((v - _EPOCH_NAIVE) // _ONE_MS) if v.__class__ is dt.datetime else fallback
         return lambda v: str((v - _EPOCH_NAIVE) // _ONE_US) if v.__class__ is dt.datetime else fallback
     if real in (T.TIMESTAMP, T.TIMESTAMP2):
@@ -319,8 +445,18 @@ def value_encoder(col: Column, type_name: str | None = None) -> Callable[[object
     if type_name == "uuid" and real == T.STRING:
         return _uuid
     if _binary(col, type_name):
-        return lambda v: _b64(bytes(v)) if isinstance(v, bytes | bytearray) else _json_str(str(v))
+        write = _binary_writer(modes.binary)
+        return lambda v: write(bytes(v)) if isinstance(v, bytes | bytearray) else _json_str(str(v))
     return _text_value
+
+
+def _connect_time(v: object) -> str:
+    """Connect's ``Time`` of a TIME value: milliseconds of the day; a value outside 00:00:00-24:00:00 has none
+    (``Time.toMilliOfDay`` refuses it, and the connector's default ``event.converting.failure.handling.mode=warn``
+    writes ``null``)."""
+    assert isinstance(v, dt.timedelta)
+    us = (v.days * 86400 + v.seconds) * 1_000_000 + v.microseconds
+    return "null" if us < 0 or us > _US_PER_DAY else str(us // 1000)
 
 
 _BINARY_TYPES = frozenset({"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "long varbinary"})
@@ -341,7 +477,7 @@ def _binary(col: Column, type_name: str | None) -> bool:
 RowFn = Callable[["tuple[object, ...] | None"], str]
 
 
-def _row_function(info: TableInfo, present: Sequence[bool]) -> RowFn:
+def _row_function(info: TableInfo, present: Sequence[bool], modes: ValueModes) -> RowFn:
     """The generated writer of one image's JSON object for ``info``'s layout with ``present`` columns."""
     ddl = info.ddl.columns if info.ddl is not None else None
     env: dict[str, object] = {"_E": _E, "_text": _text_value, "_json_str": _json_str}
@@ -354,7 +490,7 @@ def _row_function(info: TableInfo, present: Sequence[bool]) -> RowFn:
         key = ("{" if first else ",") + _json_str(name) + ":"
         first = False
         env[f"_k{i}"] = key
-        enc = value_encoder(col, ddl[i].type_name if ddl is not None else None)
+        enc = value_encoder(col, ddl[i].type_name if ddl is not None else None, modes)
         if enc is None:
             expr = f"v{i}"
         elif enc is _text_value:
@@ -383,7 +519,8 @@ class DebeziumEncoder:
         self._head = f'"source":{{"version":{_json_str(__version__)},"connector":'
         self._name = _json_str(self.options.name)
         self._rows: dict[tuple[int, bytes], tuple[TableInfo, RowFn]] = {}
-        self.plans: PlanCache[JsonPlan] = PlanCache(lambda item, before, after: _json_plan(item, before, after))
+        modes = self.options.modes
+        self.plans: PlanCache[JsonPlan] = PlanCache(lambda item, before, after: _json_plan(item, before, after, modes))
         self.written = 0
         """Row changes :meth:`encode` has written."""
 
@@ -394,7 +531,7 @@ class DebeziumEncoder:
         if hit is None or hit[0] is not info:
             if len(self._rows) >= 4096:
                 self._rows.clear()
-            hit = self._rows[key] = (info, _row_function(info, present))
+            hit = self._rows[key] = (info, _row_function(info, present, self.options.modes))
         return hit[1]
 
     def _frame(self, kind: str, src: SourceInfo) -> tuple[str, str, str]:
@@ -500,16 +637,23 @@ else:
 _COMPILED_FIXED = frozenset({T.YEAR, T.BIT, T.DATE, T.NEWDATE, T.DATETIME2, T.TIMESTAMP2, T.TIME2, T.NEWDECIMAL})
 
 
-def _c_json_column(col: Column, type_name: str | None) -> tuple[int, int, int, int] | None:
-    """The compiled writer's plan of one column, as :func:`value_encoder` writes it; ``None`` for a type it does not
-    write (FLOAT, DOUBLE, ENUM, SET, JSON, spatial, UUID, VECTOR, text in charsets other than UTF-8, compressed
-    columns, the old temporal layouts: the Python writer does)."""
+_C_BINARY = {"bytes": 1, "base64": 1, "base64-url-safe": 2, "hex": 3}
+"""The compiled writer's ``p2`` of a binary string per ``binary.handling.mode`` (0 is text)."""
+
+
+def _c_json_column(col: Column, type_name: str | None, modes: ValueModes) -> tuple[int, int, int, int] | None:
+    """The compiled writer's plan of one column, as :func:`value_encoder` writes it in ``modes``; ``None`` for a type
+    it does not write (FLOAT, DOUBLE, DECIMAL as a double, ENUM, SET, JSON, spatial, UUID, VECTOR, text in charsets
+    other than UTF-8, compressed columns, the old temporal layouts: the Python writer does)."""
     assert _speedups is not None
     real = col.real_type_code
     size = INT_SIZES.get(real)
     if size is not None:
-        flag = 2 if real == T.TINY and type_name in ("bool", "boolean") else 1 if size == 8 and col.unsigned else 0
-        return (_speedups.K_INT, size, int(bool(col.unsigned)), flag)
+        if real == T.TINY and type_name in ("bool", "boolean"):
+            return (_speedups.K_INT, size, int(bool(col.unsigned)), 2)
+        if size == 8 and col.unsigned and modes.bigint_unsigned == "long":
+            return (_speedups.K_INT, size, 0, 0)  # read signed: Java's long
+        return (_speedups.K_INT, size, int(bool(col.unsigned)), 1 if size == 8 and col.unsigned else 0)
     not_null = int(not col.nullable)
     if real in _COMPILED_FIXED:
         kind, params = fixed_kinds(_speedups)[real]
@@ -518,6 +662,10 @@ def _c_json_column(col: Column, type_name: str | None) -> tuple[int, int, int, i
             return None  # no width logged: the Python writer takes it for BIT(1)
         if real in (T.DATETIME2, T.TIMESTAMP2) and p1 != (col.fsp or 0):
             return None
+        if real == T.NEWDECIMAL:  # p3: 1 Connect Decimal, 0 the text
+            return None if modes.decimal == "double" else (kind, p1, p2, int(modes.decimal == "precise"))
+        if real in (T.DATETIME2, T.TIME2):  # p2: 1 Connect's millisecond types
+            return (kind, p1, int(modes.time_precision == "connect"), not_null)
         return (kind, p1, p2, not_null)
     if real not in STRINGS or type_name == "uuid":
         return None
@@ -525,16 +673,16 @@ def _c_json_column(col: Column, type_name: str | None) -> tuple[int, int, int, i
     lb = length_bytes(col)
     if _binary(col, type_name):
         pad = col.length if col.charset == collations.BINARY and real == T.STRING and col.length else 0
-        return (_speedups.K_STRING, lb, 1, pad or 0)
+        return (_speedups.K_STRING, lb, _C_BINARY[modes.binary], pad or 0)
     if cs is None or cs in UTF8:  # UTF-8 text, or bytes read as UTF-8 (the Python path for what is not UTF-8)
         return (_speedups.K_STRING, lb, 0, 0)
     return None
 
 
-def _json_plan(item: RowsChange, before: bytes, after: bytes) -> JsonPlan | None:
+def _json_plan(item: RowsChange, before: bytes, after: bytes, modes: ValueModes) -> JsonPlan | None:
     """The compiled twin of :meth:`DebeziumEncoder.rows` for rows events of ``item``'s layout whose images hold the
-    columns ``before`` and ``after`` flag (``None`` where it does not write every column, or the extension is not
-    there)."""
+    columns ``before`` and ``after`` flag, in ``modes`` (``None`` where it does not write every column, or the
+    extension is not there)."""
     if JsonPlan is None:
         return None
     info, kind = item.table, item.kind
@@ -550,7 +698,7 @@ def _json_plan(item: RowsChange, before: bytes, after: bytes) -> JsonPlan | None
             if not here:
                 continue
             col = info.columns[i]
-            spec = _c_json_column(col, ddl[i].type_name if ddl is not None else None)
+            spec = _c_json_column(col, ddl[i].type_name if ddl is not None else None, modes)
             if spec is None:
                 return None
             key = ("{" if not fields else ",") + _upper_escapes(_json_str(info.names[i])) + ":"

@@ -52,7 +52,7 @@ from binlake.changes.stream import ChangeStream
 from binlake.errors import BinlogError, ReplicationError
 from binlake.events.base import Event
 from binlake.render import add_decode_arguments, decode_options
-from binlake.render.changes import add_debezium_arguments, debezium_encoder
+from binlake.render.changes import add_debezium_arguments, debezium_encoder, debezium_options
 from binlake.replication.position import Flavor, ResumePoint, StartAt, load_json, record_fields
 
 __all__ = ["TAIL_STATE_VERSION", "TailState", "add_tail_arguments", "load_state", "save_state", "tail_main"]
@@ -61,6 +61,7 @@ TAIL_STATE_VERSION = 1
 Format = Literal["text", "debezium"]
 By = Literal["position", "gtid"]
 _FIELDS = {"version", "format", "by", "output_offset", "resume"}
+_DEBEZIUM_FIELDS = _FIELDS | {"debezium"}
 
 log = logging.getLogger("binlake.tail")
 
@@ -70,13 +71,17 @@ class TailState:
     """What a restarted tail needs: ``resume``, the point after the last transaction delivered; ``by``, how to
     resume at it (``gtid`` for a tail started by ``--gtid``, else ``position``); ``format``, what the output holds;
     ``output_offset``, the length of ``--output``'s file holding exactly the transactions up to ``resume``
-    (``None``: the output is standard output).  No connection detail is kept (no host, user or password)."""
+    (``None``: the output is standard output); ``debezium``, how a ``debezium`` tail writes values (its
+    ``--debezium-option`` settings, :meth:`~binlake.render.changes.debezium.ValueModes.text`; a state written
+    before they were kept has none: its tail wrote :data:`~binlake.render.changes.debezium.LEGACY_MODES`).  No
+    connection detail is kept (no host, user or password)."""
 
     resume: ResumePoint
     by: By
     format: Format
     output_offset: int | None
     version: int = TAIL_STATE_VERSION
+    debezium: str | None = None
 
     def __post_init__(self) -> None:
         if self.version != TAIL_STATE_VERSION:
@@ -88,25 +93,29 @@ class TailState:
         off = self.output_offset
         if off is not None and (isinstance(off, bool) or not isinstance(off, int) or off < 0):
             raise ReplicationError(f"tail state: an output offset is a byte count, not {off!r}")
+        if self.debezium is not None and not isinstance(self.debezium, str):
+            raise ReplicationError(f"tail state: the Debezium settings are KEY=VALUE text, not {self.debezium!r}")
 
     def to_json(self) -> str:
-        return json.dumps(
-            {
-                "version": self.version,
-                "format": self.format,
-                "by": self.by,
-                "output_offset": self.output_offset,
-                "resume": self.resume.to_dict(),
-            },
-            separators=(",", ":"),
-        )
+        record: dict[str, object] = {
+            "version": self.version,
+            "format": self.format,
+            "by": self.by,
+            "output_offset": self.output_offset,
+            "resume": self.resume.to_dict(),
+        }
+        if self.debezium is not None:
+            record["debezium"] = self.debezium
+        return json.dumps(record, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str | bytes) -> TailState:
         """Read :meth:`to_json`'s output; anything else raises :class:`~binlake.errors.ReplicationError`."""
-        data = record_fields(load_json(text, "tail state"), _FIELDS, "tail state")
+        raw = load_json(text, "tail state")
+        fields = _DEBEZIUM_FIELDS if isinstance(raw, dict) and "debezium" in raw else _FIELDS
+        data = record_fields(raw, fields, "tail state")
         resume = ResumePoint.from_dict(data["resume"])
-        return cls(resume, data["by"], data["format"], data["output_offset"], data["version"])
+        return cls(resume, data["by"], data["format"], data["output_offset"], data["version"], data.get("debezium"))
 
 
 def load_state(path: Path) -> TailState | None:
@@ -323,13 +332,26 @@ def _start(args: argparse.Namespace, state: TailState | None) -> tuple[StartAt, 
     return (StartAt.oldest() if args.from_start else StartAt.current()), "position"
 
 
+def _debezium_settings(args: argparse.Namespace) -> str | None:
+    """What the state keeps of how a ``debezium`` tail writes values (``None`` for ``text``)."""
+    return debezium_options(args).modes.text() if args.format == "debezium" else None
+
+
 def _check_state(state: TailState, args: argparse.Namespace) -> None:
-    """A state belongs to one format and one kind of output: refuse to go on in another."""
+    """A state belongs to one format, one way of writing values and one kind of output: refuse to go on in
+    another (the output would mix two encodings)."""
+    from binlake.render.changes.debezium import LEGACY_MODES
+
     if state.format != args.format:
         raise ReplicationError(f"{args.state} is the state of a --format {state.format} tail, not {args.format}")
     if (state.output_offset is None) != (args.output is None):
         wrote = "standard output" if state.output_offset is None else "an --output file"
         raise ReplicationError(f"{args.state} is the state of a tail that wrote to {wrote}")
+    kept = (state.debezium or LEGACY_MODES.text()) if state.format == "debezium" else None
+    if kept != _debezium_settings(args):
+        raise ReplicationError(
+            f"{args.state} is the state of a tail that wrote {kept}: give --debezium-option {kept} to go on"
+        )
 
 
 def _log_to_stderr() -> None:
@@ -368,11 +390,12 @@ def tail_main(args: argparse.Namespace) -> int:
         print(f"binlake tail: {e}", file=sys.stderr)
         return 2
     fmt_name = cast(Format, args.format)
+    debezium = _debezium_settings(args)
 
     def save(point: ResumePoint) -> None:
         if args.state is not None:
             offset = out.offset if args.output is not None else None
-            save_state(args.state, TailState(point, by, fmt_name, offset))
+            save_state(args.state, TailState(point, by, fmt_name, offset, debezium=debezium))
 
     client = ReplicationClient(options, start, follow=follow, decode_options=decode)
     # a fresh state is written where the stream begins, before any transaction: a restart goes on from there

@@ -269,3 +269,9 @@ def test_the_tails_formats_count_the_row_changes_they_write() -> None:
     printed = Counter(insert=text.count("### INSERT INTO"), update=text.count("### UPDATE"))
     printed["delete"] = text.count("### DELETE FROM")
     assert printer.row_counts == printed == encoder.counts
+
+
+def test_the_readme_lists_every_figure_with_its_type() -> None:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    listed = dict(re.findall(r"^\| `(binlake_\w+)` \| (counter|gauge) \|", text, re.MULTILINE))
+    assert listed == {f.name: f.kind for f in FIGURES}

@@ -29,7 +29,8 @@ Example::
 
     watch = start_metrics(args, "tail", stages=("stream", "commit"))   # binds --metrics-port before the run
     try:
-        watch.poll_server(BinlogSizes(options))                        # the bytes lag
+        sizes = BinlogSizes(options)
+        watch.poll_server(sizes, sizes.close)                           # the bytes lag
         client = ReplicationClient(options, start, metrics=watch.metrics)
         ...
     finally:

@@ -17,7 +17,7 @@ import urllib.request
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import pytest
 from tests.replication.conftest import PASSWORD, ReplServer, batch, file_events
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.server
 OPS = {"c": "insert", "u": "update", "d": "delete"}
 
 
-def metrics_url(log: Path, proc: subprocess.Popen[bytes]) -> str:
+def metrics_url(log: Path, proc: subprocess.Popen[Any]) -> str:
     """The address the command says it serves its metrics at (``--metrics-port 0``: a free port)."""
     deadline = time.monotonic() + 60
     while True:

@@ -217,7 +217,7 @@ class Metrics:
 
     enabled = False
 
-    def event(self, timestamp: int, file: str | None, position: int) -> None:
+    def event(self, timestamp: int, file: str, position: int) -> None:
         """An event of the server's binlogs was read (its header's ``timestamp``); the stream is now at
         ``file``:``position``."""
 
@@ -248,8 +248,10 @@ NO_METRICS = Metrics()
 
 
 class Recorder(Metrics):
-    """Keeps the figures of one run of ``command`` (a name of :attr:`Figure.commands`) with lag ``stages``; the
-    methods may be called from any thread (the mirror's, the driver's, the HTTP server's).  ``clock``: Unix time."""
+    """Keeps the figures of one run of ``command`` (a name of :attr:`Figure.commands`) with lag ``stages``.
+    :meth:`event`, :meth:`caught_up` and :meth:`retry` come from the stream's one thread and take no lock (an event
+    costs about 0.2 µs); the rest may come from any thread (the driver's, the poll's, the HTTP server's).  ``clock``:
+    Unix time."""
 
     enabled = True
 
@@ -258,7 +260,7 @@ class Recorder(Metrics):
         self.stages = stages
         self._clock = clock
         self._lock = threading.Lock()
-        self._events = 0
+        self._events = 0  # events counted at commits (a file ingest's); a stream's are _read
         self._rows: Counter[str] = Counter(dict.fromkeys(OPS, 0))
         self._batches = self._retries = self._skips = 0
         self._last_commit: float | None = None
@@ -272,24 +274,19 @@ class Recorder(Metrics):
 
     # -- the interface -----------------------------------------------------------------------------------------
 
-    def event(self, timestamp: int, file: str | None, position: int) -> None:
-        with self._lock:
-            self._events += 1
-            self._read += 1
-            if timestamp:
-                self._read_ts = timestamp
-                if self._pending_ts is None:
-                    self._pending_ts = timestamp
-            if file is not None:
-                self._at = (file, position)
+    def event(self, timestamp: int, file: str, position: int) -> None:
+        self._read += 1
+        if timestamp:
+            self._read_ts = timestamp
+            if self._pending_ts is None:
+                self._pending_ts = timestamp
+        self._at = (file, position)
 
     def caught_up(self) -> None:
-        with self._lock:
-            self._caught = self._read
+        self._caught = self._read
 
     def retry(self) -> None:
-        with self._lock:
-            self._retries += 1
+        self._retries += 1
 
     def committed(
         self,
@@ -355,7 +352,7 @@ class Recorder(Metrics):
                 self.command,
                 now,
                 self.stages,
-                self._events,
+                self._read + self._events,
                 dict(self._rows),
                 self._batches,
                 self._retries,

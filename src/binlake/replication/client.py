@@ -253,7 +253,7 @@ class ReplicationClient:
                         self._file, self._position = ev.name, ev.position
                     elif ev.header.in_payload is None:
                         self._file, self._position = se.file, se.end
-                    metrics.event(ev.header.timestamp, self._file, self._position)
+                    metrics.event(ev.header.timestamp, self._file or se.file, self._position)
                 elif isinstance(ev, RotateEvent):
                     self._file, self._position = ev.name, ev.position
                 elif isinstance(ev, HeartbeatEvent) and (ev.log_file, ev.position) == (self._file, self._position):

@@ -32,6 +32,7 @@ from binlake.metrics import SERVER_POLL
 
 pytestmark = [pytest.mark.spark, pytest.mark.server]
 fresh_server, tls_files = replication.fresh_server, replication.tls_files  # the replication tests' fixtures
+REPO = Path(__file__).resolve().parents[2]
 INTERVAL = 12.0  # seconds between batches: two polls of the server's sizes fit between a batch and the next
 
 
@@ -82,3 +83,35 @@ def test_live_ingest_metrics(spark: Any, fresh_server: ReplServer, tmp_path: Pat
     text = log.read_text()
     assert proc.returncode == 0, text[-3000:]
     assert PASSWORD not in text
+
+
+def test_a_batch_behind_the_stream_reads_the_first_event_it_has_not_landed(tmp_path: Path) -> None:
+    """The commit stage's lag after a batch that ends before the stream: the age of the mirror's first event past the
+    batch's resume point (in the same file, or, at a file's end, the next file's first), read from the copy."""
+    from binlake.metrics import Recorder
+    from binlake.reader import header_table
+    from binlake.replication.position import ResumePoint
+    from binlake.spark.ingest import IngestResult
+    from binlake.spark.live import tell_batches
+    from binlake.storage import locate
+
+    example = (REPO / "examples" / "example-bin.000001").read_bytes()
+    table = header_table(REPO / "examples" / "example-bin.000001")
+    at = table.positions[7]
+    first, second = bytearray(example), bytearray(example)
+    first[at : at + 4] = (1_000_000_007).to_bytes(4, "little")  # (only the header's time is read)
+    second[4:8] = (1_000_000_004).to_bytes(4, "little")
+    mirror = tmp_path / "_binlogs"
+    mirror.mkdir()
+    (mirror / "b.000001").write_bytes(first)
+    (mirror / "b.000002").write_bytes(second)
+    for resume, ts in ((("b.000001", at), 1_000_000_007), (("b.000001", len(example)), 1_000_000_004)):
+        recorder = Recorder("ingest --host", ("stream", "commit"), clock=lambda: 1_000_000_100.0)
+        recorder.event(1_000_000_090, "b.000002", 600)  # the stream is past the batch
+        result = IngestResult(batches=1, resume=ResumePoint(*resume))
+        result.changes.update({"d/t insert": 3, "d/t update": 1})
+        tell_batches(recorder, result, locate(str(mirror)))
+        snap = recorder.snapshot()
+        assert snap.lag_seconds["commit"] == 1_000_000_100 - ts, resume
+        assert snap.lag_seconds["stream"] == 10.0
+        assert (snap.batches, snap.row_changes["insert"], snap.row_changes["update"], snap.events) == (1, 3, 1, 1)

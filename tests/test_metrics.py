@@ -213,6 +213,8 @@ def test_a_port_taken_or_an_address_not_ours_is_an_error_before_the_run() -> Non
     # 192.0.2.1 (TEST-NET-1) is never this machine's: nothing listens, nothing is sent
     with pytest.raises(MetricsError, match=re.escape("cannot listen on 192.0.2.1:0: ")):
         start_metrics(args("--metrics-port", "0", "--metrics-host", "192.0.2.1"), "mirror", stages=("stream",))
+    with pytest.raises(MetricsError, match="give --metrics-port too"):  # an option that would do nothing
+        start_metrics(args("--metrics-host", "::1", "--metrics-log", "5"), "tail")
     for bad in (["--metrics-port", "65536"], ["--metrics-port", "x"], ["--metrics-log", "0"]):
         with pytest.raises(SystemExit) as exit_:
             args(*bad)

@@ -78,6 +78,8 @@ Point = tuple[str, int]
 SERVER_POLL = 5.0
 """Seconds between two looks at the server's binlog sizes (``SHOW BINARY LOGS``) for the bytes lag."""
 OPS = ("insert", "update", "delete")
+LOCAL = "127.0.0.1"
+"""Where ``--metrics-port`` listens unless ``--metrics-host`` says otherwise."""
 _JOIN = 5.0  # seconds a closing run waits for each of its threads
 
 
@@ -377,15 +379,14 @@ def add_metrics_arguments(parser: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--metrics-host",
-        default="127.0.0.1",
         metavar="HOST",
-        help="the address --metrics-port listens on (default 127.0.0.1: this machine only)",
+        help=f"the address --metrics-port listens on (default {LOCAL}: this machine only)",
     )
     g.add_argument(
         "--metrics-log",
         type=_seconds,
         metavar="SECONDS",
-        help="write the same figures to stderr as one JSON line every SECONDS",
+        help="write the metrics to stderr as one JSON line every SECONDS",
     )
 
 
@@ -490,15 +491,17 @@ def start_metrics(args: argparse.Namespace, command: str, *, stages: tuple[Stage
     address not this machine's is a :class:`MetricsError`) and written every ``--metrics-log`` seconds."""
     port: int | None = args.metrics_port
     every: float | None = args.metrics_log
+    host: str = args.metrics_host or LOCAL
+    if port is None and args.metrics_host is not None:
+        raise MetricsError("--metrics-host says where --metrics-port listens: give --metrics-port too")
     if port is None and every is None:
         return MetricsRun()
     recorder = Recorder(command, stages)
     run = MetricsRun(recorder)
     if port is not None:
-        server, bound = _serve(recorder, args.metrics_host, port)
+        server, bound = _serve(recorder, host, port)
         run._closers.append(server.shutdown)
         run._closers.append(server.server_close)
-        host = args.metrics_host
         run.address = f"http://{f'[{host}]' if ':' in host else host}:{bound}/metrics"
         print(f"binlake {command.split()[0]}: metrics at {run.address}", file=sys.stderr, flush=True)
     if every is not None:

@@ -23,7 +23,7 @@ Where lag is measured (the README's "Metrics" section says the same to users):
   not committed yet; when every event read is committed, the stream's figure (0 on an idle server).  Bytes: the
   server's binlog bytes past the last commit's resume point.
 
-The figures, their names and labels are :data:`FIGURES` (the README's table is made from it).
+The figures, their names and labels are :data:`FIGURES` (the README's table lists the same; a test compares them).
 
 Example::
 

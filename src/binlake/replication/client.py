@@ -38,7 +38,8 @@ from collections.abc import Callable, Iterator
 from binlake.decoder import Decoder
 from binlake.errors import ConnectionLostError, ReplicationError
 from binlake.events.context import DecodeOptions
-from binlake.events.control import RotateEvent
+from binlake.events.control import HeartbeatEvent, RotateEvent
+from binlake.metrics import NO_METRICS, Metrics
 from binlake.replication.connection import ReplicationConnection, ServerInfo
 from binlake.replication.gtid import GtidTracker, MariaGtidPosition, encode_gtid_set, parse_gtid_set
 from binlake.replication.options import ConnectionOptions
@@ -56,7 +57,8 @@ class ReplicationClient:
     ``follow``: wait for new events at the server's end (else stop there: a non-blocking dump).  ``keep_raw``: the
     events' bytes ride along (``binlake mirror``).  ``track_gtid``: follow the GTID state (on a MariaDB position
     start this asks the server for the state at the start, ``BINLOG_GTID_POS``, which reads the file up to there).
-    ``connect`` and ``sleep`` are replaceable for tests.
+    ``metrics``: told of each event read, each heartbeat that finds the stream caught up and each reconnection
+    (:mod:`binlake.metrics`).  ``connect`` and ``sleep`` are replaceable for tests.
     """
 
     def __init__(
@@ -69,6 +71,7 @@ class ReplicationClient:
         track_gtid: bool = True,
         decode_options: DecodeOptions | None = None,
         decoder: Decoder | None = None,
+        metrics: Metrics = NO_METRICS,
         connect: Callable[[ConnectionOptions], ReplicationConnection] = ReplicationConnection,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
@@ -78,6 +81,7 @@ class ReplicationClient:
         self.options = options
         self.follow = follow
         self.track_gtid = track_gtid
+        self.metrics = metrics
         self.stream = ReplicationStream(decode_options, decoder=decoder, keep_raw=keep_raw)
         self.server: ServerInfo | None = None
         self._start = start
@@ -134,6 +138,7 @@ class ReplicationClient:
                         log.error("%s; giving up after %d attempts", e, attempt - 1)
                         raise
                     delay = self.options.retry.delay(attempt, self._rng)
+                    self.metrics.retry()
                     log.warning(
                         "%s; reconnecting in %.1f s (attempt %d%s) to go on at %s",
                         e,
@@ -221,7 +226,7 @@ class ReplicationClient:
         )
 
     def _pump(self) -> Iterator[StreamEvent]:
-        conn, stream = self._conn, self.stream
+        conn, stream, metrics = self._conn, self.stream, self.metrics
         assert conn is not None
         while True:
             stream.feed(conn.read(file=self._file, pos=self._position))
@@ -248,8 +253,11 @@ class ReplicationClient:
                         self._file, self._position = ev.name, ev.position
                     elif ev.header.in_payload is None:
                         self._file, self._position = se.file, se.end
+                    metrics.event(ev.header.timestamp, self._file or se.file, self._position)
                 elif isinstance(ev, RotateEvent):
                     self._file, self._position = ev.name, ev.position
+                elif isinstance(ev, HeartbeatEvent) and (ev.log_file, ev.position) == (self._file, self._position):
+                    metrics.caught_up()  # the server waits for new events where the stream is: nothing more to read
                 yield se
                 if se.ack:
                     conn.acknowledge(se.file, se.end)

@@ -53,7 +53,7 @@ from binlake.replication.protocol import (
     server_error,
 )
 
-__all__ = ["CHUNK", "ReplicationConnection", "ServerInfo", "binlog_status_statement"]
+__all__ = ["CHUNK", "BinlogSizes", "ReplicationConnection", "ServerInfo", "binlog_status_statement"]
 
 CHUNK = 1 << 18  # bytes asked of the socket per read
 
@@ -324,3 +324,34 @@ class ReplicationConnection:
         if conn is not None:
             with contextlib.suppress(Exception):
                 conn.close()
+
+
+class BinlogSizes:
+    """``SHOW BINARY LOGS`` on a connection of its own, each call: the server's binlogs and their sizes, oldest first
+    (the last one's size is where the server writes next).  The bytes lag of :mod:`binlake.metrics` polls it while
+    the replication connection streams.  The connection opens at the first call and again after a failure;
+    :meth:`close` ends it.  Needs REPLICATION CLIENT (MariaDB 10.5+: BINLOG MONITOR)."""
+
+    def __init__(self, options: ConnectionOptions) -> None:
+        self.options = options
+        self._conn: ReplicationConnection | None = None
+
+    def __call__(self) -> list[tuple[str, int]]:
+        if self._conn is None:
+            conn = ReplicationConnection(self.options)
+            try:
+                conn.open()
+            except BinlogError:
+                conn.close()
+                raise
+            self._conn = conn
+        try:
+            return self._conn.binary_logs()
+        except BinlogError:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()

@@ -56,8 +56,10 @@ from binlake.decoder import MAGIC
 from binlake.errors import BinlogError, ReplicationError
 from binlake.events.base import EventType
 from binlake.events.control import RotateEvent
+from binlake.metrics import NO_METRICS, Metrics, add_metrics_arguments, start_metrics
 from binlake.reader import header_table
 from binlake.replication.client import ReplicationClient
+from binlake.replication.connection import BinlogSizes
 from binlake.replication.options import ConnectionOptions, add_connection_arguments, connection_from_args
 from binlake.replication.position import StartAt, binlog_order
 from binlake.replication.stream import StreamEvent
@@ -261,7 +263,7 @@ class Mirror:
     """Copies a server's binlogs into ``directory`` (a local folder or an object-store URI); see the module
     docstring.  ``start`` says where an empty directory begins (``StartAt.oldest()`` or ``StartAt.at(file)``); a
     directory holding a mirror goes on after its last file, whatever ``start`` says.  ``follow``: keep copying as
-    the server writes (else stop at its end).
+    the server writes (else stop at its end).  ``metrics``: its replication client's (:mod:`binlake.metrics`).
 
     :meth:`run` copies; from another thread, :meth:`sync` makes every event copied so far durable and visible to
     readers of the directory, and :meth:`stop` ends the run."""
@@ -273,11 +275,13 @@ class Mirror:
         *,
         start: StartAt | None = None,
         follow: bool = False,
+        metrics: Metrics = NO_METRICS,
     ) -> None:
         self.directory = locate(directory)
         self.options = options
         self.start = start
         self.follow = follow
+        self.metrics = metrics
         self.stats = MirrorStats()
         self._copy_of: _Copy | None = None
         self._name: str | None = None
@@ -304,7 +308,9 @@ class Mirror:
     def run(self) -> MirrorStats:
         """Copy until the server's end (or, following, until stopped); return what was copied."""
         start = self._resume_start()
-        client = ReplicationClient(self.options, start, follow=self.follow, keep_raw=True, track_gtid=False)
+        client = ReplicationClient(
+            self.options, start, follow=self.follow, keep_raw=True, track_gtid=False, metrics=self.metrics
+        )
         with self._lock:
             self._client = client
             if self._stopped:
@@ -411,14 +417,22 @@ def add_mirror_arguments(parser: argparse.ArgumentParser) -> None:
         "--follow", action="store_true", help="keep copying as the server writes (else stop at its current end)"
     )
     add_connection_arguments(parser)
+    add_metrics_arguments(parser)
 
 
 def mirror_main(args: argparse.Namespace) -> int:
     """Run ``binlake mirror``: 0 when the copy reached the server's end (or was stopped), 2 on an error."""
     start = StartAt.oldest() if args.from_start else StartAt.at(args.from_file) if args.from_file else None
     try:
+        watch = start_metrics(args, "mirror", stages=("stream",))
+    except BinlogError as e:
+        print(f"binlake mirror: {e}", file=sys.stderr)
+        return 2
+    try:
         options = connection_from_args(args, follow=args.follow)
-        stats = Mirror(args.directory, options, start=start, follow=args.follow).run()
+        sizes = BinlogSizes(options)
+        watch.poll_server(sizes, sizes.close)
+        stats = Mirror(args.directory, options, start=start, follow=args.follow, metrics=watch.metrics).run()
     except KeyboardInterrupt:
         return 0
     except BinlogError as e:
@@ -427,6 +441,8 @@ def mirror_main(args: argparse.Namespace) -> int:
     except OSError as e:
         print(f"binlake mirror: {args.directory}: {e.strerror or e}", file=sys.stderr)
         return 2
+    finally:
+        watch.close()
     files = f" ({stats.first} .. {stats.last})" if stats.first else ""
     print(f"mirrored {stats.events} events, {stats.bytes} bytes into {args.directory}{files}")
     return 0

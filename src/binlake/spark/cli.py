@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from binlake.lake.lake import Lake
+    from binlake.metrics import Metrics, MetricsRun
     from binlake.replication.options import ConnectionOptions
     from binlake.replication.position import ResumePoint
     from binlake.spark.live import Snapshot
@@ -32,6 +33,7 @@ __all__ = ["add_ingest_arguments", "ingest_main"]
 def add_ingest_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``ingest`` command's arguments to ``parser`` (with the decoding options every subcommand shares:
     ``--verify-checksum``, ``--unknown-events``, ``--schema``, ``--key-file``/``--file-key-file``, ``--on-error``)."""
+    from binlake.metrics import add_metrics_arguments
     from binlake.render import add_decode_arguments
     from binlake.replication.options import add_connection_arguments
 
@@ -123,16 +125,26 @@ def add_ingest_arguments(parser: argparse.ArgumentParser) -> None:
         "--batch-mib", type=int, metavar="N", help="commit a batch as soon as N MiB were mirrored since the last one"
     )
     add_connection_arguments(parser, required=False)
+    add_metrics_arguments(parser)
 
 
 def ingest_main(args: argparse.Namespace) -> int:
     """Run the ingest described by ``args``; print the summary; 0 on success, 2 on a binlog error."""
+    from binlake.errors import BinlogError
+    from binlake.metrics import start_metrics
     from binlake.render import EXIT_ERROR
     from binlake.spark.session import build_context, finish_class_sharing, local_cores, resolved_master
 
     conflict = _conflicting_start(args)
     if conflict:  # (before Spark starts)
         print(f"binlake ingest: {conflict}", file=sys.stderr)
+        return EXIT_ERROR
+    try:  # (before Spark starts too: a port taken is said at once)
+        watch = start_metrics(
+            args, "ingest --host" if args.host else "ingest", stages=("stream", "commit") if args.host else ()
+        )
+    except BinlogError as e:
+        print(f"binlake ingest: {e}", file=sys.stderr)
         return EXIT_ERROR
     log = None if args.verbose else _jvm_log()
     keep_log = False
@@ -141,8 +153,8 @@ def ingest_main(args: argparse.Namespace) -> int:
         spark = starter.submit(build_context, args.master, jvm_log=log)
         try:
             if args.host is not None:
-                return _live(args, spark, local_cores(args.master))
-            return _ingest(args, spark, local_cores(args.master))
+                return _live(args, spark, local_cores(args.master), watch)
+            return _ingest(args, spark, local_cores(args.master), watch.metrics)
         except Exception as e:
             keep_log = True
             if spark.done() and spark.exception() is e:  # Java missing, a bad master URL, ...
@@ -152,6 +164,7 @@ def ingest_main(args: argparse.Namespace) -> int:
             print(f"binlake ingest: Spark failed{_see(log)}", file=sys.stderr)
             raise
         finally:
+            watch.close()
             if spark.exception() is None:  # (a JVM that failed to start has already raised, where it was needed)
                 finish_class_sharing(spark.result())
             if log is not None and not keep_log:
@@ -169,7 +182,7 @@ def _see(log: str | None) -> str:
     return "" if log is None else f" (Spark's own output: {log})"
 
 
-def _ingest(args: argparse.Namespace, spark: Future[Any], cores: int | None) -> int:
+def _ingest(args: argparse.Namespace, spark: Future[Any], cores: int | None, metrics: Metrics) -> int:
     from binlake.errors import BinlogError
     from binlake.render import EXIT_ERROR, decode_options, decryptor_of, error_line
     from binlake.spark.ingest import ingest, summary
@@ -187,15 +200,20 @@ def _ingest(args: argparse.Namespace, spark: Future[Any], cores: int | None) -> 
     except BinlogError as e:
         print(error_line(e), file=sys.stderr)
         return EXIT_ERROR
+    if result.batches and metrics.enabled:
+        from binlake.spark.live import tell_batches
+
+        tell_batches(metrics, result)
     print(summary(result))
     return 0
 
 
-def _live(args: argparse.Namespace, spark: Future[Any], cores: int | None) -> int:
+def _live(args: argparse.Namespace, spark: Future[Any], cores: int | None, watch: MetricsRun) -> int:
     import logging
 
     from binlake.errors import BinlogError
     from binlake.render import EXIT_ERROR, decode_options, decryptor_of, error_line
+    from binlake.replication.connection import BinlogSizes
     from binlake.replication.options import connection_from_args
     from binlake.replication.position import ResumePoint
     from binlake.spark.ingest import IngestResult, summary
@@ -224,13 +242,16 @@ def _live(args: argparse.Namespace, spark: Future[Any], cores: int | None) -> in
             file, _, pos = args.from_point.partition(":")
             start = ResumePoint(file, int(pos) if pos else 4)
         options = connection_from_args(args, follow=args.follow)
+        sizes = BinlogSizes(options)
+        watch.poll_server(sizes, sizes.close)
         read = ReadSpec(decode_options(args), decryptor_of(args), args.on_error)
         first, again = _snapshots(args, spark, progress)
         result = live_ingest(spark, options, args.lake, start=start, from_start=args.from_start, snapshot=first,
                              snapshot_again=again, follow=args.follow,
                              interval=args.interval, batch_bytes=args.batch_mib << 20 if args.batch_mib else None,
                              split_bytes=args.split_mb << 20, progress=progress, read=read, cores=cores,
-                             wait=args.wait, lease_seconds=args.lease_seconds, on_batch=batch_done)  # fmt: skip
+                             wait=args.wait, lease_seconds=args.lease_seconds, on_batch=batch_done,
+                             metrics=watch.metrics)  # fmt: skip
     except KeyboardInterrupt:
         return 0
     except ValueError as e:

@@ -44,6 +44,7 @@ from typing import Any
 
 from binlake.errors import BinlogError, ReplicationError
 from binlake.lake.lake import Lake
+from binlake.metrics import NO_METRICS, Metrics
 from binlake.replication.mirror import Mirror, mirror_files
 from binlake.replication.options import ConnectionOptions
 from binlake.replication.position import ResumePoint, StartAt
@@ -53,7 +54,7 @@ from binlake.spark.progress import Progress
 from binlake.spark.statements import ReadSpec
 from binlake.storage import Location
 
-__all__ = ["BINLOGS_DIR", "DEFAULT_INTERVAL", "LiveResult", "Snapshot", "binlogs_of", "live_ingest"]
+__all__ = ["BINLOGS_DIR", "DEFAULT_INTERVAL", "LiveResult", "Snapshot", "binlogs_of", "live_ingest", "tell_batches"]
 
 BINLOGS_DIR = "_binlogs"
 """The folder of the lake the mirror writes the server's binlog files to."""
@@ -114,6 +115,7 @@ def live_ingest(
     lease_seconds: float = 60.0,
     on_batch: Callable[[IngestResult], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    metrics: Metrics = NO_METRICS,
 ) -> LiveResult:
     """Mirror the server of ``options`` into ``lake`` and land its changes; see the module docstring.
 
@@ -123,7 +125,8 @@ def live_ingest(
     snapshotted again, the stream then going on from the lake's resume point); an empty lake given it is an error.
     ``interval`` and ``batch_bytes``: when a following run
     commits a batch.  ``on_batch``: called after each batch with what it did.  ``should_stop``: asked between
-    batches (a following run ends after the batch in which it became true).  The rest is :func:`ingest`'s.
+    batches (a following run ends after the batch in which it became true).  ``metrics``: told of the mirror's
+    events and reconnections and of each batch committed (:mod:`binlake.metrics`).  The rest is :func:`ingest`'s.
     """
     lake = lake if isinstance(lake, Lake) else Lake(lake)
     progress = progress or Progress(spark)
@@ -141,7 +144,7 @@ def live_ingest(
         point = _start_point(lake, options, start, from_start, snapshot)
         binlogs = binlogs_of(lake)
         first = StartAt.oldest() if point is None else StartAt.at(point.file)
-        mirror = Mirror(binlogs, options, start=first, follow=follow)
+        mirror = Mirror(binlogs, options, start=first, follow=follow, metrics=metrics)
         failed: list[BaseException] = []  # the mirror thread's error, at most one
 
         def copy() -> None:
@@ -165,6 +168,8 @@ def live_ingest(
                 r = ingest_held(spark, files, lake, split_bytes=split_bytes, progress=progress, read=read, cores=cores,
                                 start=point)  # fmt: skip
                 result.add(r)
+                if r.batches:
+                    tell_batches(metrics, r, binlogs)
                 if on_batch is not None:
                     on_batch(r)
                 if finished or (should_stop is not None and should_stop()):
@@ -176,6 +181,43 @@ def live_ingest(
         raise failed[0]
     result.seconds = time.monotonic() - t0
     return result
+
+
+def tell_batches(metrics: Metrics, r: IngestResult, binlogs: Location | None = None) -> None:
+    """Tell ``metrics`` of the batches ``r`` committed: their row changes per operation, skips, and (a live ingest,
+    whose mirror copies into ``binlogs``) the point the lake reached; a file ingest's events are counted here, a
+    live ingest's by the mirror's replication client as it reads them."""
+    rows: Counter[str] = Counter()
+    for key, n in r.changes.items():  # "db/table op"
+        rows[key.rpartition(" ")[2]] += n
+    resume = r.resume if binlogs is not None else None
+    point = (resume.file, resume.position) if resume is not None else None
+    pending = None if resume is None or binlogs is None else lambda: _event_time(binlogs, resume)
+    events = 0 if binlogs is not None else r.events
+    metrics.committed(point, rows=rows, events=events, batches=r.batches, skips=len(r.skips), pending=pending)
+
+
+def _event_time(binlogs: Location, point: ResumePoint) -> int | None:
+    """The timestamp of the first event of the mirror's copy at or after ``point`` (the first one a batch ending
+    there has not landed): the header's first 4 bytes at ``point``, or at position 4 of the next file where
+    ``point`` is the end of its file; ``None`` where the copy holds no such event yet."""
+    ts = _timestamp_at(binlogs / point.file, point.position)
+    if ts is None:
+        names = [f.name for f in mirror_files(binlogs)]
+        if point.file in names[:-1]:
+            ts = _timestamp_at(binlogs / names[names.index(point.file) + 1], 4)
+    return ts
+
+
+def _timestamp_at(loc: Location, position: int) -> int | None:
+    """The timestamp field of an event header at ``position`` of ``loc`` (``None``: the file ends before it)."""
+    try:
+        with loc.open_input() as f:
+            f.seek(position)
+            head = bytes(f.read(4))
+    except OSError:
+        return None
+    return int.from_bytes(head, "little") if len(head) == 4 else None
 
 
 def _start_point(

@@ -74,6 +74,7 @@ import struct
 import time
 import uuid
 from binascii import b2a_base64
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -521,8 +522,8 @@ class DebeziumEncoder:
         self._rows: dict[tuple[int, bytes], tuple[TableInfo, RowFn]] = {}
         modes = self.options.modes
         self.plans: PlanCache[JsonPlan] = PlanCache(lambda item, before, after: _json_plan(item, before, after, modes))
-        self.written = 0
-        """Row changes :meth:`encode` has written."""
+        self.counts: Counter[str] = Counter()
+        """Row changes :meth:`encode` has written, per operation (``insert``, ``update``, ``delete``)."""
 
     def _writer(self, info: TableInfo, image: tuple[object, ...]) -> RowFn:
         present = tuple(v is not ABSENT for v in image)
@@ -618,13 +619,19 @@ class DebeziumEncoder:
                 if done is not None:
                     out.append(done[0])
                     orders.add(src, done[1])
+                    self.counts[item.kind] += done[1]
                     continue
             changes = _whole(item)
             lines = self.rows(item.table, item.kind, changes, src, txn_id, (total, mine))
             out.append("".join(lines).encode("utf-8", "surrogateescape"))
             orders.add(src, len(changes))
-        self.written += orders.total
+            self.counts[item.kind] += len(changes)
         return b"".join(out)
+
+    @property
+    def written(self) -> int:
+        """Row changes :meth:`encode` has written."""
+        return self.counts.total()
 
 
 # -- the compiled writer (binlake._speedups.JsonPlan) -----------------------------------------------------------------

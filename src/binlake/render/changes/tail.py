@@ -40,6 +40,7 @@ import json
 import logging
 import os
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +52,7 @@ from binlake.changes.sources import EventSource, Located, ServerSource
 from binlake.changes.stream import ChangeStream
 from binlake.errors import BinlogError, ReplicationError
 from binlake.events.base import Event
+from binlake.metrics import add_metrics_arguments, start_metrics
 from binlake.render import add_decode_arguments, decode_options
 from binlake.render.changes import add_debezium_arguments, debezium_encoder, debezium_options
 from binlake.replication.position import Flavor, ResumePoint, StartAt, load_json, record_fields
@@ -262,6 +264,10 @@ class _Text:
             self.printer.feed(ev)
         return self._drain()
 
+    def row_counts(self) -> Counter[str]:
+        """Row changes printed so far, per operation."""
+        return self.printer.row_counts
+
     def finish(self) -> bytes:
         for ev in self.source.take():
             self.printer.feed(ev)
@@ -280,6 +286,10 @@ class _Debezium:
 
     def transaction(self, trx: Transaction) -> bytes:
         return self.encoder.encode(trx)
+
+    def row_counts(self) -> Counter[str]:
+        """Row changes written so far, per operation."""
+        return self.encoder.counts
 
     def finish(self) -> bytes:
         return b""
@@ -320,6 +330,7 @@ def add_tail_arguments(parser: argparse.ArgumentParser) -> None:
     add_filter_arguments(parser, positions=False)
     add_decode_arguments(parser, on_error=False)
     add_connection_arguments(parser)
+    add_metrics_arguments(parser)
 
 
 def _start(args: argparse.Namespace, state: TailState | None) -> tuple[StartAt, By]:
@@ -367,10 +378,16 @@ def tail_main(args: argparse.Namespace) -> int:
     """Run ``binlake tail``: 0 at the server's end (``--no-follow``) or on Ctrl-C, 1 when reading fails, 2 for bad
     arguments."""
     from binlake.replication.client import ReplicationClient
+    from binlake.replication.connection import BinlogSizes
     from binlake.replication.options import connection_from_args
 
     _log_to_stderr()
     follow = not args.no_follow
+    try:
+        watch = start_metrics(args, "tail", stages=("stream", "commit"))  # before the run: a port taken is said now
+    except BinlogError as e:
+        print(f"binlake tail: {e}", file=sys.stderr)
+        return 2
     try:
         if args.key_file is not None:
             raise BinlogError("a server sends its binlogs decrypted: --key-file reads files")
@@ -382,11 +399,13 @@ def tail_main(args: argparse.Namespace) -> int:
         decode = decode_options(args)
         options = connection_from_args(args, follow=follow)
     except (BinlogError, ValueError) as e:
+        watch.close()
         print(f"binlake tail: {e}", file=sys.stderr)
         return 2
     try:
         out = _Output(args.output, state.output_offset if state is not None else None)
     except (BinlogError, OSError) as e:
+        watch.close()
         print(f"binlake tail: {e}", file=sys.stderr)
         return 2
     fmt_name = cast(Format, args.format)
@@ -397,7 +416,10 @@ def tail_main(args: argparse.Namespace) -> int:
             offset = out.offset if args.output is not None else None
             save_state(args.state, TailState(point, by, fmt_name, offset, debezium=debezium))
 
-    client = ReplicationClient(options, start, follow=follow, decode_options=decode)
+    sizes = BinlogSizes(options)
+    watch.poll_server(sizes, sizes.close)
+    metrics = watch.metrics
+    client = ReplicationClient(options, start, follow=follow, decode_options=decode, metrics=metrics)
     # a fresh state is written where the stream begins, before any transaction: a restart goes on from there
     source: EventSource = ServerSource(client, on_start=save if state is None else None)
     fmt: _Text | _Debezium
@@ -408,6 +430,7 @@ def tail_main(args: argparse.Namespace) -> int:
         fmt = _Debezium(args)
     stream = ChangeStream(source, change_filter)
     status = 0
+    counted: Counter[str] = Counter()  # the row changes the metrics were told of
     try:
         if out.offset == 0:
             out.deliver(fmt.begin())
@@ -415,6 +438,10 @@ def tail_main(args: argparse.Namespace) -> int:
             out.deliver(fmt.transaction(trx))
             assert trx.resume is not None  # a server source knows where it is after an event
             save(trx.resume)
+            if metrics.enabled:
+                rows = fmt.row_counts()
+                metrics.committed((trx.resume.file, trx.resume.position), rows=rows - counted)
+                counted = rows.copy()
         out.deliver(fmt.finish())  # not in the state: a restart cuts it off and goes on after the last transaction
     except KeyboardInterrupt:
         pass
@@ -427,6 +454,7 @@ def tail_main(args: argparse.Namespace) -> int:
     finally:
         client.close()
         out.close()
+        watch.close()
         if stream.dropped:
             print(
                 f"binlake tail: {stream.dropped} transaction(s) left out: not whole in what was read "

@@ -22,6 +22,7 @@ Example::
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -81,6 +82,7 @@ class TextPrinter:
     _tail: list[str] = field(default_factory=list)  # tail_cache: the rows text of the statement so far
     _annotate: list[str] | None = None  # a kept ANNOTATE_ROWS (printed with the next table map)
     _row_count: int = 0
+    row_counts: Counter[str] = field(default_factory=Counter)  # row changes printed, per operation (the tail's metrics)
     _ignored: set[int] = field(default_factory=set)  # table ids whose maps --database/--table filter out
     _stmt: list[RowsEvent] = field(default_factory=list)  # --flashback: rows events of the current statement
     _undo: list[str] = field(default_factory=list)  # --flashback: each buffered event's text, printed reversed

@@ -209,6 +209,7 @@ def _compiled_text(printer: TextPrinter, ev: RowsEvent, tm: TableMapEvent) -> bo
         return False
     printer._tail.append(done[0])
     printer._row_count += done[1]
+    printer.row_counts[ev.kind] += done[1]
     return True
 
 
@@ -217,6 +218,7 @@ def _changes_text(printer: TextPrinter, tm: TableMapEvent, kind: str, changes: S
     table = f"{backtick(tm.schema)}.{backtick(tm.table)}"
     if kind == "insert" and not changes:
         printer._row_count += 1
+        printer.row_counts[kind] += 1
         tail.append(f"### INSERT INTO {table} VALUES ()\n")
         return
     if not changes:
@@ -237,6 +239,7 @@ def _changes_text(printer: TextPrinter, tm: TableMapEvent, kind: str, changes: S
         cached = (tm.columns, _RowsText(tm.columns, kind, present))
         printer._texts[key] = cached
     printer._row_count += len(changes)
+    printer.row_counts[kind] += len(changes)
     cached[1].text(changes, tail.append, f"### {_SQL[kind][0]} {table}\n")
 
 

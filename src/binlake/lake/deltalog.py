@@ -119,7 +119,8 @@ class Snapshot:
         p = self.protocol
         reader = set(p.get("readerFeatures") or ())
         writer = set(p.get("writerFeatures") or ())
-        reader.update(f for v, names in _LEGACY_READER if int(p["minReaderVersion"]) >= v for f in names)
+        if int(p["minReaderVersion"]) < 3:
+            reader.update(f for v, names in _LEGACY_READER if int(p["minReaderVersion"]) >= v for f in names)
         if int(p["minWriterVersion"]) < 7:
             writer.update(f for v, names in _LEGACY_WRITER if int(p["minWriterVersion"]) >= v for f in names)
         return frozenset(reader), frozenset(writer)

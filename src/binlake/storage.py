@@ -29,6 +29,7 @@ import os
 import threading
 import time
 import urllib.parse
+import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
@@ -196,7 +197,8 @@ class Location:
         """
         if self.is_local:
             os.makedirs(os.path.dirname(self.uri), exist_ok=True)
-            tmp = f"{self.uri}.tmp{os.getpid()}-{threading.get_ident()}"
+            # a hidden name no reader listing the folder takes for the file's (a Delta log's ``N.json``)
+            tmp = os.path.join(os.path.dirname(self.uri), f".{self.name}.{uuid.uuid4().hex}.tmp")
             try:
                 with open(tmp, "wb") as f:
                     f.write(data)

@@ -23,7 +23,7 @@ import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
 from binlake.lake import Lake, LeaseLost, deltalog
-from binlake.lake.delta import read_table, write_parquet
+from binlake.lake.delta import commit_files, read_table, write_parquet
 from binlake.lake.records import LakeFormatError
 from binlake.lake.show import show_table
 from binlake.storage import Location, StorageError, locate
@@ -304,6 +304,24 @@ def test_delta_rs_checkpoints_keep_dvs_and_time_travel(tmp_path: Path) -> None:
     _same(_ids(loc), [*expected, 9000])
     with pytest.raises(StorageError, match="no longer in its log"):
         read_table(loc, 2)
+
+
+def test_the_ingest_s_delta_rs_appends_keep_the_dvs(tmp_path: Path) -> None:
+    """The ingest still appends plain files with delta-rs (``create_write_transaction``; a new column by
+    ``alter.add_columns``): to a table with DVs, they keep its protocol and its DVs."""
+    loc = locate(str(tmp_path))
+    files = _table(loc)
+    _delete(loc, 1, {files[0]: list(range(0, 1000, 2))})
+    before = DeltaTable(str(tmp_path)).protocol()
+    data = pa.table({"id": pa.array([4000], pa.int64()), "z": ["new"]})
+    assert commit_files(loc, write_parquet(data, loc, ""), data.schema, batch=2)
+    dt = DeltaTable(str(tmp_path))
+    after = dt.protocol()
+    assert dt.version() == 4  # a commit adding the column, then the files
+    assert (after.min_reader_version, after.min_writer_version) == (before.min_reader_version, 7)
+    assert sorted(after.reader_features or []) == ["deletionVectors"]
+    assert sorted(after.writer_features or []) == sorted(before.writer_features or [])
+    _same(_ids(loc), sorted({*range(1, 1000, 2), *range(1000, 2000), 4000}))
 
 
 def test_delta_rs_vacuum_and_compaction_with_dvs(tmp_path: Path) -> None:

@@ -38,6 +38,7 @@ from binlake.lake.records import (
 )
 from binlake.replication.position import ResumePoint
 from binlake.storage import locate
+from binlake.testing import readers
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -306,18 +307,4 @@ def test_readers_see_only_committed_batches(root: str) -> None:
 
 
 def _other_readers(loc: Any) -> dict[str, int]:
-    out: dict[str, int] = {}
-    try:
-        import polars as pl
-    except ImportError:
-        pass
-    else:
-        out["polars"] = pl.read_delta(loc.delta_uri, storage_options=loc.delta_options() or None).height
-    try:
-        import duckdb
-    except ImportError:
-        pass
-    else:
-        if loc.is_local:
-            out["duckdb"] = duckdb.sql(f"SELECT count(*) FROM delta_scan('{loc.uri}')").fetchone()[0]
-    return out
+    return {r: readers.read_with(r, loc).num_rows for r in readers.available() if loc.is_local or r != "duckdb"}

@@ -23,11 +23,13 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
 import time
 import urllib.parse
+import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
@@ -184,6 +186,41 @@ class Location:
 
         _call(self, lambda: _retrying(self, put))
 
+    def create_bytes(self, data: bytes) -> bool:
+        """Write ``data`` as this file only if there is none yet, atomically: whether it wrote (``False``: the file
+        was there, left as it was).  Of writers racing to create one file exactly one succeeds where the store can
+        say so: a local disk links a fully written file into place (``link`` never replaces), S3 takes a
+        conditional PUT (``If-None-Match: *``, which pyarrow's S3 client cannot send: botocore sends it, with the
+        same credential chain and ``AWS_ENDPOINT_URL``).  Other stores (GCS, Azure, HDFS, fsspec) are asked whether
+        the file exists, then written: the caller must be the only writer (the lake's writer lease, checked just
+        before).
+        """
+        if self.is_local:
+            os.makedirs(os.path.dirname(self.uri), exist_ok=True)
+            # a hidden name no reader listing the folder takes for the file's (a Delta log's ``N.json``)
+            tmp = os.path.join(os.path.dirname(self.uri), f".{self.name}.{uuid.uuid4().hex}.tmp")
+            try:
+                with open(tmp, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                try:
+                    os.link(tmp, self.uri)
+                except FileExistsError:
+                    return False
+            except OSError as e:
+                raise StorageError(f"storage error: {e}", file=self.uri) from e
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
+            return True
+        if self.scheme in ("s3", "s3a"):
+            return _s3_create(self, data)
+        if self.exists():
+            return False
+        self.write_bytes(data)
+        return True
+
     def open_input(self) -> Any:
         """A seekable binary file (pyarrow ``RandomAccessFile``) reading this location."""
         return _call(self, lambda: self.fs.open_input_file(self.path))
@@ -255,6 +292,52 @@ def _retrying(loc: Location, put: Any) -> None:
             delay = min(0.2 * 2 ** (attempt - 1), 2.0)
             _log.warning("%s: the store failed a write (%s); retry %d in %.1f s", loc.uri, e, attempt, delay)
             time.sleep(delay)
+
+
+_S3_CLIENTS: dict[str, Any] = {}  # per process: botocore clients are thread-safe
+
+
+def _s3_create(loc: Location, data: bytes) -> bool:
+    """:meth:`Location.create_bytes` on S3: a PUT with ``If-None-Match: *`` (AWS since August 2024, MinIO, moto;
+    a store that ignores the header overwrites, as for delta-rs' own commits there).  412 (the object exists) and
+    409 (a conditional PUT of the same key in flight) mean another writer got there first, unless an earlier try
+    of this one failed after all and the object holds ``data``."""
+    try:
+        import botocore.session
+        from botocore.exceptions import BotoCoreError, ClientError
+    except ImportError:
+        raise StorageError(
+            "conditional writes to S3 need botocore (pip install 'binlake[spark]')", file=loc.uri
+        ) from None
+    bucket, _, key = loc.uri.split("://", 1)[1].partition("/")
+    with _LOCK:
+        client = _S3_CLIENTS.get("s3")
+        if client is None:
+            region = os.environ.get("AWS_REGION") or None  # else botocore's own: AWS_DEFAULT_REGION, the profile
+            client = _S3_CLIENTS["s3"] = botocore.session.get_session().create_client("s3", region_name=region)
+
+    tries: list[int] = []
+
+    def put() -> bool:
+        tries.append(1)
+        try:
+            client.put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
+        except ClientError as e:
+            status = e.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if status in (409, 412):
+                # after a failed try, the object there may be this very write: that try's PUT landed
+                return len(tries) > 1 and loc.read_bytes() == data
+            code = e.response.get("Error", {}).get("Code", "")
+            if status in (500, 503) or code in ("InternalError", "SlowDown", "ServiceUnavailable"):
+                raise OSError(f"Status Code: {status}: {code}") from None  # transient: _retrying tries again
+            raise StorageError(f"storage error: {code or status}: {e}", file=loc.uri) from None
+        except BotoCoreError as e:
+            raise StorageError(f"storage error: {e}", file=loc.uri) from None
+        return True
+
+    written: list[bool] = []
+    _call(loc, lambda: _retrying(loc, lambda: written.append(put())))
+    return written[0]
 
 
 _FILESYSTEMS: dict[tuple[str, str], tuple[Any, str]] = {}  # (scheme, netloc) -> (filesystem, its root path)

@@ -11,6 +11,8 @@ Spark (:mod:`binlake.spark`) decodes binlogs into the files a :class:`Lake` comm
 ``tables``          the lake's own tables and the META columns of every change table
 ``records``         the typed, versioned records: batch manifests, completion marks, task reports, splits
 ``delta``           Delta commits with ``deltalake``, each carrying its batch as an application transaction
+``deltalog``        binlake's own Delta log: snapshots replayed, commits delta-rs cannot make, files read with DVs
+``dv``              deletion vectors: RoaringBitmapArray, Z85, DV files and descriptors
 ``current``         the current-state merge (pyarrow): change rows in binlog order, emptying and renaming statements
 ``lease``           one writer at a time, on object stores too: a lease renewed by conditional Delta commits
 ``show``            ``binlake tables LAKE [TABLE]``

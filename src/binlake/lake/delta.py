@@ -22,6 +22,7 @@ import json
 import os
 import time
 import uuid
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
@@ -31,6 +32,8 @@ from deltalake import DeltaTable, Field, Schema
 from deltalake.exceptions import DeltaError
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction, create_table_with_add_actions
 
+from binlake.lake import deltalog
+from binlake.lake.deltalog import delta_table
 from binlake.lake.records import DataFile
 from binlake.storage import Location
 
@@ -51,11 +54,6 @@ __all__ = [
 
 APP_ID = "binlake-ingest"
 XA_APP_ID = "binlake-xa"  # the later XA COMMIT/ROLLBACK updates of change rows: a batch's second kind of commit
-
-
-def delta_table(loc: Location, version: int | None = None) -> DeltaTable:
-    """The Delta table at ``loc`` (as of ``version``), with the storage options of its location."""
-    return DeltaTable(loc.delta_uri, version=version, storage_options=loc.delta_options())
 
 
 def is_table(loc: Location) -> bool:
@@ -243,11 +241,24 @@ def read_table_before(loc: Location, batch: int) -> pa.Table | None:
     version = delta_table(loc).version()
     while version >= 0 and (delta_table(loc, version).transaction_version(APP_ID) or -1) >= batch:
         version -= 1
-    return delta_table(loc, version).to_pyarrow_table() if version >= 0 else None
+    return read_table(loc, version) if version >= 0 else None
 
 
-def read_table(loc: Location) -> pa.Table | None:
-    """The current content of a Delta table (through its log: never the folder's files), or ``None``."""
-    if not is_table(loc):
+def read_table(loc: Location, version: int | None = None, columns: Sequence[str] | None = None) -> pa.Table | None:
+    """The content of the Delta table at ``loc`` (as of ``version``; only ``columns``), or ``None`` when there is
+    none.  Through its log, never the folder's files, with each data file's deletion vector applied
+    (:func:`binlake.lake.deltalog.scan_file`: deltalake's ``to_pyarrow_table`` refuses a table that has them), the
+    files read side by side in threads."""
+    snap = deltalog.read_snapshot(loc, version)
+    if snap is None:
         return None
-    return delta_table(loc).to_pyarrow_table()
+    snap.check(write=False)
+    schema = snap.schema
+
+    def one(path: str) -> list[pa.RecordBatch]:
+        return list(deltalog.scan_file(loc, path, schema, snap.deletion_vector(path), columns))
+
+    with ThreadPoolExecutor(max(1, min(8, len(snap.files)))) as pool:
+        batches = [b for part in pool.map(one, snap.files) for b in part]
+    wanted = pa.schema([schema.field(c) for c in columns]) if columns is not None else schema
+    return pa.Table.from_batches(batches, schema=wanted)

@@ -36,7 +36,7 @@ from typing import Any, Literal
 import pyarrow as pa
 
 from binlake.errors import BinlogError
-from binlake.lake import delta
+from binlake.lake import delta, deltalog
 from binlake.lake.lease import LeaseLost, WriterLease
 from binlake.lake.names import decode_name
 from binlake.lake.records import BatchDone, BatchManifest, DataFile
@@ -233,10 +233,12 @@ class Lake:
 
 
 def _describe(name: str, kind: str, loc: Location) -> LakeTable:
-    dt = delta.delta_table(loc)
-    adds = pa.table(dt.get_add_actions(flatten=True))
-    rows = sum(n for n in adds["num_records"].to_pylist() if n is not None) if adds.num_rows else 0
-    return LakeTable(name, kind, loc, rows, len(dt.schema().fields))
+    """The table at ``loc``: its rows are each file's records less those its deletion vector deletes."""
+    snap = deltalog.read_snapshot(loc)
+    if snap is None:
+        raise BinlogError("no Delta table here", file=loc.uri)
+    rows = sum(snap.live_records(path) for path in snap.files)
+    return LakeTable(name, kind, loc, rows, len(snap.schema))
 
 
 def _source_name(db_dir: str, table_dir: str) -> str:

@@ -2,8 +2,9 @@
 to (:mod:`binlake.storage`), with no Delta or Hadoop object-store jars on the cluster.
 
 Partitions are the table's files as its Delta log lists them (a partition per ~128 MiB of Parquet), read in the
-executors through ``pyarrow.fs`` with the credentials of their own environment; files written before a column
-was added (ALTER TABLE upstream) read with that column null, as Delta readers do.  Only committed data is read:
+executors through ``pyarrow.fs`` with the credentials of their own environment, each file's deletion vector applied
+there; files written before a column was added (ALTER TABLE upstream) read with that column null, as Delta readers
+do.  Only committed data is read:
 never the folder's files, which may include ones a crashed batch wrote and no commit references.
 
 Example::
@@ -19,12 +20,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from binlake.lake import Lake
-from binlake.lake.delta import delta_table, is_table
+from binlake.lake.delta import is_table
+from binlake.lake.deltalog import read_snapshot, scan_file
+from binlake.lake.dv import DeletionVector
 from binlake.storage import Location, locate
 
 __all__ = ["LakeDataSource"]
@@ -33,9 +35,10 @@ PARTITION_BYTES = 128 << 20
 
 
 class _Files(InputPartition):
-    """Files of one Delta table read by one task (their paths relative to the table: a URI or a local path)."""
+    """Files of one Delta table read by one task: each file's path as the log has it (relative to the table, or
+    absolute) and its deletion vector descriptor (``None`` without)."""
 
-    def __init__(self, index: int, table: str, files: list[str]) -> None:
+    def __init__(self, index: int, table: str, files: list[tuple[str, dict[str, Any] | None]]) -> None:
         super().__init__(index)
         self.table, self.files = table, files
 
@@ -58,35 +61,25 @@ class _Reader(DataSourceReader):
         self.table, self.arrow_schema = table, schema
 
     def partitions(self) -> list[InputPartition]:
-        adds = pa.table(delta_table(self.table).get_add_actions(flatten=True)).to_pylist()
-        groups: list[list[str]] = []
+        snap = read_snapshot(self.table)
+        assert snap is not None
+        groups: list[list[tuple[str, dict[str, Any] | None]]] = []
         size = PARTITION_BYTES
-        for a in sorted(adds, key=lambda a: str(a["path"])):
+        for path, add in sorted(snap.files.items()):
             if size >= PARTITION_BYTES:
                 groups.append([])
                 size = 0
-            groups[-1].append(str(a["path"]))
-            size += int(a["size_bytes"])
+            groups[-1].append((path, add.get("deletionVector")))
+            size += int(add["size"])
         return [_Files(i, self.table.uri, g) for i, g in enumerate(groups)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """The rows of the partition's files the table holds: each file's deletion vector applied here, in the
+        executor (:func:`binlake.lake.deltalog.scan_file`)."""
         assert isinstance(partition, _Files)
         table = Location(partition.table)
-        for name in partition.files:
-            loc = locate(name) if "://" in name or name.startswith("/") else table / name
-            with loc.open_input() as f:
-                for batch in pq.ParquetFile(f).iter_batches():
-                    yield _conform(batch, self.arrow_schema)
-
-
-def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    """``batch`` with the table's columns: one a file predates is null."""
-    names = batch.schema.names
-    cols = [
-        batch.column(names.index(f.name)).cast(f.type) if f.name in names else pa.nulls(batch.num_rows, f.type)
-        for f in schema
-    ]
-    return pa.RecordBatch.from_arrays(cols, schema=schema)
+        for path, dv in partition.files:
+            yield from scan_file(table, path, self.arrow_schema, None if dv is None else DeletionVector.from_json(dv))
 
 
 class LakeDataSource(DataSource):
@@ -105,7 +98,10 @@ class LakeDataSource(DataSource):
 
     def _arrow_schema(self) -> tuple[Location, pa.Schema]:
         loc = _table(*self._options())
-        return loc, pa.schema(delta_table(loc).schema().to_arrow())
+        snap = read_snapshot(loc)
+        assert snap is not None
+        snap.check(write=False)
+        return loc, snap.schema
 
     def schema(self) -> Any:
         return from_arrow_schema(self._arrow_schema()[1])

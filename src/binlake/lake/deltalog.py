@@ -1,0 +1,485 @@
+"""binlake's own Delta log: a table's state read from its log (:func:`read_snapshot`), commits delta-rs cannot make
+(:func:`commit`: deletion vectors, which its ``AddAction`` has no field for, on a path removed and re-added in one
+commit), and the reading of data files with their deletion vectors applied (:func:`scan_file`).
+
+Reading.  :func:`read_snapshot` lists ``_delta_log``, reads the newest complete classic checkpoint at or below the
+version wanted (single or multi-part Parquet) and the JSON commits after it, and replays them (PROTOCOL.md, "Action
+Reconciliation": in one commit a ``remove`` and an ``add`` of one path re-add it, so removes go first).  Each file
+keeps its ``add`` action as the log has it, deletion vector descriptor and tags included: ``DeltaTable.
+get_add_actions`` shows neither.
+
+Committing.  :func:`commit` writes version ``read + 1`` only if absent (:meth:`binlake.storage.Location.
+create_bytes`: a no-replace link on local disks, ``If-None-Match: *`` on S3, exists-then-put under the writer lease
+elsewhere), after calling the caller's ``fence`` (``Lake.check``: the writer lease is held and not about to
+expire).  A lost race reads the table again and plans the commit again, a bounded number of times with backoff.
+A table gets deletion vectors by one commit that upgrades its protocol to reader 3 / writer 7 with the
+``deletionVectors`` feature (keeping the features its legacy versions implied, PROTOCOL.md "Table Features for New
+and Existing Tables") and sets ``delta.enableDeletionVectors``.  Every ``delta.checkpointInterval``-th version
+(delta-rs' default: 100) it has delta-rs write a checkpoint, as delta-rs does after its own commits, so readers
+replay a bounded log whoever committed.
+
+Example::
+
+    version = commit_batch(loc, batch=7, app_id="binlake-ingest", adds=files, schema=schema,
+                           deletes=lambda snap: {"part-1.parquet": np.array([3], np.uint64)}, fence=lake.check)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import urllib.parse
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from deltalake import DeltaTable
+
+from binlake.lake import dv as dvs
+from binlake.lake.records import DataFile, LakeFormatError
+from binlake.storage import Location, StorageError, locate
+
+__all__ = [
+    "Action",
+    "Snapshot",
+    "commit",
+    "commit_batch",
+    "delete_rows",
+    "delta_table",
+    "new_file",
+    "read_snapshot",
+    "scan_file",
+    "table_actions",
+]
+
+Action = dict[str, Any]  # one line of a commit, as JSON: {"add": {...}}, {"remove": {...}}, {"txn": {...}} ...
+
+LOG = "_delta_log"
+_ENGINE = "binlake"
+_ATTEMPTS = 8  # a lost race reads the table again; more than a few in a row means something else is wrong
+_CHECKPOINT_INTERVAL = 100  # delta-rs' default for delta.checkpointInterval
+_COMMIT = re.compile(r"^(\d{20})\.json$")
+_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(?:\.(\d{10})\.(\d{10}))?\.parquet$")
+
+# The features legacy protocol versions imply (PROTOCOL.md, "Writer Version Requirements", "Reader Version
+# Requirements"): an upgrade to table features lists them all, as it cannot prove one was never used.
+_LEGACY_WRITER = (
+    (2, ("appendOnly", "invariants")),
+    (3, ("checkConstraints",)),
+    (4, ("changeDataFeed", "generatedColumns")),
+    (5, ("columnMapping",)),
+    (6, ("identityColumns",)),
+)
+_LEGACY_READER = ((2, ("columnMapping",)),)
+DV = "deletionVectors"
+
+# What binlake's readers (scan_file) and writer (commit) respect.  A feature outside these sets, or one of them
+# active in a way binlake does not implement (the checks in Snapshot.check), makes it refuse the table rather than
+# misread or miswrite it.
+_READS = frozenset({DV, "timestampNtz", "columnMapping", "vacuumProtocolCheck", "variantType"})
+_COLUMN_KINDS = (  # column metadata of features binlake's writer does not implement
+    ("delta.generationExpression", "generated columns"),
+    ("delta.identity.", "identity columns"),
+    ("delta.invariants", "column invariants"),
+)
+_WRITES = frozenset({*_READS, "appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns",
+                     "identityColumns", "domainMetadata"})  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A table at one ``version``: its ``protocol`` and ``metadata`` (the actions' JSON objects), its ``files`` (path
+    -> its ``add`` action object, deletion vector included) and its application transactions ``txns`` (appId ->
+    version)."""
+
+    table: Location
+    version: int
+    protocol: dict[str, Any]
+    metadata: dict[str, Any]
+    files: dict[str, dict[str, Any]]
+    txns: dict[str, int]
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The table's Arrow schema (delta-rs' mapping of its Delta schema, as ``DeltaTable.schema().to_arrow()``)."""
+        from deltalake import Schema
+
+        return pa.schema(Schema.from_json(self.metadata["schemaString"]).to_arrow())
+
+    @property
+    def features(self) -> tuple[frozenset[str], frozenset[str]]:
+        """(reader, writer) features the table supports, explicit or implied by legacy protocol versions."""
+        p = self.protocol
+        reader = set(p.get("readerFeatures") or ())
+        writer = set(p.get("writerFeatures") or ())
+        if int(p["minReaderVersion"]) < 3:
+            reader.update(f for v, names in _LEGACY_READER if int(p["minReaderVersion"]) >= v for f in names)
+        if int(p["minWriterVersion"]) < 7:
+            writer.update(f for v, names in _LEGACY_WRITER if int(p["minWriterVersion"]) >= v for f in names)
+        return frozenset(reader), frozenset(writer)
+
+    def check(self, *, write: bool) -> None:
+        """Refuse (:class:`~binlake.lake.records.LakeFormatError`) a table binlake cannot read (or, ``write``,
+        write) correctly: a feature it does not implement, or column mapping, append-only, change data feed,
+        constraints, generated or identity columns in use."""
+        reader, writer = self.features
+        unknown = (reader | writer if write else reader) - (_WRITES if write else _READS)
+        config = self.metadata.get("configuration") or {}
+        used = []
+        if config.get("delta.columnMapping.mode", "none") != "none":
+            used.append("column mapping")
+        if '"variant"' in self.metadata["schemaString"]:  # the feature without a column of the type is harmless:
+            used.append("variant columns")  # delta-rs' set_table_properties lists it on every table-features table
+        if write:
+            if config.get("delta.appendOnly") == "true":
+                used.append("delta.appendOnly")
+            if config.get("delta.enableChangeDataFeed") == "true":
+                used.append("change data feed")
+            if any(k.startswith("delta.constraints.") for k in config):
+                used.append("CHECK constraints")
+            schema = self.metadata["schemaString"]
+            used += [what for key, what in _COLUMN_KINDS if key in schema]
+        if unknown or used:
+            what = ", ".join([*sorted(unknown), *used])
+            raise LakeFormatError(f"binlake cannot {'write' if write else 'read'} this Delta table: {what}",
+                                  file=self.table.uri)  # fmt: skip
+
+    def deletion_vector(self, path: str) -> dvs.DeletionVector | None:
+        d = self.files[path].get("deletionVector")
+        return None if d is None else dvs.DeletionVector.from_json(d)
+
+    def num_records(self, path: str) -> int:
+        """The rows in the data file ``path`` (its ``numRecords`` statistic; the Parquet footer where the log has
+        none), deleted ones included."""
+        n = _stats(self.files[path]).get("numRecords")
+        if n is None:
+            with file_location(self.table, path).open_input() as f:
+                return int(pq.ParquetFile(f).metadata.num_rows)
+        return int(n)
+
+    def live_records(self, path: str) -> int:
+        """The rows of ``path`` the table holds: its records less those its deletion vector deletes."""
+        d = self.files[path].get("deletionVector")
+        return self.num_records(path) - (0 if d is None else int(d["cardinality"]))
+
+
+def _stats(add: Mapping[str, Any]) -> dict[str, Any]:
+    text = add.get("stats")
+    return dict(json.loads(text)) if text else {}
+
+
+def file_location(table: Location, path: str) -> Location:
+    """Where the data file of an action's ``path`` (a relative, URL-encoded path, or an absolute URI) is."""
+    plain = urllib.parse.unquote(path)
+    return locate(plain) if "://" in plain or plain.startswith("/") else table / plain
+
+
+# -- reading the log ------------------------------------------------------------------------------------------------
+
+
+def read_snapshot(table: Location, version: int | None = None) -> Snapshot | None:
+    """The table at ``table`` as of ``version`` (default: its newest), or ``None`` when there is no table."""
+    log = table / LOG
+    commits: dict[int, Location] = {}
+    parts: dict[tuple[int, int], list[Location]] = {}
+    for entry in log.list():
+        name = entry.location.name
+        if m := _COMMIT.match(name):
+            commits[int(m[1])] = entry.location
+        elif m := _CHECKPOINT.match(name):
+            parts.setdefault((int(m[1]), int(m[3] or 1)), []).append(entry.location)
+    if not commits and not parts:
+        return None
+    newest = max([*commits, *(v for v, _ in parts)])
+    target = newest if version is None else version
+    if target > newest or target < 0:
+        raise StorageError(f"no version {target} of this Delta table (its newest is {newest})", file=table.uri)
+    complete = [v for (v, n), files in parts.items() if v <= target and len(files) == n]
+    start = max(complete, default=-1)
+    missing = [v for v in range(start + 1, target + 1) if v not in commits]
+    if missing:
+        raise StorageError(f"version {target} of this Delta table is no longer in its log (commit {missing[0]} is "
+                           "gone: cleaned up past its retention)", file=table.uri)  # fmt: skip
+    state = _State()
+    if start >= 0:
+        n = max(n for v, n in parts if v == start and len(parts[v, n]) == n)
+        for part in sorted(parts[start, n], key=lambda loc: loc.uri):
+            state.apply_checkpoint(part)
+    todo = [commits[v] for v in range(start + 1, target + 1)]
+    with ThreadPoolExecutor(min(8, max(1, len(todo)))) as pool:
+        for body in pool.map(lambda loc: loc.read_bytes(), todo):
+            state.apply_commit([_clean(json.loads(line)) for line in body.splitlines() if line.strip()])
+    if state.protocol is None or state.metadata is None:
+        raise LakeFormatError("a Delta log without its protocol or metadata", file=table.uri)
+    return Snapshot(table, target, state.protocol, state.metadata, state.files, state.txns)
+
+
+def _clean(value: Any) -> Any:
+    """An action as binlake keeps it: absent fields (a checkpoint's nulls, a JSON commit's ``null``) dropped."""
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
+
+
+class _State:
+    def __init__(self) -> None:
+        self.protocol: dict[str, Any] | None = None
+        self.metadata: dict[str, Any] | None = None
+        self.files: dict[str, dict[str, Any]] = {}
+        self.txns: dict[str, int] = {}
+
+    def apply_checkpoint(self, part: Location) -> None:
+        with part.open_input() as f:
+            pf = pq.ParquetFile(f)
+            names = [n for n in ("protocol", "metaData", "txn", "add") if n in pf.schema_arrow.names]
+            data = pf.read(columns=names)
+        for name in names:
+            column = data.column(name)
+            rows = column.filter(pc.is_valid(column)).to_pylist(maps_as_pydicts="strict")
+            for row in rows:
+                self.apply(name, _clean(row))
+
+    def apply_commit(self, actions: list[dict[str, Any]]) -> None:
+        # a commit may remove and re-add one path (a new deletion vector): its removes go before its adds
+        for action in sorted(actions, key=lambda a: "add" in a):
+            for name, body in action.items():
+                self.apply(name, body)
+
+    def apply(self, name: str, body: dict[str, Any]) -> None:
+        if name == "add":
+            body.pop("stats_parsed", None)
+            body.pop("partitionValues_parsed", None)
+            self.files[body["path"]] = body
+        elif name == "remove":
+            self.files.pop(body["path"], None)
+        elif name == "metaData":
+            self.metadata = body
+        elif name == "protocol":
+            self.protocol = body
+        elif name == "txn":
+            self.txns[body["appId"]] = int(body["version"])
+
+
+# -- reading data files ------------------------------------------------------------------------------------------
+
+
+def scan_file(
+    table: Location,
+    path: str,
+    schema: pa.Schema,
+    deletion_vector: dvs.DeletionVector | None,
+    columns: Sequence[str] | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """The rows of the data file ``path`` of ``table`` that the table holds (its deletion vector's rows left out),
+    as record batches of ``schema`` (or its ``columns``): a column the file predates (ALTER TABLE ADD COLUMN
+    upstream) reads as nulls, as Delta readers do."""
+    wanted = pa.schema([schema.field(c) for c in columns]) if columns is not None else schema
+    deleted = None if deletion_vector is None else dvs.read_rows(table, deletion_vector)
+    with file_location(table, path).open_input() as f:
+        pf = pq.ParquetFile(f)
+        keep = None if deleted is None else dvs.keep_mask(deleted, pf.metadata.num_rows)
+        present = [n for n in wanted.names if n in pf.schema_arrow.names]
+        at = 0
+        for group in range(pf.num_row_groups):  # a row group at a time: its columns decode side by side
+            part = pf.read_row_group(group, columns=present)
+            if keep is not None:
+                part, at = part.filter(pa.array(keep[at : at + part.num_rows])), at + part.num_rows
+            for batch in part.to_batches():
+                yield _conform(batch, wanted)
+
+
+def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """``batch`` with the table's columns: one a file predates is null."""
+    names = batch.schema.names
+    cols = [
+        batch.column(names.index(f.name)).cast(f.type) if f.name in names else pa.nulls(batch.num_rows, f.type)
+        for f in schema
+    ]
+    return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+
+# -- writing commits --------------------------------------------------------------------------------------------------
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def table_actions(snap: Snapshot, *, schema: pa.Schema | None = None, deletion_vectors: bool = False) -> list[Action]:
+    """The ``protocol`` and ``metaData`` actions that make ``snap``'s table take ``schema``'s columns it lacks (added
+    at the end, nullable) and, with ``deletion_vectors``, hold deletion vectors: reader 3 / writer 7 with the
+    ``deletionVectors`` feature, every feature the old versions implied kept, and ``delta.enableDeletionVectors``
+    (PROTOCOL.md: writers only write DVs where it is true).  Nothing when the table has both already."""
+    out: list[Action] = []
+    meta = dict(snap.metadata)
+    changed = False
+    if schema is not None:
+        from deltalake import Schema
+
+        have = json.loads(meta["schemaString"])
+        names = {f["name"] for f in have["fields"]}
+        new = [f for f in schema if f.name not in names]
+        if new:
+            have["fields"] += json.loads(Schema.from_arrow(pa.schema(new)).to_json())["fields"]
+            meta["schemaString"] = json.dumps(have)
+            changed = True
+    if deletion_vectors:
+        reader, writer = snap.features
+        if DV not in reader or DV not in writer:
+            readers = (reader & {"columnMapping"} if int(snap.protocol["minReaderVersion"]) < 3 else reader) | {DV}
+            protocol = {"minReaderVersion": 3, "minWriterVersion": 7}
+            out.append(
+                {
+                    "protocol": {
+                        **protocol,
+                        "readerFeatures": sorted(readers),
+                        "writerFeatures": sorted(writer | readers),
+                    }
+                }
+            )
+        config = dict(meta.get("configuration") or {})
+        if config.get("delta.enableDeletionVectors") != "true":
+            meta["configuration"] = {**config, "delta.enableDeletionVectors": "true"}
+            changed = True
+    if changed:
+        out.append({"metaData": meta})
+    return out
+
+
+def new_file(f: DataFile) -> Action:
+    """The ``add`` of a new data file (:class:`~binlake.lake.records.DataFile`, written beside the table)."""
+    stats = json.dumps({"numRecords": f.rows})
+    return {"add": {"path": urllib.parse.quote(f.path), "partitionValues": {}, "size": f.size,
+                    "modificationTime": f.mtime_ms, "dataChange": True, "stats": stats}}  # fmt: skip
+
+
+def _remove(add: Mapping[str, Any], now: int) -> Action:
+    body = {"path": add["path"], "deletionTimestamp": now, "dataChange": True, "extendedFileMetadata": True,
+            "partitionValues": add.get("partitionValues") or {}, "size": add["size"]}  # fmt: skip
+    for kept in ("tags", "deletionVector", "baseRowId", "defaultRowCommitVersion"):
+        if add.get(kept) is not None:
+            body[kept] = add[kept]
+    return {"remove": body}
+
+
+def delete_rows(snap: Snapshot, rows: Mapping[str, dvs.Rows]) -> list[Action]:
+    """The actions that delete the rows ``rows[path]`` (row indexes) from each data file ``path`` of ``snap``: a
+    ``remove`` of its ``add`` and an ``add`` of it again with a deletion vector of these rows and those its
+    previous one deleted (statistics kept, with ``numRecords`` and ``tightBounds: false``: min/max may now be
+    wider than the rows left), or only the ``remove`` when no row of it is left.  New deletion vectors are written
+    (:func:`binlake.lake.dv.write_deletion_vectors`) before this returns."""
+    now = _now_ms()
+    union: dict[str, dvs.Rows] = {}
+    out: list[Action] = []
+    for path, new in rows.items():
+        if path not in snap.files:
+            raise LakeFormatError(f"no data file {path} in version {snap.version} of the table", file=snap.table.uri)
+        old = snap.deletion_vector(path)
+        every = np.unique(np.asarray(new, np.uint64))
+        if old is not None:
+            every = np.union1d(dvs.read_rows(snap.table, old), every)
+        n = snap.num_records(path)
+        if every.size and int(every[-1]) >= n:
+            raise LakeFormatError(f"row {int(every[-1])} of {path} deleted, a file of {n} rows", file=snap.table.uri)
+        if every.size == n:
+            out.append(_remove(snap.files[path], now))
+        elif old is None or every.size > old.cardinality:
+            union[path] = every
+    for path, dv in dvs.write_deletion_vectors(snap.table, union).items():
+        add = dict(snap.files[path])
+        stats = _stats(add)
+        stats["numRecords"] = snap.num_records(path)
+        stats["tightBounds"] = False
+        add.update(deletionVector=dv.to_json(), stats=json.dumps(stats), dataChange=True)
+        out += [_remove(snap.files[path], now), {"add": add}]
+    return out
+
+
+def commit(
+    table: Location,
+    plan: Callable[[Snapshot], list[Action] | None],
+    *,
+    fence: Callable[[], None],
+    operation: str = "WRITE",
+    parameters: Mapping[str, str] | None = None,
+) -> int | None:
+    """Commit the actions ``plan`` makes of the table's newest snapshot as its next version; that version, or
+    ``None`` when ``plan`` says there is nothing to commit (returns ``None``).  ``fence`` is called just before the
+    commit file is written (``Lake.check``).  A commit another writer's beat is planned again on the new snapshot,
+    up to a bound, with backoff."""
+    for attempt in range(_ATTEMPTS):
+        snap = read_snapshot(table)
+        if snap is None:
+            raise StorageError("no Delta table here", file=table.uri)
+        snap.check(write=True)
+        actions = plan(snap)
+        if actions is None:
+            return None
+        info = {"timestamp": _now_ms(), "operation": operation, "operationParameters": dict(parameters or {}),
+                "readVersion": snap.version, "engineInfo": _engine(), "txnId": str(uuid.uuid4()),
+                "isBlindAppend": not any("remove" in a for a in actions)}  # fmt: skip
+        body = "".join(json.dumps(a, separators=(",", ":")) + "\n" for a in [{"commitInfo": info}, *actions])
+        version = snap.version + 1
+        fence()
+        if (table / LOG / f"{version:020d}.json").create_bytes(body.encode("utf-8")):
+            _checkpoint_if_due(table, version, snap)
+            return version
+        time.sleep(min(0.05 * 2**attempt, 2.0))
+    raise StorageError(f"a Delta commit lost {_ATTEMPTS} races in a row to other writers", file=table.uri)
+
+
+def _engine() -> str:
+    from binlake import __version__
+
+    return f"{_ENGINE}/{__version__}"
+
+
+def _checkpoint_if_due(table: Location, version: int, snap: Snapshot) -> None:
+    """A checkpoint of ``version`` by delta-rs when it is a multiple of the table's checkpoint interval."""
+    config = snap.metadata.get("configuration") or {}
+    interval = int(config.get("delta.checkpointInterval") or _CHECKPOINT_INTERVAL)
+    if version % interval == 0:
+        delta_table(table, version).create_checkpoint()
+
+
+def delta_table(loc: Location, version: int | None = None) -> DeltaTable:
+    """The Delta table at ``loc`` (as of ``version``) as delta-rs reads it, with the storage options of its
+    location."""
+    return DeltaTable(loc.delta_uri, version=version, storage_options=loc.delta_options())
+
+
+def commit_batch(
+    table: Location,
+    *,
+    batch: int,
+    app_id: str,
+    fence: Callable[[], None],
+    adds: Sequence[DataFile] = (),
+    deletes: Callable[[Snapshot], Mapping[str, dvs.Rows]] | None = None,
+    schema: pa.Schema | None = None,
+) -> int | None:
+    """Commit batch ``batch`` (application transaction ``app_id``) to ``table`` once: the new files ``adds``, the
+    rows ``deletes(snapshot)`` names deleted (row indexes per data file of that snapshot, planned again if another
+    writer commits first), the columns of ``schema`` the table lacks; the version, or ``None`` when the table has
+    the batch already."""
+
+    def plan(snap: Snapshot) -> list[Action] | None:
+        if snap.txns.get(app_id, -1) >= batch:
+            return None
+        rows = {p: r for p, r in (deletes(snap) if deletes else {}).items() if len(r)}
+        actions = table_actions(snap, schema=schema, deletion_vectors=bool(rows))
+        actions += delete_rows(snap, rows) if rows else []
+        actions += [new_file(f) for f in adds]
+        actions.append({"txn": {"appId": app_id, "version": batch, "lastUpdated": _now_ms()}})
+        return actions
+
+    return commit(table, plan, fence=fence, operation="MERGE" if deletes else "WRITE", parameters={"batch": str(batch)})

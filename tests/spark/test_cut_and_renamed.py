@@ -145,18 +145,14 @@ def test_the_files_after_a_copy_cut_short_wait_for_it(spark: Any, tmp_path: Path
 # -- a lake an older binlake left stuck ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("cut", [30000, 31000])
-def test_a_lake_stuck_by_an_older_binlake_comes_unstuck(
-    spark: Any, tmp_path: Path, clean: dict[str, Any], cut: int
-) -> None:
+def _stuck_lake(spark: Any, tmp_path: Path, cut: int) -> tuple[Path, Lake]:
     """The lake binlake before manifest version 4 left after ``head -c CUT examples/example-bin.000001 >
     d/example-bin.000001; binlake ingest d --lake L; cp examples/example-bin.000001 d/; binlake ingest d --lake L``:
     batch 1 landed the file up to its last whole event (22785 for 30000 bytes; 30955 for 31000, the first of the
     UPDATE's two rows events committed to the change table and the current state without the end of its
     transaction), batch 2's manifest starts there and every run failed at its first rows event.  The manifests are
     the ones that binlake wrote (``data/stuck-at-CUT``); batch 1's tables are committed from them here as it did.
-    ``binlake ingest d --lake L`` now takes the lake back to before batch 1 and lands the file again: the lake is
-    the clean run's."""
+    Returns the source folder (the file whole again) and the lake."""
     d = tmp_path / "d"
     d.mkdir()
     (d / EXAMPLE.name).write_bytes(EXAMPLE.read_bytes()[:cut])
@@ -170,15 +166,53 @@ def test_a_lake_stuck_by_an_older_binlake_comes_unstuck(
         _run_batch(spark, lake, first, Progress(spark, io.StringIO()), IngestResult(), ReadSpec())
         (batches / "0000000001.done").write_bytes(kept["0000000001.done"].encode())
         (batches / "0000000002.json").write_bytes(kept["0000000002.json"].encode())
-    changed = sum(r["_op"] == "update_postimage" for r in Lake(lake.root).read(lake.changes("shop/orders")).to_pylist())
-    assert changed == (0 if cut == 30000 else 139)  # the partial transaction's rows, committed by that batch
+    changes = lake.read(lake.changes("shop/orders"))
+    assert changes is not None
+    assert sum(r["_op"] == "update_postimage" for r in changes.to_pylist()) == (0 if cut == 30000 else 139)
     (d / EXAMPLE.name).write_bytes(EXAMPLE.read_bytes())
+    return d, lake
+
+
+@pytest.mark.parametrize("cut", [30000, 31000])
+def test_a_lake_stuck_by_an_older_binlake_comes_unstuck(
+    spark: Any, tmp_path: Path, clean: dict[str, Any], cut: int
+) -> None:
+    """On the lake of :func:`_stuck_lake`, ``binlake ingest d --lake L`` now takes the lake back to before batch 1
+    and lands the file again: the lake is the clean run's."""
+    d, _ = _stuck_lake(spark, tmp_path, cut)
     result, log = _run(spark, d, tmp_path / "lake")
     assert f"batch 1 stopped inside a transaction ({EXAMPLE.name} at {22785 if cut == 30000 else 30955}" in log
     assert result.batches == 1 and sum(result.changes.values()) == 866
     assert _lake_snapshot(tmp_path / "lake", ignore=IGNORE) == clean
     again, log = _run(spark, d, tmp_path / "lake")
     assert again.batches == 0 and "nothing new" in log
+
+
+def test_a_rewind_cut_short_is_finished_by_the_next_run(
+    spark: Any, tmp_path: Path, clean: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run that takes a stuck lake back dies after its first table (a kill, a lost store): the next run
+    finishes taking it back, then lands the file: the lake is the clean run's."""
+    from binlake.lake import delta
+
+    d, lake = _stuck_lake(spark, tmp_path, 31000)
+    real, calls = delta.rewind, []
+
+    def dies_after_one(loc: Any, batch: int) -> bool:
+        calls.append(loc)
+        if len(calls) > 1:
+            raise OSError("killed")
+        return real(loc, batch)
+
+    monkeypatch.setattr(delta, "rewind", dies_after_one)
+    with pytest.raises(OSError, match="killed"):
+        _run(spark, d, tmp_path / "lake")
+    monkeypatch.setattr(delta, "rewind", real)
+    manifest, done = lake.last_manifest()
+    assert manifest is not None and manifest.rewinds == 1 and not done
+    result, _ = _run(spark, d, tmp_path / "lake")
+    assert result.batches == 1 and sum(result.changes.values()) == 866
+    assert _lake_snapshot(tmp_path / "lake", ignore=IGNORE) == clean
 
 
 # -- one binlog, two names; two binlogs, one name ---------------------------------------------------------------

@@ -17,8 +17,8 @@ recorded (its last batch manifest's ``files``):
   binlogs were reset (``RESET MASTER``) or it was rebuilt, and going on by position would skip or garble changes;
 * a name the lake does not know whose head is that of a file it knows, or of an earlier file of the same run: the
   same binlog under another name (a second copy, a renamed folder), skipped with one line saying so;
-* a file shorter than its FORMAT_DESCRIPTION, or than what the lake landed of it (a copy under way): it waits, with
-  one line saying so.
+* a file shorter than its FORMAT_DESCRIPTION, or than what the lake landed of it (a copy under way): it waits, and
+  the files after it wait for it (their changes come after its missing ones), with one line saying so.
 
 Files a lake landed before it recorded identities (manifests of version 3 and older) get theirs from the file of
 that name the first time it is seen (nothing older tells what it was).
@@ -81,34 +81,33 @@ def sort_out(
 ) -> tuple[list[BinlogFile], dict[str, FileIdentity]]:
     """The files of ``files`` to plan (see the module docstring), and the identities the lake knows: ``known``,
     and those of files it landed before it recorded identities (``positions`` has them), taken from the files of
-    those names.  ``log`` gets a line per file skipped or waiting."""
+    those names.  ``log`` gets a line per file skipped, and one for the file the others wait for."""
     by_name = {f.name: f for f in files}
     known = dict(known)
     heads: dict[str, FileHead] = {}
     keep: list[BinlogFile] = []
-    for f in files:
+    for i, f in enumerate(files):
+        later = ", and the files after it wait for it" if i + 1 < len(files) else ""
         head = file_head(f.source)
         if head is None:
-            log(f"{f.name}: {f.size} bytes, less than its format description: waits for the rest of the file")
-            continue
+            log(f"{f.name}: {f.size} bytes, less than its format description: waits for the rest of the file{later}")
+            break
         landed = positions.get(f.name)
         rec = known.get(f.name)
         if rec is not None:
             _check_same(f, head, rec, landed)
         elif landed is None:
             twin = _twin(f, head, known, {n: by_name[n] for n in heads if heads[n] == head}, by_name)
-            if twin is not None:
-                name, sure = twin
-                log(
-                    f"{f.name} is {name} under another name ({head}): it lands once, as {name}; skipped"
-                    if sure
-                    else f"{f.name} starts as {name} did ({head}) and holds fewer bytes than the lake landed of "
-                    f"it: waits until it shows whether it is {name} under another name"
-                )
+            if twin is not None and twin[1]:
+                log(f"{f.name} is {twin[0]} under another name ({head}): it lands once, as {twin[0]}; skipped")
                 continue
+            if twin is not None:
+                log(f"{f.name} starts as {twin[0]} did ({head}) and holds fewer bytes than the lake landed of it: "
+                    f"waits until it shows whether it is {twin[0]} under another name{later}")  # fmt: skip
+                break
         if landed is not None and f.size < landed:
-            log(f"{f.name}: {f.size} bytes, fewer than the {landed} the lake landed of it: waits for the rest")
-            continue
+            log(f"{f.name}: {f.size} bytes, fewer than the {landed} the lake landed of it: waits for the rest{later}")
+            break
         if rec is None and landed is not None:  # landed before identities were recorded
             known[f.name] = _identity(f, head, min(landed, PREFIX))
         heads[f.name] = head

@@ -299,9 +299,18 @@ def reference_plan(file: BinlogFile, start: int, split_bytes: int, whole_tail: b
         return [(start, None)] if file.size > start else []
     trx = {EventType.GTID_LOG_EVENT, EventType.ANONYMOUS_GTID_LOG_EVENT, EventType.GTID_TAGGED_LOG_EVENT}
     try:
-        first = list(itertools.islice(walk_headers(file.path, 4), 2))
+        first: list[HeaderInfo] = []
+        try:
+            for h in walk_headers(file.path, 4):
+                first.append(h)
+                if len(first) == 2:
+                    break
+        except TruncatedError:  # cut before its second event: the ingest (not whole_tail) plans what is there
+            if whole_tail:
+                raise
         closed = bool(first) and not first[0].flags & 1
         encrypted = any(h.type_code == EventType.START_ENCRYPTION_EVENT for h in first[1:])
+        ended = False  # by its ROTATE or STOP (an encrypted file: closed, and whole to its end)
         cuts, end = [], start
         try:
             for h in walk_headers(file.path, start):
@@ -311,12 +320,13 @@ def reference_plan(file: BinlogFile, start: int, split_bytes: int, whole_tail: b
                         cuts.append(h.pos)
                     if h.type_code == EventType.XID_EVENT:
                         cuts.append(end)
-                    closed = closed or h.type_code in (EventType.ROTATE_EVENT, EventType.STOP_EVENT)
+                    ended = ended or h.type_code in (EventType.ROTATE_EVENT, EventType.STOP_EVENT)
+            ended = ended or (encrypted and closed)
         except TruncatedError:
             pass
     except BinlogError:
         return [(start, None)]
-    stop = end if (closed or whole_tail) else (cuts[-1] if cuts else start)
+    stop = end if (ended or whole_tail) else (cuts[-1] if cuts else start)
     points = [start]
     for c in cuts:
         if c - points[-1] >= split_bytes and c < stop:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # the names of _PUBLIC and __all__ (tests/test_public_api.py 
     from binlake.decoder import Decoder, Decryptor
     from binlake.errors import (
         BinlogError,
+        BinlogHistoryError,
         BinlogPurgedError,
         ChecksumError,
         ConnectionLostError,
@@ -97,6 +98,7 @@ _PUBLIC: dict[str, str] = {
     **dict.fromkeys(
         [
             "BinlogError",
+            "BinlogHistoryError",
             "BinlogPurgedError",
             "ChecksumError",
             "ConnectionLostError",
@@ -157,6 +159,7 @@ __all__ = [
     "AnnotateRowsEvent",
     "BinlogCheckpointEvent",
     "BinlogError",
+    "BinlogHistoryError",
     "BinlogPurgedError",
     "ChecksumError",
     "Column",

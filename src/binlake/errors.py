@@ -18,6 +18,7 @@ import copy
 
 __all__ = [
     "BinlogError",
+    "BinlogHistoryError",
     "BinlogPurgedError",
     "ChecksumError",
     "ConnectionLostError",
@@ -110,6 +111,13 @@ class EncryptedError(BinlogError):
 
 class DecompressionError(MalformedError):
     """A compressed payload or value does not decompress, or would decompress past the configured limit."""
+
+
+class BinlogHistoryError(BinlogError):
+    """A binlog file is not the one the lake (or a mirror's copy) knows under its name: another server started it,
+    or the same server at another time, because its binlogs were reset (``RESET MASTER``) or it was rebuilt.  Its
+    positions do not follow what was landed from the first one, so going on by position would skip or garble
+    changes: never retried, never skipped."""
 
 
 class ReplicationError(BinlogError):

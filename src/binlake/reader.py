@@ -43,12 +43,15 @@ from binlake.schema import SchemaTracker
 __all__ = [
     "Binlog",
     "BufferedRanges",
+    "FileHead",
     "HeaderCache",
     "HeaderInfo",
     "HeaderTable",
     "Source",
     "binlog_name",
     "byte_ranges",
+    "file_head",
+    "first_bytes",
     "header_table",
     "opened",
     "read_events",
@@ -111,6 +114,42 @@ def opened(path: Binlog) -> Iterator[tuple[BinaryIO, mmap.mmap | BufferedRanges 
             return
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
             yield f, m, size
+
+
+def first_bytes(path: Binlog, n: int) -> bytes:
+    """The first ``n`` bytes of a binlog (fewer when it is shorter): one small read, also of an object."""
+    if isinstance(path, Source):
+        with path.open() as f:
+            return bytes(f.read(n))
+    with open(path, "rb") as f:
+        return f.read(n)
+
+
+@dataclass(frozen=True, slots=True)
+class FileHead:
+    """Who started a binlog file, and when: its first event's (the FORMAT_DESCRIPTION's) server id and timestamp
+    (``created``, Unix seconds).  A server never rewrites them, and resends that event with both kept when a
+    replica resumes in the file (``mysql_binlog_send``: it clears the ``created`` field and the next position)."""
+
+    server_id: int
+    created: int
+
+    def __str__(self) -> str:
+        when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.created))
+        return f"server {self.server_id}, started {when}"
+
+
+def file_head(path: Binlog) -> FileHead | None:
+    """The :class:`FileHead` of a binlog; ``None`` while its first event is not whole (a copy under way).  A file
+    that does not start with the binlog magic raises :class:`~binlake.errors.MalformedError`."""
+    data = first_bytes(path, 4 + _HEADER.size)
+    if not MAGIC.startswith(data[:4]):
+        raise MalformedError("not a binlog (bad magic)", file=binlog_name(path), pos=0)
+    if len(data) < 4 + _HEADER.size:
+        return None
+    created, _code, server_id, size, _next, _flags = _HEADER.unpack_from(data, 4)
+    whole = (path.size() if isinstance(path, Source) else os.path.getsize(path)) >= 4 + size
+    return FileHead(server_id, created) if whole else None
 
 
 @contextmanager

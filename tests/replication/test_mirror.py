@@ -120,3 +120,25 @@ def test_mirror_of_a_purged_binlog_names_it(fresh_server: ReplServer, tmp_path: 
         time.sleep(0.1)
     rc, _, err = run_mirror(server, directory)
     assert rc == 2 and last in err and "purged" in err
+
+
+def test_mirror_after_reset_master_refuses_the_new_file(fresh_server: ReplServer, tmp_path: Path) -> None:
+    """``binlake mirror DIR``, then ``RESET MASTER`` on the server (its binlogs start again: another file under the
+    copied name) and more writes, then ``binlake mirror DIR`` again: the server's file is not the one copied, so the
+    mirror stops with a message and copies nothing (before, it asked the new file for the old copy's size and
+    appended what came from there)."""
+    server, directory = fresh_server.server, tmp_path / "m"
+    batch(server, 1)
+    rc, _, err = run_mirror(server, directory, "--from-start")
+    assert rc == 0, err
+    copied = {c.name: c.read_bytes() for c in mirror_files(directory)}
+    last = mirror_files(directory)[-1].name
+    time.sleep(1.1)  # the new file is started in a later second than the copied one
+    server.execute("RESET MASTER")
+    for k in range(2, 6):
+        batch(server, k, big=k == 5)  # the new file grows past the copy's size
+    assert server.binlog_files()[-1].name == last and server.binlog_files()[-1].stat().st_size > len(copied[last])
+    rc, _, err = run_mirror(server, directory)
+    assert rc == 2, err
+    assert f"the server's {last} is not the file copied here" in err and "RESET MASTER" in err
+    assert {c.name: c.read_bytes() for c in mirror_files(directory)} == copied

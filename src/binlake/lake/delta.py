@@ -47,6 +47,7 @@ __all__ = [
     "read_table",
     "read_table_before",
     "resolve_rollbacks",
+    "rewind",
     "table_schema",
     "txn_version",
     "write_parquet",
@@ -242,6 +243,48 @@ def read_table_before(loc: Location, batch: int) -> pa.Table | None:
     while version >= 0 and (delta_table(loc, version).transaction_version(APP_ID) or -1) >= batch:
         version -= 1
     return read_table(loc, version) if version >= 0 else None
+
+
+def _before(dt: DeltaTable, batch: int) -> bool:
+    """Whether the table version ``dt`` has no commit of batch ``batch`` or later (of either kind)."""
+    return all((dt.transaction_version(app) or -1) < batch for app in (APP_ID, XA_APP_ID))
+
+
+def _live_files(loc: Location, version: int | None) -> set[tuple[str, str | None]]:
+    """The table's files at ``version`` with the deletion vector each has (its unique id): what a restore changes."""
+    snap = deltalog.read_snapshot(loc, version)
+    if snap is None:
+        return set()
+    return {(p, None if (dv := snap.deletion_vector(p)) is None else dv.unique_id) for p in snap.files}
+
+
+def rewind(loc: Location, batch: int) -> bool:
+    """Take the table at ``loc`` back to its content before batch ``batch`` was committed to it (Delta's restore,
+    a commit of its own: readers see the table as it was, time travel still sees what came after), or remove it
+    when batch ``batch`` or a later one created it; whether it changed.  Idempotent: a table already back where it
+    was (its files those of that version) is left alone, so a rewind cut by a kill is simply run again.  Its
+    application transactions keep their versions: the batches that land the ranges again have higher numbers."""
+    if not is_table(loc):
+        return False
+    dt = delta_table(loc)
+    if _before(dt, batch):
+        return False
+    version = dt.version()
+    while version >= 0 and not _before(delta_table(loc, version), batch):
+        version -= 1
+    if version < 0:
+        loc.delete_dir()
+        return True
+    if _live_files(loc, version) == _live_files(loc, None):
+        return False
+    for attempt in range(_ATTEMPTS):
+        try:
+            delta_table(loc).restore(version, commit_properties=CommitProperties(max_commit_retries=0))
+            return True
+        except (DeltaError, OSError) as e:
+            if attempt == _ATTEMPTS - 1:
+                raise _commit_error(loc, e) from e
+    raise AssertionError("unreachable")
 
 
 def read_table(loc: Location, version: int | None = None, columns: Sequence[str] | None = None) -> pa.Table | None:

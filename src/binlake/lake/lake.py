@@ -107,6 +107,13 @@ class Lake:
         manifest = BatchManifest.from_json(last.read_bytes().decode("utf-8"), last.uri)
         return manifest, (self._batches / f"{manifest.batch:010d}.done").exists()
 
+    def manifest(self, batch: int) -> BatchManifest | None:
+        """Batch ``batch``'s manifest, or ``None`` when there is none."""
+        plan = self._batches / f"{batch:010d}.json"
+        if batch < 1 or not plan.exists():
+            return None
+        return BatchManifest.from_json(plan.read_bytes().decode("utf-8"), plan.uri)
+
     def done(self, batch: int) -> BatchDone:
         """What batch ``batch`` left for the next one (an empty mark before the first batch)."""
         mark = self._batches / f"{batch:010d}.done"
@@ -200,14 +207,21 @@ class Lake:
         self.check()
         return delta.resolve_rollbacks(loc, outcomes, batch)
 
+    def rewind(self, batch: int) -> int:
+        """Take every table back to its content before batch ``batch`` (:func:`.delta.rewind`: a table that batch or
+        a later one created goes), and drop the staging files of those batches; how many tables changed.  The
+        manifests stay: the batch that rewinds the lake records it (:attr:`BatchManifest.rewinds`)."""
+        self.check()
+        changed = sum(delta.rewind(loc, batch) for _, _, loc in self._table_locations())
+        for entry in (self.root / "_binlake" / "staging").list():
+            if entry.is_dir and entry.location.name.isdigit() and int(entry.location.name) >= batch:
+                entry.location.delete_dir()
+        return changed
+
     # -- what the lake holds -------------------------------------------------------------------------------------
 
-    def tables(self) -> list[LakeTable]:
-        """Every Delta table of the lake: source tables by name (changes before current), then the lake's own.  Row
-        counts come from the Delta log's statistics: listing a large lake reads no data."""
-        if not self.root.is_dir():
-            raise BinlogError("no lake here", file=self.root.uri)
-        out: list[LakeTable] = []
+    def _table_locations(self) -> Iterator[tuple[str, str, Location]]:
+        """``(name, kind, location)`` of every Delta table of the lake: the source tables', then the lake's own."""
         for db in self.root.list():
             if db.location.name.startswith("_") or not db.is_dir:
                 continue
@@ -215,13 +229,21 @@ class Lake:
                 for kind in KINDS:
                     loc = table.location / kind
                     if table.is_dir and (loc / "_delta_log").is_dir():
-                        out.append(_describe(_source_name(db.location.name, table.location.name), kind, loc))
-        out.sort(key=lambda t: (t.name, t.kind))
+                        yield _source_name(db.location.name, table.location.name), kind, loc
         for own, kind in OWN_TABLES.items():
             loc = self.root / own
             if (loc / "_delta_log").is_dir():
-                out.append(_describe(own, kind, loc))
-        return out
+                yield own, kind, loc
+
+    def tables(self) -> list[LakeTable]:
+        """Every Delta table of the lake: source tables by name (changes before current), then the lake's own.  Row
+        counts come from the Delta log's statistics: listing a large lake reads no data."""
+        if not self.root.is_dir():
+            raise BinlogError("no lake here", file=self.root.uri)
+        out = [_describe(name, kind, loc) for name, kind, loc in self._table_locations()]
+        return sorted((t for t in out if t.kind in KINDS), key=lambda t: (t.name, t.kind)) + [
+            t for t in out if t.kind not in KINDS
+        ]
 
     def find(self, wanted: str, tables: list[LakeTable] | None = None) -> LakeTable | None:
         """The table ``wanted`` names: ``db.table`` (its current state, or its change table when it has none),

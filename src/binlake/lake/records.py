@@ -2,6 +2,7 @@
 
 * :class:`BinlogFile` and :class:`Split`: the byte ranges the driver plans and the tasks decode (pickled into each
   Spark task, kept in the batch manifest);
+* :class:`FileIdentity`: which binlog a file name stood for when the lake landed it (kept in the batch manifest);
 * :class:`Statement`: what the driver learns from a batch's QUERY events (DDL, renames, XA outcomes);
 * :class:`DataFile`, :class:`Emptied`, :class:`SkipRecord` and :class:`TaskReport`: what a task wrote and saw, sent
   to the driver as JSON (so a driver and executors running different binlake versions fail with a clear message
@@ -41,6 +42,7 @@ __all__ = [
     "ChunkDone",
     "DataFile",
     "Emptied",
+    "FileIdentity",
     "LakeFormatError",
     "SkipRecord",
     "SnapshotChunk",
@@ -90,6 +92,27 @@ class BinlogFile:
     @classmethod
     def from_json(cls, v: dict[str, Any]) -> BinlogFile:
         return cls(str(v["path"]), str(v["name"]), int(v["seq"]), int(v["size"]))
+
+
+@dataclass(frozen=True, slots=True)
+class FileIdentity:
+    """Which binlog a file is, beyond its name: the server that started it (``server_id``), when
+    (``created``: its FORMAT_DESCRIPTION's header timestamp, kept by a server's replication stream too), and a
+    SHA-256 ``digest`` of its first ``prefix`` bytes (:mod:`binlake.spark.identity`).  A server never changes a
+    byte it wrote but the FORMAT_DESCRIPTION's in-use flag (cleared when it closes the file), which the digest
+    leaves out, so a file's identity holds from its head as it grows, whatever it is called."""
+
+    server_id: int
+    created: int
+    prefix: int
+    digest: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"server_id": self.server_id, "created": self.created, "prefix": self.prefix, "digest": self.digest}
+
+    @classmethod
+    def from_json(cls, v: dict[str, Any]) -> FileIdentity:
+        return cls(int(v["server_id"]), int(v["created"]), int(v["prefix"]), str(v["digest"]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,10 +341,16 @@ class BatchManifest:
     ``resume``: where the binlog stream goes on after the batch, the end of its last whole transaction, with the
     GTID state there (:class:`~binlake.replication.position.ResumePoint`, its own versioned JSON): committed with
     the batch's tables, it is what a live ingest (``binlake ingest --host``) streams from next.  ``None`` before
-    the first batch of a lake, and in manifests of version 2 and older."""
+    the first batch of a lake, and in manifests of version 2 and older.
 
-    VERSION = 3
-    READS = (2, 3)  # the versions with a version field this binlake reads (version 1 has none)
+    ``identities``: the identity of every file landed so far, by name (version 4 on; empty before).  ``rewinds``: this
+    batch lands no range but takes the lake back to what it was before batch ``rewinds`` (every table, its
+    positions, schema and files), because that batch stopped inside a transaction (binlake before version 4 of
+    this record landed the whole events of a file cut short, not its whole transactions); the batches after it
+    land those ranges again."""
+
+    VERSION = 4
+    READS = (2, 3, 4)  # the versions with a version field this binlake reads (version 1 has none)
 
     batch: int
     splits: tuple[Split, ...]
@@ -329,6 +358,8 @@ class BatchManifest:
     schema: dict[str, Any] | list[Any] = field(default_factory=list)
     statements: tuple[Statement, ...] = ()
     resume: ResumePoint | None = None
+    identities: dict[str, FileIdentity] = field(default_factory=dict)
+    rewinds: int | None = None
 
     @property
     def files(self) -> int:
@@ -348,14 +379,17 @@ class BatchManifest:
                 "schema": self.schema,
                 "statements": [s.to_json() for s in self.statements],
                 "resume": None if self.resume is None else json.loads(self.resume.to_json()),
+                "identities": {name: f.to_json() for name, f in self.identities.items()},
+                "rewinds": self.rewinds,
             },
             indent=1,
         )
 
     @classmethod
     def from_json(cls, text: str, where: str | None = None) -> BatchManifest:
-        """Read a manifest; ``where`` names it in errors.  Version 2 (no resume point) and version 1 (binlake 0.1:
-        no version, splits and statements as positional lists) read too."""
+        """Read a manifest; ``where`` names it in errors.  Version 3 (no file identities), version 2 (no resume
+        point either) and version 1 (binlake 0.1: no version, splits and statements as positional lists) read
+        too."""
         try:
             v = json.loads(text)
         except ValueError as e:
@@ -376,6 +410,8 @@ class BatchManifest:
             v["schema"],
             tuple(Statement.from_json(s) for s in v["statements"]),
             point,
+            {name: FileIdentity.from_json(f) for name, f in v.get("identities", {}).items()},
+            None if v.get("rewinds") is None else int(v["rewinds"]),
         )
 
     @classmethod

@@ -17,7 +17,10 @@ ingest does before each batch).
 
 The directory is the mirror's only state: a restarted mirror finds its last file, cuts a partial event at its end
 back off (a kill during a write leaves one) and asks the server to go on at that file's size.  A purged binlog there
-is an error naming it (:class:`~binlake.errors.BinlogPurgedError`), never a silent jump to a later file.
+is an error naming it (:class:`~binlake.errors.BinlogPurgedError`), never a silent jump to a later file; a file of
+that name the server started anew (``RESET MASTER``, a rebuilt server: the format description the server resends
+has another server id or start time than the copy's) is a :class:`~binlake.errors.BinlogHistoryError`, never bytes
+of another file appended to the copy.
 
 Why the live ingest (``binlake ingest --host``) is designed as this mirror into the lake's storage plus the existing
 file ingest of the mirrored files, rather than Spark tasks reading the socket:
@@ -53,11 +56,11 @@ from pathlib import Path
 from typing import BinaryIO
 
 from binlake.decoder import MAGIC
-from binlake.errors import BinlogError, ReplicationError
+from binlake.errors import BinlogError, BinlogHistoryError, ReplicationError
 from binlake.events.base import EventType
 from binlake.events.control import RotateEvent
 from binlake.metrics import NO_METRICS, Metrics, add_metrics_arguments, start_metrics
-from binlake.reader import header_table
+from binlake.reader import FileHead, file_head, header_table
 from binlake.replication.client import ReplicationClient
 from binlake.replication.connection import BinlogSizes
 from binlake.replication.options import ConnectionOptions, add_connection_arguments, connection_from_args
@@ -288,6 +291,7 @@ class Mirror:
         self._lock = threading.Lock()
         self._client: ReplicationClient | None = None
         self._stopped = False
+        self._resumed: FileHead | None = None  # the head of the copy the mirror goes on in, until the server's
 
     def _resume_start(self) -> StartAt:
         if self.directory.is_local:
@@ -317,6 +321,8 @@ class Mirror:
                 return self.stats
             if start.kind == "position" and start.file is not None and (self.directory / start.file).exists():
                 self._open(start.file, existing=True)
+                loc = self.directory / start.file
+                self._resumed = file_head(loc.uri if loc.is_local else StoredFile(loc))
         try:
             self._copy(client)
         finally:
@@ -350,6 +356,8 @@ class Mirror:
                 self._open(ev.name, existing=False)
             elif ev.header.type_code in (EventType.HEARTBEAT_LOG_EVENT, EventType.HEARTBEAT_LOG_EVENT_V2):
                 self._flush()
+            elif ev.header.type_code == EventType.FORMAT_DESCRIPTION_EVENT and self._resumed is not None:
+                self._check_resumed(FileHead(ev.header.server_id, ev.header.timestamp))
             return
         if ev.header.in_payload is not None:
             return  # the payload's bytes hold it
@@ -373,6 +381,19 @@ class Mirror:
             copy.flush()
         if ev.header.type_code in _FILE_ENDS:
             self._close(complete=True)
+
+    def _check_resumed(self, theirs: FileHead) -> None:
+        """The server resends the format description of the file the mirror goes on in: it must be the one the copy
+        starts with, or the server's binlogs were reset (``RESET MASTER``) or it was rebuilt since, and the bytes it
+        would send next belong to another file."""
+        ours, self._resumed = self._resumed, None
+        if ours is not None and theirs != ours:
+            raise BinlogHistoryError(
+                f"the server's {self._name} is not the file copied here ({ours}; the server's: {theirs}): its "
+                "binlogs were reset (RESET MASTER) or it was rebuilt; copy its binlogs into a new folder (for "
+                "binlake ingest --host: a new lake)",
+                file=self._name,
+            )
 
     def _open(self, name: str, *, existing: bool) -> None:
         if "/" in name or name in ("", ".", ".."):

@@ -27,6 +27,11 @@ ranges and commits only to the tables that have not got it: every table ends as 
 changes (ALTER TABLE) add columns to the tables (schema merge); a column whose type changes gets a second column
 ``<name>__<type>``.
 
+A batch lands whole transactions only: what a file the server still writes, or a copy still under way, holds of
+its last transaction waits for the rest (:mod:`.tails`), and a lake an older binlake left inside a transaction is
+taken back to before that batch and landed again.  Every file landed is known by its identity, not its name
+(:mod:`.identity`): a second copy under another name lands once, another file under a landed name is refused.
+
 Current state follows the statements a row event does not show: ``TRUNCATE``/``DROP``/``CREATE OR REPLACE`` empty
 it; ``RENAME TABLE a TO b`` (and ``ALTER TABLE a RENAME TO b``) moves ``a``'s rows to ``b`` at that point of the
 log (``a``'s change table keeps its history; changes after the rename land in ``b``), swaps included; an XA
@@ -44,6 +49,7 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,18 +64,20 @@ from binlake.lake.lake import Lake
 from binlake.lake.names import decode_name, table_dir
 from binlake.lake.records import BatchDone, BatchManifest, BinlogFile, DataFile, Emptied, SkipRecord, Split
 from binlake.lake.tables import EVENTS_DIR, HISTORY_DIR, META, META_NAMES, SKIPS, SKIPS_DIR
-from binlake.reader import HeaderCache, header_table, opened, read_events, resume_decoder
+from binlake.reader import HeaderCache, header_table, opened, resume_decoder
 from binlake.replication.gtid import GtidTracker
 from binlake.replication.position import ResumePoint, binlog_order
 from binlake.schema import SchemaTracker
 from binlake.spark.arrow import EVENTS
+from binlake.spark.identity import recorded, sort_out
 from binlake.spark.layouts import HISTORY, Layout, MapLog, history_row, known_layouts, resolve_layout
 from binlake.spark.plan import DEFAULT_SPLIT_BYTES, _head, list_binlogs, plan_splits, source_exists
 from binlake.spark.progress import Progress
 from binlake.spark.session import context_of
 from binlake.spark.statements import ReadSpec, scan_statements, tracker_at, tracker_from_json, tracker_to_json
+from binlake.spark.tails import inside, last_whole, plainly_outside
 from binlake.spark.tasks import TaskPlan, collect, write_task
-from binlake.transactions import GTID_EVENTS, Transactions
+from binlake.transactions import GTID_EVENTS
 
 __all__ = ["IngestResult", "ingest", "ingest_held", "summary"]
 
@@ -246,9 +254,15 @@ def _ingest(
     start: ResumePoint | None = None,
 ) -> None:
     manifest, done = lake.last_manifest()
-    if manifest is not None and not done:
-        progress.log(f"finishing interrupted batch {manifest.batch}")
-        _run_batch(spark, lake, manifest, progress, result, read)
+    if manifest is not None and manifest.rewinds is not None and not done:
+        _rewind(lake, manifest.batch, manifest.rewinds, progress)  # a rewind a kill cut short
+    elif manifest is not None:
+        stuck = _stuck(lake, manifest, done, ordered, read)
+        if stuck is not None:
+            manifest = _rewind_to(lake, manifest, *stuck, read, progress)
+        elif not done:
+            progress.log(f"finishing interrupted batch {manifest.batch}")
+            _run_batch(spark, lake, manifest, progress, result, read)
     positions: dict[str, int] = dict(manifest.positions) if manifest is not None else {}
     resume = manifest.resume if manifest is not None else start
     result.resume = resume
@@ -256,6 +270,7 @@ def _ingest(
         first = binlog_order(resume.file)
         ordered = [f for f in ordered if binlog_order(f.name) >= first]
         positions.setdefault(resume.file, resume.position)
+    ordered, known = sort_out(ordered, manifest.identities if manifest is not None else {}, positions, progress.log)
     new_bytes = sum(max(0, f.size - positions.get(f.name, 4)) for f in ordered)
     if cores is None:
         cores = int(getattr(context_of(spark), "defaultParallelism", 1) or 1)
@@ -265,8 +280,7 @@ def _ingest(
         "plan",
         lambda: plan_splits(ordered, split_bytes=split_bytes, resume=positions, whole_tail=False, headers=headers),
     )
-    if ordered:
-        splits = _with_last_transaction(splits, ordered[-1], positions, read)
+    splits = _whole_transactions(splits, ordered, positions, read, progress.log)
     if splits:
         after = dict(positions)
         for s in splits:
@@ -279,41 +293,141 @@ def _ingest(
         if resume is not None:
             resume = result.resume = resume_after(splits, resume, headers)
         headers.clear()  # about 19 bytes per event: not kept through the Spark job
-        manifest = BatchManifest(batch, tuple(splits), after, start_schema, tuple(statements), resume)
+        files = recorded(ordered, known, after)
+        manifest = BatchManifest(batch, tuple(splits), after, start_schema, tuple(statements), resume, files)
         lake.write_manifest(manifest)
         _run_batch(spark, lake, manifest, progress, result, read, maps)
     elif result.batches == 0:
         progress.log("nothing new")
 
 
-def _with_last_transaction(
-    splits: list[Split], last: BinlogFile, positions: dict[str, int], read: ReadSpec
+def _whole_transactions(
+    splits: list[Split], files: list[BinlogFile], positions: dict[str, int], read: ReadSpec, log: Callable[[str], None]
 ) -> list[Split]:
-    """``splits`` with the one of the ``last`` file reaching the end of its last whole transaction.  The planner
-    stops a file the server still writes at the last boundary a header walk sees (before a GTID event, after an
-    XID), so a group that ends otherwise (DDL, a MariaDB standalone statement, a non-transactional table's ``BEGIN
-    ... COMMIT``) would wait for the next transaction to be landed; here the events after that boundary are
-    decoded and the range taken to where :class:`~binlake.transactions.Transactions` sees the last one end."""
-    mine = [s for s in splits if s.file.name == last.name]
-    start = mine[-1].end if mine else max(4, positions.get(last.name, 4))
-    try:
-        table = header_table(last.source, start)
-        if table.end <= start or not table.codes:
-            return splits
-        trx, end = Transactions(), start
-        events = read_events(last.source, options=read.options, start=start, stop=table.end, decryptor=read.decryptor)
-        for ev in events:
-            trx.event(ev)
-            if ev.header.in_payload is None and not trx.open:
-                end = ev.header.end_pos
-    except BinlogError:
-        return splits  # damaged or encrypted: the planner's boundary stands
-    if end <= start:
-        return splits
-    if mine:
-        tail = mine[-1]
-        return [*splits[:-1], Split(tail.file, tail.start, end, tail.index)]
-    return [*splits, Split(BinlogFile(last.path, last.name, last.seq, max(last.size, end)), start, end, len(splits))]
+    """``splits`` (the planner's: a file that does not end with its ROTATE or STOP stops at the last transaction
+    boundary a header walk sees) with each file's last one reaching the end of the file's last whole transaction
+    (:func:`~binlake.spark.tails.last_whole`).  A file whose format description no longer flags it in use but that
+    ends inside a transaction or an event is a copy cut short (a server closes a file with a ROTATE or STOP, and
+    MySQL's crash recovery truncates one to its last whole transaction): one line says so, and its rest and the
+    files after it wait for the rest of it.  An encrypted file is planned once closed (its type codes are
+    ciphertext)."""
+    mine: dict[str, list[Split]] = defaultdict(list)
+    for s in splits:
+        mine[s.file.name].append(s)
+    out: list[Split] = []
+    for i, f in enumerate(files):
+        own = mine.get(f.name, [])
+        start = own[-1].end if own else max(4, positions.get(f.name, 4))
+        if start < f.size:
+            closed, encrypted = _head(f.source, cut=True)
+            end = start if encrypted and not closed else last_whole(f, start, read)
+            if end > start and own:
+                own[-1] = Split(own[-1].file, own[-1].start, end)
+            elif end > start:
+                own = [Split(BinlogFile(f.path, f.name, f.seq, max(f.size, end)), start, end)]
+            if end < f.size and closed:
+                later = ", and the files after it wait for it" if i + 1 < len(files) else ""
+                log(f"{f.name} is cut short at {f.size}: its whole transactions end at {end}, the {f.size - end} "
+                    f"bytes after that wait for the rest of the file{later}")  # fmt: skip
+                out.extend(own)
+                break
+        out.extend(own)
+    return [Split(s.file, s.start, s.stop, i) for i, s in enumerate(out)]
+
+
+def _stuck(
+    lake: Lake, manifest: BatchManifest, done: bool, files: list[BinlogFile], read: ReadSpec
+) -> tuple[int, str] | None:
+    """The first batch that stopped inside a transaction, and where: binlake before version 4 of the manifest
+    landed every whole event of a copy cut short (a partial transaction's changes with it), so the batch after it
+    started inside that transaction and failed at its first rows event, a run after another.  Checked where the
+    lake would go on: the starts and ends of an unfinished batch, the positions of files with new bytes, and, once
+    a batch is found, the positions before it (a batch that went on from inside a transaction without failing, a
+    cut just before its XID)."""
+    by_name = {f.name: f for f in files}
+    first: int | None = None
+    why = ""
+    last: BatchManifest | None = manifest
+    finished = done
+    while last is not None:
+        points: list[tuple[BinlogFile, int, int]] = []  # (file, position, the last batch that may have recorded it)
+        if not finished:
+            ranges: dict[str, list[Split]] = defaultdict(list)
+            for s in last.splits:
+                ranges[s.file.name].append(s)
+            for own in ranges.values():
+                points += [(own[0].file, own[0].start, last.batch - 1), (own[-1].file, own[-1].end, last.batch)]
+        else:
+            points += [(f, p, last.batch) for n, p in last.positions.items() if (f := by_name.get(n)) and p < f.size]
+        found: tuple[int, str] | None = None
+        for f, pos, upto in points:
+            writer = None if plainly_outside(f, pos) else _writer(lake, upto, f.name, pos)
+            if writer is None or f.name in writer.identities:  # none (a snapshot's point), or planned whole
+                continue
+            bound = min((b for b in (first, found[0] if found else None) if b is not None), default=None)
+            if (bound is None or writer.batch < bound) and inside(f, pos, read):
+                found = (writer.batch, f"{f.name} at {pos}")
+        if found is None:
+            break
+        first, why = found
+        last, finished = lake.manifest(first - 1), True
+    return None if first is None else (first, why)
+
+
+def _writer(lake: Lake, upto: int, name: str, pos: int) -> BatchManifest | None:
+    """The last batch up to ``upto`` that landed file ``name`` up to ``pos`` (``None``: none did; a snapshot or
+    the stream's start put the position there)."""
+    for batch in range(upto, 0, -1):
+        m = lake.manifest(batch)
+        if m is not None and any(s.file.name == name and s.end == pos for s in m.splits):
+            return m
+    return None
+
+
+def _rewind_to(
+    lake: Lake, last: BatchManifest, first: int, where: str, read: ReadSpec, progress: Progress
+) -> BatchManifest:
+    """Take the lake back to where it was before batch ``first`` (a batch of its own, :attr:`BatchManifest.rewinds`,
+    whose manifest carries the positions, schema, files and resume point of the batch before), so that the next
+    batch lands the ranges of the batches from ``first`` on again, whole transactions only.  A snapshot among those
+    batches (its rows come from no range) is an error: the lake cannot be taken back past it."""
+    later = [lake.manifest(b) for b in range(first, last.batch + 1)]
+    snapshot = next((m.batch for m in later if m is not None and not m.splits and m.rewinds is None), None)
+    if snapshot is not None:
+        raise BinlogError(
+            f"batch {first} of this lake stopped inside a transaction ({where}), and batch {snapshot}, a snapshot, "
+            "came after it: the lake cannot land that batch again; ingest the server into a new lake",
+            file=lake.root.uri,
+        )
+    base = lake.manifest(first - 1)
+    resume = base.resume if base is not None else None
+    if base is None and later[0] is not None and later[0].resume is not None:  # a live lake's first batch
+        resume = ResumePoint(later[0].splits[0].file.name, later[0].splits[0].start)  # where its stream started
+    manifest = BatchManifest(
+        last.batch + 1,
+        (),
+        dict(base.positions) if base is not None else {},
+        tracker_to_json(_schema_after(base, read.options.schema_sql)),
+        (),
+        resume,
+        dict(base.identities) if base is not None else {},
+        first,
+    )
+    progress.log(
+        f"batch {first} stopped inside a transaction ({where}: binlake before manifest version 4 landed copies cut "
+        f"short so): the lake goes back to before it and lands from there again"
+    )
+    lake.write_manifest(manifest)
+    _rewind(lake, manifest.batch, first, progress)
+    return manifest
+
+
+def _rewind(lake: Lake, batch: int, first: int, progress: Progress) -> None:
+    """Run rewinding batch ``batch`` (:func:`_rewind_to`): every table back to before batch ``first``, then the
+    batch's completion mark, carrying the XA transactions pending there."""
+    changed = progress.timed("rewind", lambda: lake.rewind(first))
+    lake.write_done(batch, lake.done(first - 1))
+    progress.log(f"batch {batch}: {changed} tables back to before batch {first}")
 
 
 def resume_after(splits: list[Split], before: ResumePoint, headers: HeaderCache | None = None) -> ResumePoint:

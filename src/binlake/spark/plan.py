@@ -30,7 +30,7 @@ from binlake.decoder import MAGIC
 from binlake.errors import BinlogError, TruncatedError
 from binlake.events.base import EventType
 from binlake.lake.records import BinlogFile, Split
-from binlake.reader import HeaderCache, HeaderTable, Source, header_table, walk_headers
+from binlake.reader import HeaderCache, HeaderInfo, HeaderTable, Source, header_table, walk_headers
 from binlake.storage import Location, StorageError, locate
 from binlake.transactions import FILE_END_EVENTS, last_boundary, next_boundary
 
@@ -111,11 +111,17 @@ def source_exists(path: str) -> bool:
     return os.path.exists(loc.uri) if loc.is_local else loc.exists()
 
 
-def _head(source: str | Source) -> tuple[bool, bool]:
+def _head(source: str | Source, *, cut: bool = False) -> tuple[bool, bool]:
     """(closed, encrypted) from the file's first events: the format description's LOG_EVENT_BINLOG_IN_USE_F (set
     while the server writes the file, cleared when it closes it: ``MYSQL_BIN_LOG::close``) and MariaDB's
-    START_ENCRYPTION_EVENT right after it (every later header's type code is then ciphertext)."""
-    first = list(itertools.islice(walk_headers(source, 4), 2))  # the generator (and its mmap) closes as it goes
+    START_ENCRYPTION_EVENT right after it (every later header's type code is then ciphertext).  ``cut``: a file
+    cut short before its second event is read as far as it goes (else its TruncatedError is raised)."""
+    first: list[HeaderInfo] = []
+    try:
+        first.extend(itertools.islice(walk_headers(source, 4), 2))  # the generator (and its mmap) closes as it goes
+    except TruncatedError:
+        if not cut:
+            raise
     closed = bool(first) and not first[0].flags & _IN_USE
     return closed, any(h.type_code == EventType.START_ENCRYPTION_EVENT for h in first[1:])
 
@@ -145,25 +151,28 @@ def plan_file(
 ) -> list[Split]:
     """Cut ``file`` from ``start`` into splits of about ``split_bytes`` at transaction boundaries.
 
-    ``whole_tail=False`` (incremental ingest) stops a file that is not closed (ROTATE/STOP, or its format
-    description no longer flagged in use) at its last transaction boundary, so a transaction the server is still
-    writing is left for the next run; an encrypted file, whose boundaries the header walk cannot see, is one split,
-    planned once it is closed.  ``headers``: where to walk the file's headers (and keep them for the scan).
+    ``whole_tail=False`` (incremental ingest) stops a file that does not end with its ROTATE or STOP at its last
+    transaction boundary a header walk sees, so a transaction the server is still writing, or one an interrupted
+    copy holds only part of (its format description no longer flagged in use, but cut short), is left for the next
+    run (:func:`binlake.spark.ingest` then decodes the events after that boundary for a last group it cannot see
+    end); an encrypted file, whose boundaries and events the header walk cannot see, is one split, planned once it
+    is closed and whole (no partial event at its end).  ``headers``: where to walk the file's headers (and keep
+    them for the scan).
     """
     if file.size - start <= split_bytes and whole_tail:
         return [Split(file, start, None)] if file.size > start else []
     try:
         source = file.source
-        closed, encrypted = _head(source)
+        closed, encrypted = _head(source, cut=not whole_tail)
         table = headers.table(source, start) if headers is not None else header_table(source, start)
     except BinlogError:
         return [Split(file, start, None)]  # encrypted or damaged: one task decodes (and reports) it all
     if table.why and not isinstance(table.error(), TruncatedError):  # (a partial event at the end is a file still
         return [Split(file, start, None)]  # being written: planned up to its last whole event) damaged: as above
-    # an encrypted file's type codes are ciphertext: no visible boundaries, and closed only by its header
-    closed = closed or (not encrypted and any(table.codes.find(c) >= 0 for c in FILE_END_EVENTS))
+    # an encrypted file's type codes are ciphertext: no visible boundaries, and ended only by its header's flag
+    ended = closed and not table.why if encrypted else any(table.codes.find(c) >= 0 for c in FILE_END_EVENTS)
     last = None if encrypted else _last_cut(table)
-    stop = table.end if (closed or whole_tail) else (start if last is None else last)
+    stop = table.end if (ended or whole_tail) else (start if last is None else last)
     points = [start]
     while not encrypted and (cut := _first_cut(table, points[-1] + split_bytes)) is not None and cut < stop:
         points.append(cut)

@@ -1,0 +1,172 @@
+"""Which binlog a file is, beyond its name: a lake lands each binlog once, whatever it is called, and never takes
+another binlog for one it landed because the two share a name.
+
+A file's identity (:class:`~binlake.lake.records.FileIdentity`) comes from its head, which a server never rewrites:
+the server id and timestamp of its FORMAT_DESCRIPTION (the server that started the file, and when; a replication
+stream resends that event with both kept), and a SHA-256 of its first bytes as far as the lake landed them (at most
+:data:`PREFIX`), with the FORMAT_DESCRIPTION's in-use flag left out: the one byte a server changes in place, when it
+closes the file (``MYSQL_BIN_LOG::close``; the event's CRC32 is computed without it).  Server id and timestamp alone
+do not tell apart two files one server started within a second (a burst of ``FLUSH LOGS``, a tiny
+``max_binlog_size``): their bytes do, once they hold a transaction.
+
+Before a batch is planned, :func:`sort_out` holds every file of the sources against the identities the lake
+recorded (its last batch manifest's ``files``):
+
+* a name the lake knows, with that identity: planned from where the lake is in it;
+* a name the lake knows, with another identity: :class:`~binlake.errors.BinlogHistoryError`, since the server's
+  binlogs were reset (``RESET MASTER``) or it was rebuilt, and going on by position would skip or garble changes;
+* a name the lake does not know whose head is that of a file it knows, or of an earlier file of the same run: the
+  same binlog under another name (a second copy, a renamed folder), skipped with one line saying so;
+* a file shorter than its FORMAT_DESCRIPTION, or than what the lake landed of it (a copy under way): it waits, and
+  the files after it wait for it (their changes come after its missing ones), with one line saying so.
+
+Files a lake landed before it recorded identities (manifests of version 3 and older) get theirs from the file of
+that name the first time it is seen (nothing older tells what it was).
+
+Example::
+
+    files, known = sort_out(files, manifest.files, manifest.positions, print)
+    ... plan and land files ...
+    manifest_files = recorded(files, known, positions_after)
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+
+from binlake.errors import BinlogHistoryError
+from binlake.events.base import EventType
+from binlake.lake.records import BinlogFile, FileIdentity
+from binlake.reader import FileHead, file_head, first_bytes
+
+__all__ = ["PREFIX", "recorded", "sort_out"]
+
+PREFIX = 64 << 10
+"""The most bytes of a file's head its identity's digest covers (a transaction or more: what tells files apart)."""
+_HEADER_AT = 4  # the first event's common header, after the magic
+_IN_USE_AT = _HEADER_AT + 17  # the FORMAT_DESCRIPTION's flags: LOG_EVENT_BINLOG_IN_USE_F (0x1)
+_RESET = (
+    "the server's binlogs were reset (RESET MASTER) or it was rebuilt, so positions in this file do not follow what "
+    "the lake holds: land the new binlogs into a new lake (README: files cut short, renamed, or replaced)"
+)
+
+
+def _digest(data: bytes) -> str:
+    """SHA-256 of a file's first bytes, the FORMAT_DESCRIPTION's in-use flag cleared."""
+    head = bytearray(data[: _IN_USE_AT + 1])
+    if len(head) > _IN_USE_AT and head[_HEADER_AT + 4] == EventType.FORMAT_DESCRIPTION_EVENT:
+        head[_IN_USE_AT] &= 0xFE
+    h = hashlib.sha256(head)
+    h.update(memoryview(data)[len(head) :])
+    return h.hexdigest()
+
+
+def _identity(file: BinlogFile, head: FileHead, prefix: int) -> FileIdentity:
+    data = first_bytes(file.source, prefix)
+    return FileIdentity(head.server_id, head.created, len(data), _digest(data))
+
+
+def _same_bytes(a: BinlogFile, b: BinlogFile) -> bool:
+    """Whether ``a`` and ``b`` hold the same bytes as far as both go (at most :data:`PREFIX`)."""
+    n = min(a.size, b.size, PREFIX)
+    return _digest(first_bytes(a.source, n)) == _digest(first_bytes(b.source, n))
+
+
+def sort_out(
+    files: list[BinlogFile],
+    known: Mapping[str, FileIdentity],
+    positions: Mapping[str, int],
+    log: Callable[[str], None],
+) -> tuple[list[BinlogFile], dict[str, FileIdentity]]:
+    """The files of ``files`` to plan (see the module docstring), and the identities the lake knows: ``known``,
+    and those of files it landed before it recorded identities (``positions`` has them), taken from the files of
+    those names.  ``log`` gets a line per file skipped, and one for the file the others wait for."""
+    by_name = {f.name: f for f in files}
+    known = dict(known)
+    heads: dict[str, FileHead] = {}
+    keep: list[BinlogFile] = []
+    for i, f in enumerate(files):
+        later = ", and the files after it wait for it" if i + 1 < len(files) else ""
+        head = file_head(f.source)
+        if head is None:
+            log(f"{f.name}: {f.size} bytes, less than its format description: waits for the rest of the file{later}")
+            break
+        landed = positions.get(f.name)
+        rec = known.get(f.name)
+        if rec is not None:
+            _check_same(f, head, rec, landed)
+        elif landed is None:
+            twin = _twin(f, head, known, {n: by_name[n] for n in heads if heads[n] == head}, by_name)
+            if twin is not None and twin[1]:
+                log(f"{f.name} is {twin[0]} under another name ({head}): it lands once, as {twin[0]}; skipped")
+                continue
+            if twin is not None:
+                log(f"{f.name} starts as {twin[0]} did ({head}) and holds fewer bytes than the lake landed of it: "
+                    f"waits until it shows whether it is {twin[0]} under another name{later}")  # fmt: skip
+                break
+        if landed is not None and f.size < landed:
+            log(f"{f.name}: {f.size} bytes, fewer than the {landed} the lake landed of it: waits for the rest{later}")
+            break
+        if rec is None and landed is not None:  # landed before identities were recorded
+            known[f.name] = _identity(f, head, min(landed, PREFIX))
+        heads[f.name] = head
+        keep.append(f)
+    return keep, known
+
+
+def _check_same(f: BinlogFile, head: FileHead, rec: FileIdentity, landed: int | None) -> None:
+    """Raise :class:`~binlake.errors.BinlogHistoryError` unless ``f`` is the file ``rec`` describes (its digest is
+    checked when there is something new to land from it)."""
+    was = FileHead(rec.server_id, rec.created)
+    if head != was:
+        raise BinlogHistoryError(f"not the binlog the lake landed under this name ({was}; this one: {head}): {_RESET}",
+                                 file=f.path)  # fmt: skip
+    if f.size != landed and f.size >= rec.prefix and _digest(first_bytes(f.source, rec.prefix)) != rec.digest:
+        raise BinlogHistoryError(
+            f"not the binlog the lake landed under this name (both {head}, but their first {rec.prefix} bytes "
+            f"differ): {_RESET}",
+            file=f.path,
+        )
+
+
+def _twin(
+    f: BinlogFile,
+    head: FileHead,
+    known: Mapping[str, FileIdentity],
+    earlier: Mapping[str, BinlogFile],
+    by_name: Mapping[str, BinlogFile],
+) -> tuple[str, bool] | None:
+    """The name of a file the lake landed, or of an ``earlier`` file of this run, that ``f`` is a copy of, and
+    whether that is sure (not: ``f`` starts as that file did but is too short to tell, and that file is not
+    among the sources to compare with)."""
+    for name, rec in known.items():
+        if FileHead(rec.server_id, rec.created) != head:
+            continue
+        if f.size >= rec.prefix:
+            if _digest(first_bytes(f.source, rec.prefix)) == rec.digest:
+                return name, True
+        elif name in by_name:
+            if _same_bytes(f, by_name[name]):
+                return name, True
+        else:
+            return name, False
+    return next(((name, True) for name, other in earlier.items() if _same_bytes(f, other)), None)
+
+
+def recorded(
+    files: list[BinlogFile], known: Mapping[str, FileIdentity], positions: Mapping[str, int]
+) -> dict[str, FileIdentity]:
+    """The identities to record with a batch after which the lake is at ``positions``: ``known``'s, and for each
+    of ``files`` landed further into its first :data:`PREFIX` bytes than its record covers, one that covers what
+    was landed (so a record grows until it covers a transaction or more)."""
+    out = dict(known)
+    for f in files:
+        landed = positions.get(f.name)
+        rec = out.get(f.name)
+        if landed is None or (rec is not None and rec.prefix >= min(landed, PREFIX)):
+            continue
+        head = file_head(f.source)
+        if head is not None:
+            out[f.name] = _identity(f, head, min(landed, PREFIX))
+    return out

@@ -424,6 +424,26 @@ def test_mysql_functional_index_hidden_columns_are_refused(corpus_dir: Path) -> 
     assert not ts.agrees_with(maps[0].columns)
 
 
+def test_a_read_from_inside_a_file_keeps_the_trackers_schema(corpus_dir: Path) -> None:
+    """The MySQL 5.5 sakila binlog starts with ``DROP SCHEMA IF EXISTS sakila``, right after its format
+    description.  A read that starts later (a Spark split, a table map decoded alone by the driver's scan) decodes
+    the header events first: that event must not reach the tracker, which holds the schema at the start already
+    (it forgot every sakila table, and the lake landed them as ``col_1``.. with no current state)."""
+    [path] = (corpus_dir / "mysql").glob("*/mysql-bin.sakila")
+    tracker = SchemaTracker()
+    tm = None
+    for ev in read_events(path, schema=tracker):
+        if isinstance(ev, TableMapEvent):
+            tm = ev
+            break
+    assert tm is not None and tm.table == "actor" and len(tracker.tables) == 16
+    read_events_at = list(read_events(path, start=tm.header.pos, stop=tm.header.pos + 1, schema=tracker))
+    assert [type(ev) for ev in read_events_at] == [TableMapEvent]
+    assert len(tracker.tables) == 16
+    assert tracker.column_names("sakila", "actor") == ("actor_id", "first_name", "last_name", "last_update")
+    assert tracker.primary_key("sakila", "actor") == ("actor_id",)
+
+
 CREATE_OLD = """CREATE TABLE t_temporal_old (
   id INT PRIMARY KEY,
   t0 TIME, t3 TIME(3), t6 TIME(6),

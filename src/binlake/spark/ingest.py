@@ -155,7 +155,8 @@ def _schema_after(manifest: BatchManifest | None, seed: str | None) -> SchemaTra
         return tracker
     last = tracker_at(manifest.schema, manifest.statements, 1 << 200)
     known = last.tables
-    return SchemaTracker({**{k: v for k, v in tracker.tables.items() if k not in known}, **known}, last.temporary.state)
+    tables = {**{k: v for k, v in tracker.tables.items() if k not in known}, **known}
+    return SchemaTracker(tables, last.temporary.state, {**tracker.databases, **last.databases})
 
 
 def ingest(

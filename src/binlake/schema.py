@@ -112,6 +112,7 @@ __all__ = [
     "SchemaTracker",
     "TableSchema",
     "TrackedColumn",
+    "column_from_sql",
     "is_ddl",
     "split_statements",
 ]
@@ -420,6 +421,21 @@ def _column(name: str, toks: Sequence[Token], sql: str, default: int | None = No
     unsigned = "UNSIGNED" in words or "ZEROFILL" in words
     charset = _column_charset(type_name, toks[j:], default)
     return TrackedColumn(name, type_name, params, unsigned, sql[toks[0].start : toks[-1].end], charset)
+
+
+def column_from_sql(name: str, definition: str) -> TrackedColumn | None:
+    """The column ``name`` of a definition as SQL writes it after the name (``"int(10) unsigned"``,
+    ``"varchar(40) CHARACTER SET utf8mb4"``: ``information_schema.COLUMNS.COLUMN_TYPE`` too), read as a ``CREATE
+    TABLE``'s; ``None`` when it is not one.
+
+    >>> c = column_from_sql("e", "enum('a','b') CHARACTER SET latin1")
+    >>> c.type_name, c.params, c.charset
+    ('enum', ('a', 'b'), 8)
+    """
+    try:
+        return _column(name, _toks(definition), definition)
+    except Unread:
+        return None
 
 
 def _element(part: Sequence[Token], sql: str, default: int | None = None) -> TrackedColumn | None:

@@ -13,7 +13,6 @@ from typing import Any
 
 from binlake.changes.records import TableInfo
 from binlake.coltypes import Column, ColumnType
-from binlake.render.changes.debezium import _binary as binary_column
 from binlake.values.spatial import Geometry
 from binlake.values.temporal import InvalidDate, InvalidDatetime
 
@@ -63,7 +62,7 @@ def decode(col: Column, name: str | None, v: Any) -> Any:
         return uuid.UUID(v).bytes
     if real == T.ENUM or col.real_type_code == T.JSON:
         return v
-    if binary_column(col, name):
+    if col.is_character and not col.is_text:
         return base64.b64decode(v)
     return v
 

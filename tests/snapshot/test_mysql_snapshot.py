@@ -356,7 +356,7 @@ def test_vector_cells_become_the_stream_s_floats() -> None:
 def test_a_functional_unique_key_is_not_the_row_key() -> None:
     """MySQL's SHOW INDEX gives a functional key part a NULL Column_name: such a key names no column of the row,
     so it is never the row key (it was read as a column called "None")."""
-    from binlake.snapshot.server import _row_key
+    from binlake.replication.definitions import row_key as _row_key
 
     functional = ("t", 0, "fk", 1, None, "A", 0, None, None, "", "BTREE")
     plain = ("t", 0, "u", 1, "b", "A", 0, None, None, "", "BTREE")

@@ -46,9 +46,10 @@ from binlake.errors import ConnectionLostError, ReplicationError, TableChangedEr
 from binlake.lake.names import table_dir
 from binlake.lake.records import SnapshotChunk, SnapshotColumn, SnapshotPoint, SnapshotTable
 from binlake.replication.connection import ReplicationConnection, ServerInfo, translate_errors
+from binlake.replication.definitions import collation_ids, quote, row_key
 from binlake.replication.options import ConnectionOptions, Secret, TlsOptions, read_password
 from binlake.replication.resultset import RowBatch, TextResultReader
-from binlake.snapshot.columns import column_array, quote, select_expr, to_column
+from binlake.snapshot.columns import column_array, select_expr, to_column
 from binlake.spark.arrow import lake_type
 
 __all__ = [
@@ -230,10 +231,11 @@ def select_tables(conn: ReplicationConnection, globs: Sequence[str] = ()) -> lis
 
 
 def describe_tables(conn: ReplicationConnection, tables: Sequence[tuple[str, str]]) -> list[SnapshotTable]:
-    """Each table's columns, the key its table maps log (:func:`_row_key`), ``SHOW CREATE TABLE`` (where the
-    stream's DDL tracking starts from) and row estimate, in the transaction of ``conn``."""
+    """Each table's columns, the key its table maps log (:func:`~binlake.replication.definitions.row_key`),
+    ``SHOW CREATE TABLE`` (where the stream's DDL tracking starts from) and row estimate, in the transaction of
+    ``conn``."""
     out = []
-    collations = _collation_ids(conn)
+    collations = collation_ids(conn)
     for db, name in tables:
         with translate_errors(conn.options), conn.cursor() as cur:
             create = show_create(cur, db, name)
@@ -264,7 +266,7 @@ def describe_tables(conn: ReplicationConnection, tables: Sequence[tuple[str, str
             )
             est = cur.fetchone()
             cur.execute(f"SHOW INDEX FROM {quote(db)}.{quote(name)}")
-            pk = _row_key(cur.fetchall())
+            pk = row_key(cur.fetchall())
         out.append(SnapshotTable(table_dir(db, name), db, name, cols, tuple(pk), create, _int(est[0]) or 0))
     return out
 
@@ -289,41 +291,6 @@ def check_definition(conn: ReplicationConnection, table: SnapshotTable) -> None:
         now = show_create(cur, table.database, table.name)
     if _AUTO_INCREMENT.sub("", now) != _AUTO_INCREMENT.sub("", table.create):
         raise TableChangedError(f"{table.database}.{table.name} was altered while the snapshot ran")
-
-
-def _collation_ids(conn: ReplicationConnection) -> dict[str, int]:
-    """Every collation's id by its full name: MariaDB 10.10+ lists those shared by several charsets
-    (``utf8mb4_uca1400_ai_ci``) only in ``COLLATION_CHARACTER_SET_APPLICABILITY.FULL_COLLATION_NAME``."""
-    ids = {
-        str(n): int(i)
-        for n, i in conn.query("SELECT COLLATION_NAME, ID FROM information_schema.COLLATIONS")
-        if i is not None
-    }
-    try:
-        rows = conn.query(
-            "SELECT FULL_COLLATION_NAME, ID FROM information_schema.COLLATION_CHARACTER_SET_APPLICABILITY"
-        )
-    except ReplicationError:  # before MariaDB 10.10: no such column
-        return ids
-    ids.update({str(n): int(i) for n, i in rows if n is not None and i is not None})
-    return ids
-
-
-def _row_key(index_rows: Sequence[Sequence[Any]]) -> tuple[str, ...]:
-    """The key the server's table maps log as the primary key, from ``SHOW INDEX`` rows (in key order): the
-    PRIMARY KEY, else the first UNIQUE key of NOT NULL columns, which InnoDB and the table share treat as the
-    primary key (MariaDB ``sql/table.cc``, ``init_from_binary_frm_image``: ``primary_key``)."""
-    keys: dict[str, list[tuple[str | None, bool]]] = {}
-    for r in index_rows:  # Table, Non_unique, Key_name, Seq_in_index, Column_name, ..., Null (index 9)
-        if int(r[1]) == 0:  # a MySQL functional key part has no Column_name (NULL): no column of the row
-            keys.setdefault(str(r[2]), []).append((None if r[4] is None else str(r[4]), str(r[9] or "") == ""))
-    named = {k: [c for c, _ in cols if c is not None] for k, cols in keys.items()}
-    if "PRIMARY" in keys:
-        return tuple(named["PRIMARY"])
-    for k, cols in keys.items():
-        if all(c is not None and not_null for c, not_null in cols):
-            return tuple(named[k])
-    return ()
 
 
 def _int(v: object) -> int | None:

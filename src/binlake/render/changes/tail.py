@@ -204,6 +204,7 @@ class _Kept:
     def __init__(self, source: EventSource) -> None:
         self.source = source
         self.schema = source.schema
+        self.definitions = source.definitions
         self.events: list[Event] = []
 
     @property

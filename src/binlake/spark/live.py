@@ -44,6 +44,7 @@ from typing import Any
 
 from binlake.errors import BinlogError, ReplicationError
 from binlake.lake.lake import Lake
+from binlake.replication.definitions import ServerDefinitions
 from binlake.replication.mirror import Mirror, mirror_files
 from binlake.replication.options import ConnectionOptions
 from binlake.replication.position import ResumePoint, StartAt
@@ -139,6 +140,7 @@ def live_ingest(
                 )
             snapshot_again(lake, options)
         point = _start_point(lake, options, start, from_start, snapshot)
+        definitions = ServerDefinitions(options, progress.log)  # what the maps and the DDL read do not say
         binlogs = binlogs_of(lake)
         first = StartAt.oldest() if point is None else StartAt.at(point.file)
         mirror = Mirror(binlogs, options, start=first, follow=follow)
@@ -163,7 +165,7 @@ def live_ingest(
                 if point is None and files:  # --from-start: the stream starts where the oldest binlog does
                     point = ResumePoint(files[0].name, 4)
                 r = ingest_held(spark, files, lake, split_bytes=split_bytes, progress=progress, read=read, cores=cores,
-                                start=point)  # fmt: skip
+                                start=point, definitions=definitions)  # fmt: skip
                 result.add(r)
                 if on_batch is not None:
                     on_batch(r)

@@ -94,6 +94,7 @@ def debezium_encoder(args: argparse.Namespace) -> DebeziumEncoder:
 
 def _server_source(args: argparse.Namespace) -> EventSource:
     from binlake.replication.client import ReplicationClient
+    from binlake.replication.definitions import ServerDefinitions
     from binlake.replication.options import connection_from_args
     from binlake.replication.position import StartAt
 
@@ -111,7 +112,11 @@ def _server_source(args: argparse.Namespace) -> EventSource:
         start = StartAt.oldest()
     options = connection_from_args(args, follow=args.follow)
     client = ReplicationClient(options, start, follow=args.follow, decode_options=decode_options(args))
-    return ServerSource(client)
+    return ServerSource(client, definitions=ServerDefinitions(options, _note))
+
+
+def _note(line: str) -> None:
+    print(f"binlake: {line}", file=sys.stderr)
 
 
 def _file_source(args: argparse.Namespace) -> EventSource:

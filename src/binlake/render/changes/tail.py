@@ -346,6 +346,7 @@ def tail_main(args: argparse.Namespace) -> int:
     """Run ``binlake tail``: 0 at the server's end (``--no-follow``) or on Ctrl-C, 1 when reading fails, 2 for bad
     arguments."""
     from binlake.replication.client import ReplicationClient
+    from binlake.replication.definitions import ServerDefinitions
     from binlake.replication.options import connection_from_args
 
     _log_to_stderr()
@@ -377,7 +378,8 @@ def tail_main(args: argparse.Namespace) -> int:
 
     client = ReplicationClient(options, start, follow=follow, decode_options=decode)
     # a fresh state is written where the stream begins, before any transaction: a restart goes on from there
-    source: EventSource = ServerSource(client, on_start=save if state is None else None)
+    definitions = ServerDefinitions(options, lambda line: print(f"binlake tail: {line}", file=sys.stderr))
+    source: EventSource = ServerSource(client, on_start=save if state is None else None, definitions=definitions)
     fmt: _Text | _Debezium
     if args.format == "text":
         kept = _Kept(source)

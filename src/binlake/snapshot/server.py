@@ -42,12 +42,20 @@ from typing import Any, Literal
 import pyarrow as pa
 
 from binlake.changes.filters import ChangeFilter
-from binlake.errors import ConnectionLostError, ReplicationError, TableChangedError
+from binlake.errors import AccessDeniedError, ConnectionLostError, ReplicationError, TableChangedError
 from binlake.lake.names import table_dir
 from binlake.lake.records import SnapshotChunk, SnapshotColumn, SnapshotPoint, SnapshotTable
 from binlake.replication.connection import ReplicationConnection, ServerInfo, translate_errors
 from binlake.replication.definitions import collation_ids, quote, row_key
 from binlake.replication.options import ConnectionOptions, Secret, TlsOptions, read_password
+from binlake.replication.privileges import (
+    Grants,
+    account,
+    database_target,
+    grant_line,
+    read_grants,
+    reload_refused,
+)
 from binlake.replication.resultset import RowBatch, TextResultReader
 from binlake.snapshot.columns import column_array, select_expr, to_column
 from binlake.spark.arrow import lake_type
@@ -68,6 +76,7 @@ __all__ = [
     "session_settings",
     "show_create",
     "snapshot_method",
+    "snapshot_tables",
 ]
 
 SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
@@ -186,6 +195,8 @@ def _under_read_lock(conn: ReplicationConnection) -> tuple[str, int, str | None]
             with translate_errors(conn.options), conn.cursor() as cur:
                 cur.execute("FLUSH LOCAL TABLES")
                 cur.execute("FLUSH TABLES WITH READ LOCK")
+        except AccessDeniedError:
+            raise ReplicationError(reload_refused(conn)) from None
         except ReplicationError as e:
             if isinstance(e, ConnectionLostError):
                 raise
@@ -228,6 +239,59 @@ def select_tables(conn: ReplicationConnection, globs: Sequence[str] = ()) -> lis
         if wanted.wants_table(db, name):
             out.append((db, name))
     return out
+
+
+def snapshot_tables(conn: ReplicationConnection, globs: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """The tables a snapshot takes (:func:`select_tables`), or :class:`~binlake.errors.ReplicationError` naming the
+    privilege the user lacks where it cannot read what the snapshot should take (an empty snapshot would start the
+    stream at the server's current point, and the rows already there would never land):
+
+    - no table matches the ``globs`` given;
+    - no table at all is visible (``information_schema`` lists only the tables a user has some privilege on) and
+      the grants do not give SELECT on ``*.*`` (the server may have tables the user cannot see; with it, a server
+      without tables gives an empty snapshot);
+    - SELECT is refused on a table it lists (``SELECT ... LIMIT 0`` is tried on each).
+    """
+    names = select_tables(conn, globs)
+    if not names:
+        grants = read_grants(conn)
+        if not globs and grants.has_global("SELECT"):
+            return []  # the user sees every table: the server has none
+        raise ReplicationError(_nothing_to_read(conn, globs, grants))
+    refused = []
+    for db, name in names:
+        try:
+            conn.query(f"SELECT 1 FROM {quote(db)}.{quote(name)} LIMIT 0")
+        except AccessDeniedError:
+            refused.append((db, name))
+    if refused:
+        who = account(conn)
+        dbs = sorted({db for db, _ in refused})
+        grants_needed = "; ".join(grant_line("SELECT", database_target(db), who) for db in dbs)
+        listed = ", ".join(f"{db}.{name}" for db, name in refused[:10]) + (", ..." if len(refused) > 10 else "")
+        raise ReplicationError(f"user {who} lacks SELECT on {listed}: the snapshot cannot read them ({grants_needed})")
+    return names
+
+
+def _nothing_to_read(conn: ReplicationConnection, globs: Sequence[str], grants: Grants) -> str:
+    """The refusal of a snapshot that finds no table to read (:func:`snapshot_tables`)."""
+    who = account(conn)
+    where = conn.options.address
+    if not globs:
+        return (
+            f"the snapshot found no table on {where}; user {who} lacks SELECT on *.* and sees none: the rows "
+            f"already there would never land ({grant_line('SELECT', 'db.*', who)} for each database to snapshot, "
+            "or --tables; --no-snapshot streams without a snapshot)"
+        )
+    named = sorted({g.split(".", 1)[0] for g in globs if "." in g and not any(c in g.split(".", 1)[0] for c in "*?[")})
+    lacking = [db for db in named if not grants.may_select(db)]
+    found = f"the snapshot found no table matching {', '.join(globs)} on {where}"
+    if lacking:
+        needed = "; ".join(grant_line("SELECT", database_target(db), who) for db in lacking)
+        return f"{found}; user {who} lacks SELECT on {', '.join(lacking)} ({needed})"
+    if not grants.selects_anything():
+        return f"{found}; user {who} lacks SELECT ({grant_line('SELECT', 'db.*', who)})"
+    return f"{found}: no such table that user {who} can see"
 
 
 def describe_tables(conn: ReplicationConnection, tables: Sequence[tuple[str, str]]) -> list[SnapshotTable]:

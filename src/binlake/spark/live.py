@@ -44,17 +44,19 @@ from typing import Any
 
 from binlake.errors import BinlogError, ReplicationError
 from binlake.lake.lake import Lake
+from binlake.replication.connection import ReplicationConnection
 from binlake.replication.definitions import ServerDefinitions
 from binlake.replication.mirror import Mirror, mirror_files
 from binlake.replication.options import ConnectionOptions
 from binlake.replication.position import ResumePoint, StartAt
+from binlake.replication.privileges import require_replication
 from binlake.spark.ingest import IngestResult, ingest_held
 from binlake.spark.plan import DEFAULT_SPLIT_BYTES, list_binlogs
 from binlake.spark.progress import Progress
 from binlake.spark.statements import ReadSpec
 from binlake.storage import Location
 
-__all__ = ["BINLOGS_DIR", "DEFAULT_INTERVAL", "LiveResult", "Snapshot", "binlogs_of", "live_ingest"]
+__all__ = ["BINLOGS_DIR", "DEFAULT_INTERVAL", "LiveResult", "Snapshot", "binlogs_of", "live_ingest", "stream_started"]
 
 BINLOGS_DIR = "_binlogs"
 """The folder of the lake the mirror writes the server's binlog files to."""
@@ -104,6 +106,7 @@ def live_ingest(
     from_start: bool = False,
     snapshot: Snapshot | None = None,
     snapshot_again: Callable[[Lake, ConnectionOptions], object] | None = None,
+    check: Callable[[Lake, ConnectionOptions], None] | None = None,
     follow: bool = False,
     interval: float = DEFAULT_INTERVAL,
     batch_bytes: int | None = None,
@@ -122,6 +125,9 @@ def live_ingest(
     leaves it; otherwise this is an error saying so.  ``snapshot_again``: called with the lease held, before the
     mirror starts, on a lake the stream already writes (``binlake ingest --snapshot TABLES``: chosen tables
     snapshotted again, the stream then going on from the lake's resume point); an empty lake given it is an error.
+    Before the lake is touched (its writer lease included) the user's privileges to stream are asked
+    (:func:`~binlake.replication.privileges.require_replication`), then ``check`` (the snapshot's:
+    :func:`binlake.snapshot.check_snapshot`): a refusal names what is missing and leaves the lake as it was.
     ``interval`` and ``batch_bytes``: when a following run
     commits a batch.  ``on_batch``: called after each batch with what it did.  ``should_stop``: asked between
     batches (a following run ends after the batch in which it became true).  The rest is :func:`ingest`'s.
@@ -130,6 +136,11 @@ def live_ingest(
     progress = progress or Progress(spark)
     result = LiveResult()
     t0 = time.monotonic()
+    with ReplicationConnection(options) as conn:
+        conn.open()
+        require_replication(conn)
+    if check is not None:
+        check(lake, options)
     with lake.writing(wait=wait, lease_seconds=lease_seconds, on_wait=progress.log):
         if snapshot_again is not None:
             if lake.last_manifest()[0] is None:
@@ -211,6 +222,12 @@ def _start_point(
         lake.check()
         kept.write_bytes(start.to_json().encode("utf-8"))
     return start
+
+
+def stream_started(lake: Lake) -> bool:
+    """Has the stream of a lake without a batch started already (its start kept, or binlogs mirrored: a run killed
+    before its first batch), so that it takes no snapshot (:func:`_start_point`)?"""
+    return (lake.root / "_binlake" / STREAM_START).exists() or bool(mirror_files(binlogs_of(lake)))
 
 
 def _wait_for_batch(

@@ -16,7 +16,7 @@ before it left unknown):
    (:meth:`~binlake.schema.TableSchema.agrees_with`: as many columns, the names the map logs, each declared type
    one the map's type code can stand for);
 3. **the server's current definition** (``ingest --host``, ``changes --host``, ``tail``: a :class:`SchemaSource`
-   the replication side injects, reading ``information_schema``), asked once per table, only when the two
+   the replication side injects, reading ``information_schema``), asked once per table and catalog, only when the two
    sources above leave a fact unknown.  It is the definition *now*, which may be newer than the position being
    decoded: it is used only where it agrees with the map as the DDL must, and where it names the columns as the
    sources before it do; a table whose DDL the binlogs logged keeps that DDL's facts, the server filling only

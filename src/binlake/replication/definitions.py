@@ -2,16 +2,18 @@
 stream read from a server (``ingest --host``, ``changes --host``, ``tail``), for the facts neither its table maps
 (``binlog_row_metadata=NO_LOG`` or ``MINIMAL``) nor the DDL it reads say.
 
-One table's definition is read on its own connection when :class:`~binlake.columns.ColumnCatalog` first needs it
-(once per table and run): ``information_schema.COLUMNS`` (names in ``ORDINAL_POSITION`` order, ``COLUMN_TYPE``
-read by the DDL tracker's own column reader, so ``unsigned`` and ENUM/SET members are read as in a ``CREATE
-TABLE``, and ``COLLATION_NAME`` by the server's own collation ids), ``information_schema.TABLES`` (a MariaDB
-SEQUENCE) and ``SHOW INDEX`` (the key the table maps log: :func:`row_key`).  It is the definition at the moment it
+One table's definition is read on its own connection when a :class:`~binlake.columns.ColumnCatalog` first needs it
+(once per table for a change stream; for a live ingest, once per batch in which a table shows a layout the lake has
+not landed): ``information_schema.COLUMNS`` (:func:`read_columns`, the snapshot's reader too: names in
+``ORDINAL_POSITION`` order, ``COLUMN_TYPE`` read by the DDL tracker's own column reader, so ``unsigned`` and
+ENUM/SET members are read as in a ``CREATE TABLE``, and ``COLLATION_NAME`` by the server's own collation ids),
+``information_schema.TABLES`` (a MariaDB SEQUENCE) and ``SHOW INDEX`` (the key the table maps log:
+:func:`row_key`).  It is the definition at the moment it
 is read, which may be newer than the position being decoded: :mod:`binlake.columns` says where it is trusted.
 
 A user who may not see the table (``information_schema`` shows only what a user has some privilege on) gets no
-definition: the table's columns stay as the stream says them, and ``log`` says so once per table, with the grant
-that would help.
+definition: the table's columns stay as the stream says them, and ``log`` says so each time it is asked, with the
+grant that would help.
 
 Example::
 
@@ -26,11 +28,12 @@ from dataclasses import replace
 from typing import Any
 
 from binlake.errors import ReplicationError
+from binlake.lake.records import SnapshotColumn
 from binlake.replication.connection import ReplicationConnection, translate_errors
 from binlake.replication.options import ConnectionOptions
 from binlake.schema import TableSchema, column_from_sql
 
-__all__ = ["ServerDefinitions", "collation_ids", "quote", "row_key"]
+__all__ = ["ServerDefinitions", "collation_ids", "quote", "read_columns", "row_key", "table_key"]
 
 
 def quote(name: str) -> str:
@@ -73,6 +76,48 @@ def row_key(index_rows: Sequence[Sequence[Any]]) -> tuple[str, ...]:
     return ()
 
 
+def read_columns(
+    conn: ReplicationConnection, db: str, name: str, collations: dict[str, int] | None = None
+) -> tuple[SnapshotColumn, ...]:
+    """``db.name``'s columns as ``information_schema.COLUMNS`` describes them, in table order (none: a table the
+    user may not see, or no such table); ``collations``: :func:`collation_ids` (read when not given)."""
+    ids = collation_ids(conn) if collations is None else collations
+    with translate_errors(conn.options), conn.cursor() as cur:
+        cur.execute(
+            "SELECT c.COLUMN_NAME, c.DATA_TYPE, c.COLUMN_TYPE, c.IS_NULLABLE, c.NUMERIC_PRECISION, "
+            "c.NUMERIC_SCALE, c.DATETIME_PRECISION, c.CHARACTER_OCTET_LENGTH, c.COLLATION_NAME FROM "
+            "information_schema.COLUMNS c WHERE c.TABLE_SCHEMA = %s AND c.TABLE_NAME = %s "
+            "ORDER BY c.ORDINAL_POSITION",
+            (db, name),
+        )
+        rows = cur.fetchall()
+    return tuple(
+        SnapshotColumn(
+            str(r[0]),
+            str(r[1]).lower(),
+            str(r[2]),
+            r[3] == "YES",
+            _int(r[4]),
+            _int(r[5]),
+            _int(r[6]),
+            _int(r[7]),
+            None if r[8] is None else ids.get(str(r[8])),
+        )
+        for r in rows
+    )
+
+
+def table_key(conn: ReplicationConnection, db: str, name: str) -> tuple[str, ...]:
+    """The key ``db.name``'s table maps log (``SHOW INDEX``: :func:`row_key`)."""
+    with translate_errors(conn.options), conn.cursor() as cur:
+        cur.execute(f"SHOW INDEX FROM {quote(db)}.{quote(name)}")
+        return row_key(cur.fetchall())
+
+
+def _int(v: object) -> int | None:
+    return None if v is None else int(str(v))
+
+
 class ServerDefinitions:
     """The tables of the server ``options`` names as its ``information_schema`` defines them now (module
     docstring); ``log`` gets one line per table that cannot be read."""
@@ -104,30 +149,21 @@ class ServerDefinitions:
             self.log(line)
 
     def _read(self, conn: ReplicationConnection, schema: str, name: str) -> TableSchema | None:
-        ids = collation_ids(conn)
+        found = read_columns(conn, schema, name)
+        if not found:
+            return None
         with translate_errors(self.options), conn.cursor() as cur:
-            cur.execute(
-                "SELECT COLUMN_NAME, COLUMN_TYPE, COLLATION_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "
-                "%s AND TABLE_NAME = %s ORDER BY ORDINAL_POSITION",
-                (schema, name),
-            )
-            rows = cur.fetchall()
-            if not rows:
-                return None
             cur.execute(
                 "SELECT TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
                 (schema, name),
             )
-            kind = cur.fetchone()
-            cur.execute(f"SHOW INDEX FROM {quote(schema)}.{quote(name)}")
-            key = row_key(cur.fetchall())
+            kind = cur.fetchall()
+        key = table_key(conn, schema, name)
         columns = []
-        for column_name, column_type, collation in rows:
-            col = column_from_sql(str(column_name), str(column_type))
+        for c in found:
+            col = column_from_sql(c.name, c.column_type)
             if col is None:
                 return None  # a type the DDL reader does not read: no definition rather than a wrong one
-            if collation is not None:
-                col = replace(col, charset=ids.get(str(collation)))
-            columns.append(col)
-        sequence = kind is not None and str(kind[0]).upper() == "SEQUENCE"
+            columns.append(replace(col, charset=c.collation) if c.collation is not None else col)
+        sequence = bool(kind) and str(kind[0][0]).upper() == "SEQUENCE"
         return TableSchema(schema, name, tuple(columns), key, sequence)

@@ -46,7 +46,7 @@ from binlake.errors import AccessDeniedError, ConnectionLostError, ReplicationEr
 from binlake.lake.names import table_dir
 from binlake.lake.records import SnapshotChunk, SnapshotColumn, SnapshotPoint, SnapshotTable
 from binlake.replication.connection import ReplicationConnection, ServerInfo, translate_errors
-from binlake.replication.definitions import collation_ids, quote, row_key
+from binlake.replication.definitions import collation_ids, quote, read_columns, table_key
 from binlake.replication.options import ConnectionOptions, Secret, TlsOptions, read_password
 from binlake.replication.privileges import (
     Grants,
@@ -301,37 +301,17 @@ def describe_tables(conn: ReplicationConnection, tables: Sequence[tuple[str, str
     out = []
     collations = collation_ids(conn)
     for db, name in tables:
+        cols = read_columns(conn, db, name, collations)
         with translate_errors(conn.options), conn.cursor() as cur:
             create = show_create(cur, db, name)
-            cur.execute(
-                "SELECT c.COLUMN_NAME, c.DATA_TYPE, c.COLUMN_TYPE, c.IS_NULLABLE, c.NUMERIC_PRECISION, "
-                "c.NUMERIC_SCALE, c.DATETIME_PRECISION, c.CHARACTER_OCTET_LENGTH, c.COLLATION_NAME FROM "
-                "information_schema.COLUMNS c WHERE c.TABLE_SCHEMA = %s AND c.TABLE_NAME = %s "
-                "ORDER BY c.ORDINAL_POSITION",
-                (db, name),
-            )
-            cols = tuple(
-                SnapshotColumn(
-                    str(r[0]),
-                    str(r[1]).lower(),
-                    str(r[2]),
-                    r[3] == "YES",
-                    _int(r[4]),
-                    _int(r[5]),
-                    _int(r[6]),
-                    _int(r[7]),
-                    None if r[8] is None else collations[str(r[8])],
-                )
-                for r in cur.fetchall()
-            )
             cur.execute(
                 "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
                 (db, name),
             )
             est = cur.fetchone()
-            cur.execute(f"SHOW INDEX FROM {quote(db)}.{quote(name)}")
-            pk = row_key(cur.fetchall())
-        out.append(SnapshotTable(table_dir(db, name), db, name, cols, tuple(pk), create, _int(est[0]) or 0))
+        pk = table_key(conn, db, name)
+        rows = int(str(est[0])) if est is not None and est[0] is not None else 0
+        out.append(SnapshotTable(table_dir(db, name), db, name, cols, pk, create, rows))
     return out
 
 
@@ -355,10 +335,6 @@ def check_definition(conn: ReplicationConnection, table: SnapshotTable) -> None:
         now = show_create(cur, table.database, table.name)
     if _AUTO_INCREMENT.sub("", now) != _AUTO_INCREMENT.sub("", table.create):
         raise TableChangedError(f"{table.database}.{table.name} was altered while the snapshot ran")
-
-
-def _int(v: object) -> int | None:
-    return None if v is None else int(str(v))
 
 
 def _chunked_by(table: SnapshotTable) -> SnapshotColumn | None:

@@ -165,7 +165,7 @@ def _error(code: int, message: str) -> pymysql.err.OperationalError:
     ("failing", "error", "says"),
     [
         ("FLUSH TABLES WITH READ LOCK", _error(1205, "Lock wait timeout exceeded"), "not taken within 10 s"),
-        ("FLUSH LOCAL TABLES", _error(1227, "Access denied; you need the RELOAD privilege"), "needs RELOAD"),
+        ("FLUSH LOCAL TABLES", _error(1227, "Access denied; you need the RELOAD privilege"), "'snap'@'%' lacks RELOAD"),
         ("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY", _error(1792, "read-only"), "1792"),
         ("SHOW BINARY LOG STATUS", _error(1227, "Access denied; you need REPLICATION CLIENT"), "1227"),
         ("SHOW BINARY LOG STATUS", [], "binary logging is off"),

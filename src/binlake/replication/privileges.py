@@ -46,8 +46,12 @@ ER_NO_BINARY_LOGGING = 1381  # "You are not using binary logging"
 
 def account(conn: ReplicationConnection) -> str:
     """The account the server authenticated the connection as (``CURRENT_USER()``), quoted as a GRANT names it:
-    ``'repl'@'%'``."""
-    user, _, host = str(conn.query("SELECT CURRENT_USER()")[0][0]).rpartition("@")
+    ``'repl'@'%'`` (the user's name at any host where the server does not say)."""
+    try:
+        rows = conn.query("SELECT CURRENT_USER()")
+    except ReplicationError:
+        rows = []
+    user, _, host = str(rows[0][0]).rpartition("@") if rows and rows[0] else (conn.options.user, "", "%")
     return f"'{user}'@'{host}'"
 
 

@@ -32,6 +32,7 @@ from binlake.schema import (
     split_statements,
 )
 from binlake.testing.mariadb import MariaDBServer
+from binlake.values import collations
 
 T = ColumnType
 
@@ -424,6 +425,26 @@ def test_mysql_functional_index_hidden_columns_are_refused(corpus_dir: Path) -> 
     assert not ts.agrees_with(maps[0].columns)
 
 
+def test_a_read_from_inside_a_file_keeps_the_trackers_schema(corpus_dir: Path) -> None:
+    """The MySQL 5.5 sakila binlog starts with ``DROP SCHEMA IF EXISTS sakila``, right after its format
+    description.  A read that starts later (a Spark split, a table map decoded alone by the driver's scan) decodes
+    the header events first: that event must not reach the tracker, which holds the schema at the start already
+    (it forgot every sakila table, and the lake landed them as ``col_1``.. with no current state)."""
+    [path] = (corpus_dir / "mysql").glob("*/mysql-bin.sakila")
+    tracker = SchemaTracker()
+    tm = None
+    for ev in read_events(path, schema=tracker):
+        if isinstance(ev, TableMapEvent):
+            tm = ev
+            break
+    assert tm is not None and tm.table == "actor" and len(tracker.tables) == 16
+    read_events_at = list(read_events(path, start=tm.header.pos, stop=tm.header.pos + 1, schema=tracker))
+    assert [type(ev) for ev in read_events_at] == [TableMapEvent]
+    assert len(tracker.tables) == 16
+    assert tracker.column_names("sakila", "actor") == ("actor_id", "first_name", "last_name", "last_update")
+    assert tracker.primary_key("sakila", "actor") == ("actor_id",)
+
+
 CREATE_OLD = """CREATE TABLE t_temporal_old (
   id INT PRIMARY KEY,
   t0 TIME, t3 TIME(3), t6 TIME(6),
@@ -752,3 +773,131 @@ def test_primary_keys_agree_with_mariadb(mariadb_server: MariaDBServer) -> None:
             mariadb_server.execute(f"DROP TABLE IF EXISTS {db}.t")
     finally:
         mariadb_server.execute(f"DROP DATABASE IF EXISTS {db}")
+
+
+# -- charsets: each string column's, as the server decides it ------------------------------------------------------
+
+
+def _charsets(tracker: SchemaTracker, db: str, table: str) -> dict[str, str | None]:
+    ts = tracker.table(db, table)
+    assert ts is not None
+    return {c.name: None if c.charset is None else collations.charset_name(c.charset) for c in ts.columns}
+
+
+def test_column_charsets_from_the_column_the_table_the_database_and_the_server() -> None:
+    s = SchemaTracker()
+    assert s.execute("CREATE DATABASE shop CHARACTER SET utf8mb4", server=8)
+    s.execute(
+        "CREATE TABLE t (a INT, n VARCHAR(40), b VARBINARY(3), c CHAR(2) CHARACTER SET latin1, d TEXT COLLATE "
+        "utf8mb3_bin, e ENUM('x') ASCII, f CHAR(1) BYTE, g NCHAR(3), h NATIONAL VARCHAR(2), j JSON, k BLOB, "
+        "l CHAR(3) BINARY CHARSET 'cp1251', m CHAR(1) CHARACTER SET binary, u UUID, z VARCHAR(3) CHARSET nosuch)",
+        "shop",
+    )
+    assert _charsets(s, "shop", "t") == {
+        "a": None,
+        "n": "utf8mb4",  # the database's
+        "b": "binary",
+        "c": "latin1",
+        "d": "utf8mb3",
+        "e": "latin1",
+        "f": "binary",
+        "g": "utf8mb3",
+        "h": "utf8mb3",
+        "j": "utf8mb4",
+        "k": "binary",
+        "l": "cp1251",
+        "m": "binary",
+        "u": "binary",
+        "z": None,  # a charset binlake does not know: not the table's
+    }
+    # a table's own default; a database never created in the statements: the server's default of the statement
+    s.execute("CREATE TABLE u (n VARCHAR(4)) ENGINE=InnoDB DEFAULT CHARSET=utf8 COLLATE=utf8_bin", "x", server=8)
+    s.execute("CREATE TABLE v (n VARCHAR(4))", "x", server=8)
+    s.execute("CREATE TABLE w (n VARCHAR(4))", "x")
+    assert (_charsets(s, "x", "u"), _charsets(s, "x", "v"), _charsets(s, "x", "w")) == (
+        {"n": "utf8mb3"},
+        {"n": "latin1"},
+        {"n": None},
+    )
+    # CREATE DATABASE without a charset: the server's default then, not the one of a later statement
+    s.execute("CREATE DATABASE plain", server=33)
+    s.execute("CREATE TABLE plain.t (n TEXT)", "x", server=8)
+    assert _charsets(s, "plain", "t") == {"n": "utf8mb3"}
+
+
+def test_alter_table_charsets_and_convert() -> None:
+    s = SchemaTracker.from_sql("CREATE TABLE t (a VARCHAR(3), b BLOB) DEFAULT CHARSET latin1", "d")
+    s.execute("ALTER TABLE d.t ADD c VARCHAR(3), DEFAULT CHARACTER SET = utf8mb4, MODIFY a VARCHAR(4)")
+    assert _charsets(s, "d", "t") == {"a": "utf8mb4", "b": "binary", "c": "utf8mb4"}
+    s.execute("ALTER TABLE d.t ENGINE=InnoDB COLLATE ucs2_bin, ADD e TEXT, CHANGE c c2 VARCHAR(3) CHARSET ascii")
+    assert _charsets(s, "d", "t") == {"a": "utf8mb4", "b": "binary", "c2": "ascii", "e": "ucs2"}
+    s.execute("ALTER TABLE d.t CONVERT TO CHARACTER SET utf16")
+    assert _charsets(s, "d", "t") == {"a": "utf16", "b": "binary", "c2": "utf16", "e": "utf16"}
+    s.execute("CREATE DATABASE d2 CHARSET sjis")
+    s.execute("CREATE TABLE d2.t LIKE d.t")
+    s.execute("ALTER TABLE d2.t CONVERT TO CHARACTER SET DEFAULT, ADD f CHAR(1)")
+    assert _charsets(s, "d2", "t") == {"a": "sjis", "b": "binary", "c2": "sjis", "e": "sjis", "f": "sjis"}
+    s.execute("ALTER DATABASE d2 DEFAULT CHARACTER SET latin2")
+    s.execute("CREATE TABLE d2.u (a CHAR(1))")
+    assert _charsets(s, "d2", "u") == {"a": "latin2"} and s.databases == {"d2": collations.collation_id("latin2")}
+    s.execute("DROP DATABASE d2")
+    assert s.databases == {}
+
+
+def test_charsets_survive_the_lakes_json_and_version_2_loads() -> None:
+    from binlake.spark.statements import tracker_from_json, tracker_to_json
+
+    s = SchemaTracker()
+    s.execute("CREATE DATABASE d CHARACTER SET utf8mb4")
+    s.execute("CREATE TABLE t (a VARCHAR(3), b CHAR(2) CHARACTER SET latin1) DEFAULT CHARSET=ucs2", "d")
+    state = tracker_to_json(s)
+    back = tracker_from_json(state)
+    assert back.tables == s.tables and back.databases == {"d": 45}
+    old = {**state, "version": 2, "tables": [[*t[:5]] for t in state["tables"]]}
+    old["tables"][0][2] = [c[:5] for c in old["tables"][0][2]]
+    del old["databases"]
+    assert _charsets(tracker_from_json(old), "d", "t") == {"a": None, "b": None}
+
+
+CHARSET_CASES = [
+    "CREATE TABLE t (a VARCHAR(3), b CHAR(2) CHARACTER SET latin1, c TEXT COLLATE utf8mb3_bin, d ENUM('x') ASCII,"
+    " e NCHAR(2), f JSON, g VARBINARY(2), h SET('a') CHARSET cp1251, i CHAR(1) BYTE, j LONG, k UUID)",
+    "CREATE TABLE t (a VARCHAR(3)) DEFAULT CHARSET=sjis; ALTER TABLE t ADD b TEXT, DEFAULT COLLATE = ucs2_bin",
+    "CREATE TABLE t (a VARCHAR(3), b TINYTEXT CHARACTER SET latin1); ALTER TABLE t CONVERT TO CHARACTER SET utf16",
+    "CREATE TABLE t (a VARCHAR(3)) CHARSET latin1; ALTER TABLE t MODIFY a VARCHAR(4), CHARACTER SET utf8mb4",
+    "CREATE TABLE u (a CHAR(1)) CHARSET gbk; CREATE TABLE t LIKE u; ALTER TABLE t CONVERT TO CHARACTER SET DEFAULT",
+]
+
+
+@pytest.mark.server
+def test_column_charsets_agree_with_mariadb(mariadb_server: MariaDBServer) -> None:
+    """Each script on a private MariaDB, in a database created with a charset of its own: the tracker, fed the
+    statements as the binlog logs them (with their session's collation_server), gives every column the charset
+    information_schema.COLUMNS says; a second database created without one takes the server's."""
+    from binlake.testing.mariadb import MariaDBError
+
+    server = int(mariadb_server.query("SELECT id FROM information_schema.collations WHERE collation_name = "
+                                      "@@collation_server")[0][0] or 0)  # fmt: skip
+    for db, create in (("binlake_cs_a", "CHARACTER SET latin2"), ("binlake_cs_b", "")):
+        mariadb_server.execute(f"DROP DATABASE IF EXISTS {db}; CREATE DATABASE {db} {create}")
+        try:
+            for script in CHARSET_CASES:
+                tracker = SchemaTracker()
+                tracker.execute(f"CREATE DATABASE {db} {create}", server=server)
+                for stmt in split_statements(script):
+                    try:
+                        mariadb_server.execute(f"USE {db}; {stmt}")
+                    except MariaDBError:
+                        continue
+                    tracker.execute(stmt, db, server=server)
+                rows = mariadb_server.query(
+                    f"SELECT column_name, character_set_name FROM information_schema.columns WHERE table_schema = "
+                    f"'{db}' AND table_name = 't' ORDER BY ordinal_position"
+                )
+                expected = {name: cs for name, cs in rows}
+                got = _charsets(tracker, db, "t")
+                # MariaDB lists no charset for the binary strings (their collation is binary, not a charset's)
+                assert {k: (None if v == "binary" else v) for k, v in got.items()} == expected, (db, script)
+                mariadb_server.execute(f"DROP TABLE IF EXISTS {db}.t, {db}.u")
+        finally:
+            mariadb_server.execute(f"DROP DATABASE IF EXISTS {db}")

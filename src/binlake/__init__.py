@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # the names of _PUBLIC and __all__ (tests/test_public_api.py 
     from binlake.crypto import load_key_file, mariadb_decryptor
     from binlake.decoder import Decoder, Decryptor
     from binlake.errors import (
+        AccessDeniedError,
         BinlogError,
         BinlogHistoryError,
         BinlogPurgedError,
@@ -97,6 +98,7 @@ _PUBLIC: dict[str, str] = {
     **dict.fromkeys(["Column", "ColumnType"], "binlake.coltypes"),
     **dict.fromkeys(
         [
+            "AccessDeniedError",
             "BinlogError",
             "BinlogHistoryError",
             "BinlogPurgedError",
@@ -156,6 +158,7 @@ _PUBLIC: dict[str, str] = {
 
 __all__ = [
     "ABSENT",
+    "AccessDeniedError",
     "AnnotateRowsEvent",
     "BinlogCheckpointEvent",
     "BinlogError",

@@ -215,6 +215,13 @@ class Column:
         """Charset 63 (``binary``): BINARY/VARBINARY/BLOB, whose values stay bytes."""
         return self.charset == 63
 
+    @property
+    def is_text(self) -> bool:
+        """Are the values text: a string or blob whose charset is known and not ``binary``?  Every other string
+        column's values are bytes, wherever they are read: the row decoder's values, the lake's type (``binary``),
+        Debezium JSON (base64), SQL (``X'..'``).  What fills in an unlogged charset: :mod:`binlake.columns`."""
+        return self.is_character and self.charset is not None and self.charset != 63
+
     def with_(self, **changes: object) -> Column:
         """A copy with some fields changed (used while applying optional metadata)."""
         return replace(self, **changes)  # type: ignore[arg-type]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 
 __all__ = [
+    "AccessDeniedError",
     "BinlogError",
     "BinlogHistoryError",
     "BinlogPurgedError",
@@ -125,6 +126,12 @@ class ReplicationError(BinlogError):
     missing privilege, an impossible start), or the conversation broke its protocol.  ``file`` and ``pos`` name the
     binlog file and position the client was at, where known.  Not retried, except its child
     :class:`ConnectionLostError`."""
+
+
+class AccessDeniedError(ReplicationError):
+    """The server refused the user a privilege a statement or command needs (its errors 1044, 1045, 1142, 1227):
+    granting it is the fix, so it is not retried.  :mod:`binlake.replication.privileges` asks before anything is
+    written and names the privilege."""
 
 
 class TableChangedError(ReplicationError):

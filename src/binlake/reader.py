@@ -373,7 +373,21 @@ _HEADER_EVENTS = (EventType.FORMAT_DESCRIPTION_EVENT, EventType.START_EVENT_V3, 
 def resume_decoder(f: BinaryIO, start: int, dec: Decoder, *, chunk: int = CHUNK) -> Decoder:
     """Prepare ``dec`` to decode from event position ``start``: decode the file's header events first (the format
     description, and MariaDB's START_ENCRYPTION right after it, whose nonce decrypts every later event), read
-    ``chunk`` bytes at a time, then continue at ``start`` with that state."""
+    ``chunk`` bytes at a time, then continue at ``start`` with that state.
+
+    The decoder's schema tracker is left out meanwhile: it holds the schema at ``start`` already, server start and
+    DDL before it included, and the events read here come before it (the first event after the header events is
+    decoded too: a ``DROP DATABASE`` there forgot every table the CREATE TABLEs after it gave the tracker, and a
+    format description that says the server started forgot the temporary tables of the sessions before
+    ``start``)."""
+    schema, dec.ctx.schema = dec.ctx.schema, None
+    try:
+        return _resume(f, start, dec, chunk)
+    finally:
+        dec.ctx.schema = schema
+
+
+def _resume(f: BinaryIO, start: int, dec: Decoder, chunk: int) -> Decoder:
     f.seek(0)
     while True:
         chunk_bytes = f.read(min(chunk, max(start - f.tell(), 19)))

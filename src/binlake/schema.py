@@ -31,6 +31,11 @@ database, comments skipped and executable comments read as code, the QUERY event
 * ``CREATE SEQUENCE s`` (MariaDB): the fixed columns of every sequence (:data:`SEQUENCE_COLUMNS`), no key, one row
   (:attr:`TableSchema.row_key` keys that row for a current state).
 
+It also follows each string column's charset (:attr:`TrackedColumn.charset`: stated by the column, else its
+table's default, else its database's, ``CREATE``/``ALTER DATABASE`` followed for that, else the server's as the
+QUERY event logs it; ``ALTER TABLE ... [DEFAULT] CHARACTER SET``, ``CONVERT TO CHARACTER SET``; the rule:
+:meth:`SchemaTracker.execute`), which a table map logged with ``binlog_row_metadata=NO_LOG`` does not say.
+
 It also follows each table's PRIMARY KEY (:meth:`SchemaTracker.primary_key`, for a lake that keys tables whose
 table maps do not log their key): inline ``PRIMARY KEY`` / ``KEY``, the ``[CONSTRAINT [c]] PRIMARY KEY [USING
 type] (a(10) DESC, b)`` element, ``LIKE``, and in ``ALTER`` ``ADD [CONSTRAINT c] PRIMARY KEY [IF NOT EXISTS]``,
@@ -95,6 +100,7 @@ from binlake.sql.lexer import (
 )
 from binlake.sql.statements import NO_TEMPORARY, Scope, is_ddl
 from binlake.sql.temporary import TemporaryState, TemporaryTables
+from binlake.values.collations import BINARY, collation_id
 
 if TYPE_CHECKING:
     from binlake.events.format import FormatDescriptionEvent, StartV3Event
@@ -106,6 +112,7 @@ __all__ = [
     "SchemaTracker",
     "TableSchema",
     "TrackedColumn",
+    "column_from_sql",
     "is_ddl",
     "split_statements",
 ]
@@ -134,7 +141,9 @@ class TrackedColumn:
 
     ``type_name`` is the declared type in lower case (``"datetime"``, ``"int"``, ``"double precision"``),
     ``params`` what its parentheses hold (``("10", "2")`` for DECIMAL(10,2), the member names of an ENUM),
-    ``definition`` the text after the name as logged.
+    ``definition`` the text after the name as logged, ``charset`` the collation id of a string column's charset
+    (:data:`~binlake.values.collations.BINARY` for the binary types; ``None`` where not known or not a string: see
+    :meth:`SchemaTracker.execute` for where it comes from).
     """
 
     name: str
@@ -142,6 +151,7 @@ class TrackedColumn:
     params: tuple[str, ...] = ()
     unsigned: bool = False
     definition: str = ""
+    charset: int | None = None
 
     @property
     def fsp(self) -> int | None:
@@ -160,7 +170,8 @@ class TableSchema:
 
     ``primary_key`` names the columns of its PRIMARY KEY in key order, spelt as the columns are; empty when the
     table has none or the tracker could not follow it (see :meth:`SchemaTracker.primary_key`).  ``sequence``: a
-    MariaDB SEQUENCE (``CREATE SEQUENCE``, ``CREATE TABLE ... SEQUENCE=1`` or ``LIKE`` one).
+    MariaDB SEQUENCE (``CREATE SEQUENCE``, ``CREATE TABLE ... SEQUENCE=1`` or ``LIKE`` one).  ``collation``: the
+    table's default collation id (what a column added without a charset takes), ``None`` when not known.
     """
 
     schema: str | None
@@ -168,6 +179,7 @@ class TableSchema:
     columns: tuple[TrackedColumn, ...]
     primary_key: tuple[str, ...] = ()
     sequence: bool = False
+    collation: int | None = None
 
     @property
     def column_names(self) -> tuple[str, ...]:
@@ -302,8 +314,92 @@ def _toks(sql: str, sql_mode: int = 0) -> list[Token]:
     return list(tokens(sql, sql_mode))
 
 
-def _column(name: str, toks: Sequence[Token], sql: str) -> TrackedColumn:
-    """A column from its name and the tokens of its definition (type, then attributes)."""
+# Declared types whose values are bytes whatever the table's charset (charset ``binary``; MariaDB's INET4, INET6
+# and UUID are BINARY(n) in the record), and the string types that take a charset (the table's unless they say)
+_BINARY_TYPES = frozenset(
+    {"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "long varbinary", "inet4", "inet6", "uuid"}
+)
+_NATIONAL_TYPES = frozenset({"nchar", "national char", "national character", "nvarchar", "national varchar"})
+_TEXT_TYPES = _NATIONAL_TYPES | {"char", "character", "varchar", "character varying", "char varying", "long"}
+_TEXT_TYPES |= {"tinytext", "text", "mediumtext", "longtext", "long varchar", "enum", "set", "json"}
+_CHARSET_WORDS = (("CHARACTER", "SET"), ("CHAR", "SET"), ("CHARSET",))
+# column attributes that name a charset alone (sql/sql_yacc.yy opt_charset_with_opt_binary: ASCII is latin1,
+# UNICODE ucs2, BYTE binary); NATIONAL types are utf8mb3 (my_charset_utf8mb3_general_ci in both servers)
+_CHARSET_ATTRIBUTES = {"ASCII": "latin1", "UNICODE": "ucs2", "BYTE": "binary"}
+_UTF8MB3 = 33  # utf8mb3_general_ci
+_UTF8MB4_BIN = 46  # MariaDB's JSON: LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin
+
+
+def _named_charset(toks: Sequence[Token]) -> tuple[bool, int | None]:
+    """``(stated, collation id)`` of the charset and collation ``toks`` state at their top level (``CHARACTER SET
+    x``, ``CHARSET [=] x``, ``COLLATE [=] y``, the attributes ASCII, UNICODE, BYTE); ``stated`` False when they
+    state none, the id ``None`` when the names are not known (``DEFAULT`` names the database's: not known here)."""
+    charset: str | None = None
+    collation: str | None = None
+    stated = False
+    level = 0
+    i, n = 0, len(toks)
+    while i < n:
+        tok = toks[i]
+        if tok.kind == "p" and tok.text in "()":
+            level += 1 if tok.text == "(" else -1
+        if level or tok.kind != "word":
+            i += 1
+            continue
+        word = tok.text.upper()
+        hit = next(
+            (w for w in _CHARSET_WORDS if all(i + k < n and keyword(toks[i + k]) == x for k, x in enumerate(w))), None
+        )
+        if hit is not None:
+            i += len(hit)
+        elif word == "COLLATE":
+            i += 1
+        elif word in _CHARSET_ATTRIBUTES:
+            stated, charset, i = True, _CHARSET_ATTRIBUTES[word], i + 1
+            continue
+        else:
+            i += 1
+            continue
+        if i < n and _is_p(toks[i], "="):
+            i += 1
+        if i < n and toks[i].kind in ("word", "bq", "sq", "rs"):
+            value = unquote(toks[i])
+            stated = True
+            if hit is not None:
+                charset = value
+            else:
+                collation = value
+        i += 1
+    if not stated:
+        return False, None
+    if collation is not None and collation.upper() != "DEFAULT":
+        found = collation_id(collation)
+        if found is not None:
+            return True, found
+    if charset is None or charset.upper() == "DEFAULT":
+        return True, None
+    return True, collation_id(charset)
+
+
+def _column_charset(type_name: str, attributes: Sequence[Token], default: int | None) -> int | None:
+    """The collation id of a column of ``type_name`` whose definition goes on with ``attributes``: ``binary`` for
+    the binary types, the charset or collation it states, else its type's (NATIONAL, MariaDB's JSON), else the
+    table's ``default``; ``None`` for the types that have none."""
+    if type_name in _BINARY_TYPES:
+        return BINARY
+    if type_name not in _TEXT_TYPES:
+        return None
+    stated, found = _named_charset(attributes)
+    if stated:
+        return found
+    if type_name in _NATIONAL_TYPES:
+        return _UTF8MB3
+    return _UTF8MB4_BIN if type_name == "json" else default
+
+
+def _column(name: str, toks: Sequence[Token], sql: str, default: int | None = None) -> TrackedColumn:
+    """A column from its name and the tokens of its definition (type, then attributes); ``default``: the table's
+    default collation (:func:`_column_charset`)."""
     j = 2 if len(toks) > 2 and _is_p(toks[1], ".") else 0  # a qualified type: mariadb_schema.date
     if len(toks) <= j or toks[j].kind not in ("word", "bq"):
         raise Unread("column without a type")
@@ -323,10 +419,26 @@ def _column(name: str, toks: Sequence[Token], sql: str) -> TrackedColumn:
         j = k + 1
     words = top_level_words(toks[j:])
     unsigned = "UNSIGNED" in words or "ZEROFILL" in words
-    return TrackedColumn(name, type_name, params, unsigned, sql[toks[0].start : toks[-1].end])
+    charset = _column_charset(type_name, toks[j:], default)
+    return TrackedColumn(name, type_name, params, unsigned, sql[toks[0].start : toks[-1].end], charset)
 
 
-def _element(part: Sequence[Token], sql: str) -> TrackedColumn | None:
+def column_from_sql(name: str, definition: str) -> TrackedColumn | None:
+    """The column ``name`` of a definition as SQL writes it after the name (``"int(10) unsigned"``,
+    ``"varchar(40) CHARACTER SET utf8mb4"``: ``information_schema.COLUMNS.COLUMN_TYPE`` too), read as a ``CREATE
+    TABLE``'s; ``None`` when it is not one.
+
+    >>> c = column_from_sql("e", "enum('a','b') CHARACTER SET latin1")
+    >>> c.type_name, c.params, c.charset
+    ('enum', ('a', 'b'), 8)
+    """
+    try:
+        return _column(name, _toks(definition), definition)
+    except Unread:
+        return None
+
+
+def _element(part: Sequence[Token], sql: str, default: int | None = None) -> TrackedColumn | None:
     """One element of a CREATE TABLE list (or of ``ALTER ... ADD (...)``): a column, or ``None`` for a key etc."""
     first = part[0]
     word = keyword(first)
@@ -335,7 +447,7 @@ def _element(part: Sequence[Token], sql: str) -> TrackedColumn | None:
         return None
     if not is_name(first):
         raise Unread("element without a name")
-    return _column(unquote(first), part[1:], sql)
+    return _column(unquote(first), part[1:], sql, default)
 
 
 def _position(toks: list[Token]) -> tuple[list[Token], _Position | None]:
@@ -507,8 +619,11 @@ def _check_rename(cols: Sequence[TrackedColumn], i: int, new: str) -> None:
         raise _Forget(f"a second column named {new!r}")
 
 
-def _alter_clause(spec: list[Token], cols: list[TrackedColumn], sql: str, keys: _KeyEdit) -> None:
-    """Apply one ALTER TABLE clause to ``cols`` (the table's own ``RENAME [TO]`` is read by the caller)."""
+def _alter_clause(
+    spec: list[Token], cols: list[TrackedColumn], sql: str, keys: _KeyEdit, default: int | None = None
+) -> None:
+    """Apply one ALTER TABLE clause to ``cols`` (the table's own ``RENAME [TO]`` and its charset options are read by
+    the caller; ``default``: the table's default collation after the statement, which new columns take)."""
     s = Cursor(spec)
     if s.accept("ADD"):
         column = s.accept("COLUMN")
@@ -523,7 +638,7 @@ def _alter_clause(spec: list[Token], cols: list[TrackedColumn], sql: str, keys: 
             return None
         if _is_p(s.peek(), "("):
             parts = split_commas(spec[s.i + 1 : _matching(spec, s.i)])
-            for part, added in list(zip(parts, [_element(part, sql) for part in parts], strict=True)):
+            for part, added in list(zip(parts, [_element(part, sql, default) for part in parts], strict=True)):
                 primary = _primary_element(part) if added is None else None
                 if primary is not None:
                     keys.added.append(primary)
@@ -533,7 +648,7 @@ def _alter_clause(spec: list[Token], cols: list[TrackedColumn], sql: str, keys: 
                         keys.added.append(([added.name], False))
             return None
         body, where = _position(s.rest())
-        col = _column(unquote(body[0]), body[1:], sql) if body and is_name(body[0]) else None
+        col = _column(unquote(body[0]), body[1:], sql, default) if body and is_name(body[0]) else None
         if col is None:
             raise Unread("ADD without a column")
         if not (if_not_exists and _find(cols, col.name) is not None):
@@ -559,7 +674,7 @@ def _alter_clause(spec: list[Token], cols: list[TrackedColumn], sql: str, keys: 
                 return None
             raise _Forget(f"{'CHANGE' if change else 'MODIFY'} of an unknown column {old!r}")
         _check_rename(cols, i, new)
-        col = _column(new, body, sql)
+        col = _column(new, body, sql, default)
         keys.rename(old, new)
         if _inline_primary(body):
             keys.added.append(([new], False))
@@ -612,31 +727,37 @@ class SchemaTracker:
     """The tables of a binlog as its DDL left them; see the module docstring.
 
     ``tables`` seeds it (``{(db, table): TableSchema}`` as :attr:`tables` returns them, keys in any case),
-    ``temporary`` the sessions' temporary tables.  :attr:`temporary` (a
-    :class:`~binlake.sql.temporary.TemporaryTables`) follows them with :meth:`observe`: which of a statement's
-    names are not base tables.  :attr:`generation` changes whenever the tables do (a cache key).
+    ``temporary`` the sessions' temporary tables, ``databases`` the databases' default collations (as
+    :attr:`databases` returns them).  :attr:`temporary` (a :class:`~binlake.sql.temporary.TemporaryTables`)
+    follows them with :meth:`observe`: which of a statement's names are not base tables.  :attr:`generation`
+    changes whenever the tables do (a cache key).
     """
 
-    __slots__ = ("_completed", "_tables", "generation", "temporary")
+    __slots__ = ("_completed", "_databases", "_tables", "generation", "temporary")
 
     def __init__(
-        self, tables: Mapping[_Key, TableSchema] | None = None, temporary: TemporaryState | None = None
+        self,
+        tables: Mapping[_Key, TableSchema] | None = None,
+        temporary: TemporaryState | None = None,
+        databases: Mapping[str, int] | None = None,
     ) -> None:
         self._tables: dict[_Key, TableSchema] = {}
         for ts in (tables or {}).values():
             self._tables[_key(ts.schema, ts.name)] = ts
+        self._databases = {db.casefold(): c for db, c in (databases or {}).items()}
         self._completed: dict[tuple[int, int], tuple[tuple[Column, ...], TableSchema, tuple[Column, ...]]] = {}
         self.temporary = TemporaryTables(temporary)
         self.generation = 0  # bumped whenever the tables change: what was read from them holds while it stays
 
     def copy(self) -> SchemaTracker:
         """A tracker that knows what this one knows and follows statements on its own."""
-        return SchemaTracker(self._tables, self.temporary.state)
+        return SchemaTracker(self._tables, self.temporary.state, self._databases)
 
     @classmethod
     def from_sql(cls, script: str, db: str | None = None) -> SchemaTracker:
         """A tracker that has seen the statements of ``script`` (``USE db`` and ``DELIMITER`` understood)."""
-        return cls(_seed(script, db))
+        tables, databases = _seed(script, db)
+        return cls(tables, None, databases)
 
     # -- what it knows
 
@@ -644,6 +765,11 @@ class SchemaTracker:
     def tables(self) -> dict[_Key, TableSchema]:
         """Every known table by ``(database, table)`` as the DDL spelt them (a copy)."""
         return {(ts.schema, ts.name): ts for ts in self._tables.values()}
+
+    @property
+    def databases(self) -> dict[str, int]:
+        """The default collation id of every database whose default the DDL told (names case-folded; a copy)."""
+        return dict(self._databases)
 
     def table(self, schema: str | None, name: str) -> TableSchema | None:
         """The table ``schema.name``; a table tracked without a database (a seed without ``USE``) matches any."""
@@ -713,25 +839,45 @@ class SchemaTracker:
         if isinstance(flags3, tuple) and flags3[0] & (_FL_START_ALTER | _FL_ROLLBACK_ALTER):
             return False  # a two-phase ALTER counts when its COMMIT ALTER (the same text) is logged
         mode = ev.status("SQL_MODE")
-        return self.execute(ev.query, ev.db or None, mode if isinstance(mode, int) else 0, scope)
+        return self.execute(ev.query, ev.db or None, mode if isinstance(mode, int) else 0, scope, server_collation(ev))
 
     def started(self, ev: FormatDescriptionEvent | StartV3Event) -> None:
         """Follow a format description: one that says the server started forgets the sessions' temporary tables
         (:meth:`TemporaryTables.started <binlake.sql.temporary.TemporaryTables.started>`)."""
         self.temporary.started(ev)
 
-    def execute(self, sql: str, db: str | None = None, sql_mode: int = 0, scope: Scope = NO_TEMPORARY) -> bool:
+    def execute(
+        self,
+        sql: str,
+        db: str | None = None,
+        sql_mode: int = 0,
+        scope: Scope = NO_TEMPORARY,
+        server: int | None = None,
+    ) -> bool:
         """Apply one statement run with default database ``db`` in a session whose temporary tables are ``scope``
         (:meth:`TemporaryTables.scope <binlake.sql.temporary.TemporaryTables.scope>`: the statement's names that
-        stand for them are not base tables); True when the schema changed.
+        stand for them are not base tables) and whose ``collation_server`` is ``server`` (:func:`server_collation`;
+        ``None``: not known); True when the schema changed.
+
+        A string column's charset (:attr:`TrackedColumn.charset`) is, as the server decides it: the charset or
+        collation its definition states (``binary`` for the binary types, utf8mb3 for NATIONAL ones), else its
+        table's default: the one ``CREATE TABLE`` (or a later ``ALTER TABLE``) states, else its database's default
+        as ``CREATE``/``ALTER DATABASE`` stated it, else the ``collation_server`` of the ``CREATE DATABASE`` (a
+        database created without a charset takes it), else (a database the statements never created) the
+        ``collation_server`` of the ``CREATE TABLE`` itself: the server's default, which a database created on it
+        without a charset has.  ``ALTER TABLE ... CONVERT TO CHARACTER SET`` changes every string column.
 
         Statements it does not understand change nothing (see the module docstring).
         """
         s = Cursor(_toks(sql, sql_mode))
         try:
             if s.accept("CREATE"):
-                return self._create(s, db, sql, scope)
+                if _database_statement(s):
+                    return self._database(s, db, server, create=True)
+                return self._create(s, db, sql, scope, server)
             if s.accept("ALTER"):
+                if _database_statement(s):
+                    return self._database(s, db, server, create=False)
                 return self._alter(s, db, sql, scope)
             if s.accept("RENAME"):
                 return self._rename(s, db, scope)
@@ -767,7 +913,32 @@ class SchemaTracker:
         self.generation += 1
         return True
 
-    def _create(self, s: Cursor, db: str | None, sql: str, scope: Scope) -> bool:
+    def _default_collation(self, schema: str | None, server: int | None) -> int | None:
+        """The default collation of a table created in ``schema`` without one (:meth:`execute`)."""
+        known = self._databases.get(schema.casefold()) if schema is not None else None
+        return known if known is not None else server
+
+    def _database(self, s: Cursor, db: str | None, server: int | None, *, create: bool) -> bool:
+        """``CREATE [OR REPLACE] {DATABASE | SCHEMA} [IF NOT EXISTS] d [options]`` and ``ALTER {DATABASE | SCHEMA}
+        [d] [options]`` (the cursor after CREATE/ALTER): the database's default collation."""
+        replaced = s.accept("OR", "REPLACE")
+        s.i += 1  # DATABASE | SCHEMA
+        exists = s.accept("IF", "NOT", "EXISTS")
+        name = s.name() if create or (is_name(s.peek()) and keyword(s.peek()) not in _DATABASE_OPTIONS) else db
+        if name is None:
+            return False
+        key = name.casefold()
+        if create and exists and not replaced and key in self._databases:
+            return False
+        stated, found = _named_charset(s.rest())
+        collation = found if stated else server if create else self._databases.get(key)
+        if collation is None:
+            return self._databases.pop(key, None) is not None
+        changed = self._databases.get(key) != collation
+        self._databases[key] = collation
+        return changed
+
+    def _create(self, s: Cursor, db: str | None, sql: str, scope: Scope, server: int | None = None) -> bool:
         head = create_head(s)
         if head.temporary:
             return False  # a temporary table shadows the base table of its name, whose rows are the ones logged
@@ -784,14 +955,17 @@ class SchemaTracker:
             source = None if scope.temporary(src_schema or db, src) else self.table(src_schema or db, src)
             if source is None:
                 return self._forget(schema, name)
-            return self._put(TableSchema(schema, name, source.columns, source.primary_key, source.sequence))
+            return self._put(replace(source, schema=schema, name=name))
         if not _is_p(s.peek(), "("):
             return self._forget(schema, name)  # CREATE TABLE ... SELECT: the columns are the query's
         toks = s.rest()
         k = _matching(toks, 0)
+        stated, collation = _named_charset(toks[k + 1 :])
+        if not stated:
+            collation = self._default_collation(schema, server)
         cols, keys, versioned = [], [], False
         for part in split_commas(toks[1:k]):
-            col = _element(part, sql)
+            col = _element(part, sql, collation)
             if col is None:
                 primary = _primary_element(part)
                 keys += [primary[0]] if primary is not None else []
@@ -807,7 +981,7 @@ class SchemaTracker:
         if versioned or _has_words(tail, _WITH_VERSIONING):
             _add_versioning(cols)
         sequence = _has_words(tail, ("SEQUENCE", "1"))  # the table option SEQUENCE=1 (its "=" is not a word)
-        return self._put(TableSchema(schema, name, tuple(cols), _resolve_key(keys, cols), sequence))
+        return self._put(TableSchema(schema, name, tuple(cols), _resolve_key(keys, cols), sequence, collation))
 
     def _alter(self, s: Cursor, db: str | None, sql: str, scope: Scope) -> bool:
         schema, name = alter_head(s)
@@ -817,19 +991,29 @@ class SchemaTracker:
         cols = list(ts.columns)
         keys = _KeyEdit(cols)
         target: tuple[str | None, str] = (ts.schema, ts.name)
+        specs = split_commas(s.rest())
+        collation = ts.collation
+        for spec in specs:  # the table's new default charset, which the columns this ALTER adds take
+            first = keyword(spec[0]) if spec else ""
+            if first == "CONVERT":
+                collation = _converted(spec, collation, self._databases.get((ts.schema or "").casefold()))
+                cols[:] = [replace(c, charset=collation) if _converts(c) else c for c in cols]
+            elif first not in _CLAUSE_WORDS:
+                stated, found = _named_charset(spec)
+                collation = found if stated else collation
         try:
-            for spec in split_commas(s.rest()):
+            for spec in specs:
                 renamed = rename_clause(spec)
                 if renamed is not None:
                     target = (renamed[0] or db, renamed[1])
                     continue
                 with contextlib.suppress(Unread):  # a clause it does not know (options, partitions): no change
-                    _alter_clause(spec, cols, sql, keys)
+                    _alter_clause(spec, cols, sql, keys, collation)
         except _Forget:
             return self._forget(ts.schema, ts.name)
         self._forget(ts.schema, ts.name)
         key = keys.key(ts.primary_key, cols)
-        return self._put(TableSchema(target[0], target[1], tuple(cols), key, ts.sequence))
+        return self._put(TableSchema(target[0], target[1], tuple(cols), key, ts.sequence, collation))
 
     def _rename(self, s: Cursor, db: str | None, scope: Scope) -> bool:
         changed = False
@@ -858,7 +1042,7 @@ class SchemaTracker:
             for k in keys:
                 del self._tables[k]
             self.generation += bool(keys)
-            return bool(keys)
+            return self._databases.pop(gone, None) is not None or bool(keys)
         if s.accept("INDEX"):
             return self._drop_index(s, db, scope)
         temporary, names = drop_tables(s)
@@ -889,8 +1073,47 @@ def _with_fsp(ts: TableSchema, columns: tuple[Column, ...]) -> tuple[Column, ...
 
 
 @lru_cache(maxsize=16)
-def _seed(script: str, db: str | None) -> dict[_Key, TableSchema]:
-    """The tables a seed script defines (cached: every decoding context of a run starts from the same seed)."""
+def _seed(script: str, db: str | None) -> tuple[dict[_Key, TableSchema], dict[str, int]]:
+    """The tables and database defaults a seed script defines (cached: every decoding context of a run starts from
+    the same seed)."""
     tracker = SchemaTracker()
     tracker.feed_script(script, db)
-    return tracker._tables
+    return tracker._tables, tracker._databases
+
+
+def server_collation(ev: QueryEvent) -> int | None:
+    """The ``collation_server`` of the session that ran ``ev`` (its Q_CHARSET_CODE status variable: the client's
+    charset, the connection's and the server's collation), ``None`` where not logged."""
+    charset = ev.status("CHARSET")
+    return charset[2] if isinstance(charset, tuple) and len(charset) == 3 else None
+
+
+# the first words of ALTER TABLE clauses that are not table options (a clause of options may state a charset)
+_CLAUSE_WORDS = frozenset(
+    {"ADD", "MODIFY", "CHANGE", "DROP", "ALTER", "RENAME", "CONVERT", "ORDER", "PARTITION", "FORCE", "ALGORITHM"}
+)
+_DATABASE_OPTIONS = frozenset({"DEFAULT", "CHARACTER", "CHARSET", "CHAR", "COLLATE", "COMMENT", "READ", "ENCRYPTION"})
+
+
+def _database_statement(s: Cursor) -> bool:
+    """Does the statement go on (after CREATE/ALTER) with ``[OR REPLACE] {DATABASE | SCHEMA}``?"""
+    k = 2 if s.kw() == "OR" and s.kw(1) == "REPLACE" else 0
+    return s.kw(k) in ("DATABASE", "SCHEMA")
+
+
+def _converted(spec: Sequence[Token], old: int | None, database: int | None) -> int | None:
+    """The collation ``CONVERT TO {CHARACTER SET | CHARSET} x [COLLATE y]`` converts to (``DEFAULT``: the
+    database's); ``old`` where the clause is not read."""
+    s = Cursor(list(spec))
+    if not s.accept("CONVERT", "TO"):
+        return old
+    rest = s.rest()
+    if any(keyword(t) == "DEFAULT" for t in rest[:3]):
+        return database
+    stated, found = _named_charset(rest)
+    return found if stated else old
+
+
+def _converts(col: TrackedColumn) -> bool:
+    """Does ``CONVERT TO CHARACTER SET`` change ``col``: a string column, not of a binary type or charset."""
+    return col.type_name in _TEXT_TYPES and col.charset != BINARY

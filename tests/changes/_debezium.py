@@ -21,7 +21,6 @@ from typing import Any
 from binlake.changes.records import TableInfo
 from binlake.coltypes import Column, ColumnType
 from binlake.render.changes.debezium import LEGACY_MODES, ValueModes
-from binlake.render.changes.debezium import _binary as binary_column
 from binlake.values.decimal import precision_scale
 from binlake.values.spatial import Geometry
 from binlake.values.temporal import InvalidDate, InvalidDatetime
@@ -83,7 +82,7 @@ def schema(col: Column, name: str | None, modes: ValueModes = DEFAULTS) -> tuple
         return "array", "io.debezium.data.FloatVector"
     if name == "uuid" and real == T.STRING:
         return "string", "io.debezium.data.Uuid"
-    if binary_column(col, name):
+    if col.is_character and not col.is_text:
         return ("bytes", None) if modes.binary == "bytes" else ("string", None)
     return "string", None
 
@@ -151,7 +150,7 @@ def decode(col: Column, name: str | None, v: Any, modes: ValueModes = DEFAULTS) 
         return uuid.UUID(v).bytes
     if semantic in ("io.debezium.data.Enum", "io.debezium.data.Json"):
         return v
-    if binary_column(col, name):
+    if col.is_character and not col.is_text:
         if modes.binary == "hex":
             return bytes.fromhex(v)
         if modes.binary == "base64-url-safe":

@@ -13,7 +13,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from binlake.errors import BinlogPurgedError, ConnectionLostError, MalformedError, ReplicationError, UnsupportedError
+from binlake.errors import (
+    AccessDeniedError,
+    BinlogPurgedError,
+    ConnectionLostError,
+    MalformedError,
+    ReplicationError,
+    UnsupportedError,
+)
 from binlake.replication import protocol as p
 
 
@@ -110,7 +117,9 @@ def test_server_error_classification() -> None:
     assert isinstance(p.server_error(1053, "Server shutdown in progress"), ConnectionLostError)
     assert isinstance(p.server_error(1927, "Connection was killed"), ConnectionLostError)
     denied = p.server_error(1227, "Access denied; you need (at least one of) the REPLICATION SLAVE privilege(s)")
-    assert type(denied) is ReplicationError and "REPLICATION SLAVE" in str(denied)
+    assert type(denied) is AccessDeniedError and "REPLICATION SLAVE" in str(denied)
+    table = p.server_error(1142, "SELECT command denied to user 'u'@'h' for table `shop`.`a`")
+    assert type(table) is AccessDeniedError and isinstance(table, ReplicationError)
     other = p.server_error(1236, "Client requested master to start replication from impossible position")
     assert type(other) is ReplicationError
 

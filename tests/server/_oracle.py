@@ -15,10 +15,12 @@ changed row after every statement through PyMySQL (typed results); :func:`api_di
 rows events of the file and compares every value an image carries with the server's row before or after that
 statement, cell by cell.  :func:`lake_differences` compares a lake's current state with the table's final rows.
 
-What a table map without FULL metadata cannot say is compared as what the image carries: without ENUM/SET names
-the member index or bit mask (MINIMAL, NO_LOG), without signedness (NO_LOG) the integer read as signed, without a
-charset (NO_LOG) the string's bytes in the column's charset.  Zero and partial dates are NULL in the lake by
-design (README, "The lake").
+What a table map without FULL metadata cannot say is compared, for the Python API (which reads the map alone), as
+what the image carries: without ENUM/SET names the member index or bit mask (MINIMAL, NO_LOG), without
+signedness (NO_LOG) the integer read as signed, without a charset (NO_LOG) the string's bytes in the column's
+charset.  The lake describes every column by :mod:`binlake.columns` (the table's CREATE TABLE is in the same
+binlog): its values must be the server's whatever the metadata (``metadata="LAKE"``).  Zero and partial dates are
+NULL in the lake by design (README, "The lake").
 """
 
 from __future__ import annotations
@@ -745,7 +747,8 @@ def _float_key(v: Any) -> Any:
 
 
 def expected_and_got(col: Column, snap: tuple[Any, ...], value: Any, metadata: str) -> tuple[Any, Any]:
-    """The server's value and binlake's ``value`` of ``col``, both in one comparable form."""
+    """The server's value and binlake's ``value`` of ``col``, both in one comparable form (``metadata`` ``LAKE``:
+    nothing the table map leaves out is excused)."""
     server = snap[0]
     if value is None or server is None:
         return server, value
@@ -761,7 +764,7 @@ def expected_and_got(col: Column, snap: tuple[Any, ...], value: Any, metadata: s
     if kind == "bit":
         return int.from_bytes(server, "big"), value
     if kind in ("text", "json"):
-        if isinstance(value, bytes):  # no charset logged: the bytes in the column's charset
+        if isinstance(value, bytes) and metadata != "LAKE":  # no charset logged: the bytes in the column's charset
             return snap[1], value
         return server, value
     if kind == "blob":
@@ -770,7 +773,7 @@ def expected_and_got(col: Column, snap: tuple[Any, ...], value: Any, metadata: s
         return server, value
     if kind in ("enum", "set"):
         index = snap[1]
-        if isinstance(value, int):  # no member names logged: the index or the bit mask (`set + 0` is signed)
+        if isinstance(value, int) and metadata != "LAKE":  # no member names logged: the index or the bit mask
             return int(index) % (1 << 64), value
         if kind == "set":
             return frozenset(m for m in server.split(",") if m), frozenset(value)
@@ -879,7 +882,7 @@ def lake_differences(run: Run, current: list[dict[str, Any]], tally: Tally) -> l
                 tally.uncarried += 1
                 continue
             value = _lake_value(col, got[row_id][col.name])
-            want, have = expected_and_got(col, snap[col.name], value, "FULL")
+            want, have = expected_and_got(col, snap[col.name], value, "LAKE")
             if col.kind in ("date", "datetime", "timestamp") and want is not None and _zero_part(want):
                 want = None  # zero and partial dates are NULL in the lake (README)
             tally.values += 1

@@ -165,7 +165,7 @@ def _error(code: int, message: str) -> pymysql.err.OperationalError:
     ("failing", "error", "says"),
     [
         ("FLUSH TABLES WITH READ LOCK", _error(1205, "Lock wait timeout exceeded"), "not taken within 10 s"),
-        ("FLUSH LOCAL TABLES", _error(1227, "Access denied; you need the RELOAD privilege"), "needs RELOAD"),
+        ("FLUSH LOCAL TABLES", _error(1227, "Access denied; you need the RELOAD privilege"), "'snap'@'%' lacks RELOAD"),
         ("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY", _error(1792, "read-only"), "1792"),
         ("SHOW BINARY LOG STATUS", _error(1227, "Access denied; you need REPLICATION CLIENT"), "1227"),
         ("SHOW BINARY LOG STATUS", [], "binary logging is off"),
@@ -356,7 +356,7 @@ def test_vector_cells_become_the_stream_s_floats() -> None:
 def test_a_functional_unique_key_is_not_the_row_key() -> None:
     """MySQL's SHOW INDEX gives a functional key part a NULL Column_name: such a key names no column of the row,
     so it is never the row key (it was read as a column called "None")."""
-    from binlake.snapshot.server import _row_key
+    from binlake.replication.definitions import row_key as _row_key
 
     functional = ("t", 0, "fk", 1, None, "A", 0, None, None, "", "BTREE")
     plain = ("t", 0, "u", 1, "b", "A", 0, None, None, "", "BTREE")

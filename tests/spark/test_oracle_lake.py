@@ -67,9 +67,9 @@ def test_lake_current_state_equals_select(spark: Any, oracle: _oracle.Oracle, tm
 
 def test_issue_tables_land_with_every_sign_and_charset(spark: Any, oracle: _oracle.Oracle, tmp_path: Path) -> None:
     """Issue 11's ``geo`` and ``yr`` tables under FULL, MINIMAL and NO_LOG metadata: ``binlake ingest`` lands each
-    in its change table and current state with every value as ``SELECT`` gives it (NO_LOG maps name and sign the
-    columns from the DDL; their text, whose charset only a table map logs, stays the stored bytes), and NO_LOG
-    binary columns padded as ``SELECT`` shows them."""
+    in its change table and current state with every value as ``SELECT`` gives it (MINIMAL and NO_LOG maps are
+    named, signed, given their charsets and ENUM members from the DDL: issue 21), and NO_LOG binary columns
+    padded as ``SELECT`` shows them."""
     from binlake.spark.ingest import ingest
 
     server = oracle.server
@@ -90,14 +90,11 @@ def test_issue_tables_land_with_every_sign_and_charset(spark: Any, oracle: _orac
             } == _oracle.YR_VALUES
             (geo,) = _delta(lake / table_dir(db, "geo") / view).to_pylist()
             text = {"a": "é€", "b": "ü😀", "c": "ñ中"}
-            if meta == "NO_LOG":
-                text = {"a": "é€".encode("cp1252"), "b": "ü😀".encode(), "c": "ñ中".encode("utf-16-be")}
             assert {k: geo[k] for k in text} == text, (meta, view)
-            assert geo["e"] == ("y" if meta == "FULL" else 2)  # ENUM members are FULL metadata only: the index
+            assert geo["e"] == "y"  # ENUM members: FULL metadata logs them, the DDL gives them to the others
             assert (geo["g"]["srid"], geo["p"]["srid"]) == (4326, 0)
             (geo2,) = _delta(lake / table_dir(db, "geo2") / view).to_pylist()
-            if meta != "NO_LOG":
-                assert [geo2[k] for k in "abcd"] == ["à", "ß", "😀€", "ÿ"], (meta, view)
+            assert [geo2[k] for k in "abcd"] == ["à", "ß", "😀€", "ÿ"], (meta, view)
             # zero bytes at the end of a BINARY(n) are not in the row image: the binary charset, which a NO_LOG
             # map does not log but the DDL gives, puts them back
             (bins,) = _delta(lake / table_dir(db, "bins") / view).to_pylist()

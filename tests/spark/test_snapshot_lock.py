@@ -112,6 +112,23 @@ def test_the_lock_is_released_on_error(locker: MariaDBServer) -> None:
         assert _write_within(locker, 2) < 1.5
 
 
+def test_without_reload_the_lock_is_refused_naming_it(locker: MariaDBServer) -> None:
+    """The lock method needs RELOAD (FLUSH TABLES WITH READ LOCK): a user without it is told so in one line with
+    the GRANT, by the preflight (its grants) and by the statement itself; no lock is left behind."""
+    from binlake.replication.privileges import require_reload
+
+    locker.create_user("noreload", PASSWORD, grants=("SELECT", "BINLOG MONITOR", "REPLICATION SLAVE"))
+    says = r"lacks RELOAD on .*GRANT RELOAD ON \*\.\* TO 'noreload'@'127.0.0.1'"
+    with connect(_options(locker, "noreload")) as conn:
+        with pytest.raises(ReplicationError, match=says):
+            require_reload(conn)
+        with pytest.raises(ReplicationError, match=says):
+            begin_snapshot(conn, "lock")
+        assert _write_within(locker, 2) < 1.5
+    with connect(_options(locker)) as conn:
+        require_reload(conn)  # the lock method's user has it
+
+
 def test_the_lock_wait_is_bounded(locker: MariaDBServer, monkeypatch: pytest.MonkeyPatch) -> None:
     """A DML statement running for 6 s holds the lock up: the snapshot gives up after LOCK_WAIT_SECONDS (1 here)
     with an error naming the global read lock, and leaves no lock behind."""

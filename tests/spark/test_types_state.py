@@ -118,7 +118,7 @@ def test_every_corpus_types_table_with_a_key_equals_the_server(
 ) -> None:
     """Every workload, including the two whose table maps lack FULL metadata (09 MINIMAL: no names, no key; 10
     NO_LOG: not even signedness, charsets or ENUM/SET members): their rows land in the named, typed, keyed
-    columns of the table (binlake.spark.enrich), so the current state still equals the server.  Ingested in two
+    columns of the table (binlake.columns), so the current state still equals the server.  Ingested in two
     runs, the second from the MINIMAL workload's file on, so those maps are named from the lake's history."""
     from binlake.spark.ingest import ingest
 

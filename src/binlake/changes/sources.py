@@ -4,7 +4,8 @@
 Both give :class:`Located` events (the event, the binlog file it is in, the position after it) and know, after
 each event they gave, the :class:`~binlake.replication.position.ResumePoint` right after it
 (:meth:`resume_point`) and the DDL the decoder has followed up to it (:attr:`schema`, for naming the columns of
-table maps that log no names).
+table maps that log no names); a server's source also gives the server's own table definitions
+(:attr:`definitions`: :class:`binlake.columns.SchemaSource`, which the replication side injects).
 
 Example::
 
@@ -28,6 +29,7 @@ from binlake.reader import read_events
 from binlake.schema import SchemaTracker
 
 if TYPE_CHECKING:
+    from binlake.columns import SchemaSource
     from binlake.replication.client import ReplicationClient
     from binlake.replication.gtid import GtidTracker
     from binlake.replication.position import Flavor, ResumePoint
@@ -51,6 +53,7 @@ class EventSource(Protocol):
     """What :class:`~binlake.changes.stream.ChangeStream` reads."""
 
     schema: SchemaTracker | None
+    definitions: SchemaSource | None
 
     def __iter__(self) -> Iterator[Located]: ...
 
@@ -93,6 +96,7 @@ class FileSource:
         if schema is None and self.options.track_schema:
             schema = SchemaTracker.from_sql(self.options.schema_sql) if self.options.schema_sql else SchemaTracker()
         self.schema = schema
+        self.definitions: SchemaSource | None = None  # files: their DDL and --schema say what a column is
         self._open = open_log
         self._flavor: Flavor | None = None
         self._gtids: GtidTracker | None = None
@@ -155,11 +159,21 @@ class ServerSource:
 
     ``on_start`` is called once with the resume point where the stream begins, as soon as the client knows it (the
     server's first event, its artificial ROTATE): a reader that keeps a state stores it before any transaction, so
-    a start at the server's current end is not moved on by a restart."""
+    a start at the server's current end is not moved on by a restart.
 
-    def __init__(self, client: ReplicationClient, *, on_start: Callable[[ResumePoint], None] | None = None) -> None:
+    ``definitions``: the server's table definitions (``information_schema``), for what neither the table maps nor
+    the DDL the stream reads say (:mod:`binlake.columns`)."""
+
+    def __init__(
+        self,
+        client: ReplicationClient,
+        *,
+        on_start: Callable[[ResumePoint], None] | None = None,
+        definitions: SchemaSource | None = None,
+    ) -> None:
         self.client = client
         self.schema = client.stream.decoder.ctx.schema
+        self.definitions = definitions
         self._on_start = on_start
 
     @property

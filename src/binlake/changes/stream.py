@@ -109,7 +109,7 @@ class ChangeStream:
     def __init__(self, source: EventSource, filter: ChangeFilter | None = None) -> None:
         self.source = source
         self.filter = filter or ChangeFilter()
-        self.catalog = TableCatalog(source.schema)
+        self.catalog = TableCatalog(source.schema, source.definitions)
         self.dropped = 0
         self._trx = Transactions()
 

@@ -146,9 +146,12 @@ class Statement:
     session whose temporary tables were ``scope``), ``rename`` (``pairs`` of base tables ``(db, table)`` from ->
     to, in execution order), ``xa`` (``xid`` resolved; ``rolled_back``) or ``temporary`` (the sessions' temporary
     tables from ``seq`` on: ``temporary``, recorded where a split starts and where the batch ends, if changed).
+    ``collation_server``: the DDL's session's (:func:`binlake.schema.server_collation`; a table created without a
+    charset may take it), ``None`` where not logged.
 
-    A record of the batch manifest: :meth:`to_json` writes version :attr:`VERSION`, :meth:`from_json` reads it and
-    the positional lists of version 1 (no ``scope``, no ``temporary`` kind)."""
+    A record of the batch manifest: :meth:`to_json` writes version :attr:`VERSION` (``collation_server`` only where
+    known: a record without it reads as before), :meth:`from_json` reads it and the positional lists of version 1
+    (no ``scope``, no ``temporary`` kind)."""
 
     VERSION: ClassVar[int] = 2
 
@@ -164,6 +167,7 @@ class Statement:
     rolled_back: bool = False
     scope: tuple[TableRef, ...] = ()  # folded names (binlake.sql.statements.folded)
     temporary: TemporaryState | None = None
+    collation_server: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"version": self.VERSION, "kind": self.kind, "seq": self.seq}
@@ -178,6 +182,8 @@ class Statement:
             out["scope"] = [list(t) for t in self.scope]
         if self.temporary is not None:
             out["temporary"] = self.temporary.to_json()
+        if self.collation_server is not None:
+            out["collation_server"] = self.collation_server
         return out
 
     @classmethod
@@ -204,6 +210,7 @@ class Statement:
             bool(v.get("rolled_back", False)),
             tuple(_ref(t) for t in v.get("scope", ())),
             TemporaryState.from_json(temporary) if temporary is not None else None,
+            v.get("collation_server"),
         )
 
 

@@ -68,7 +68,9 @@ def add_decode_arguments(parser: argparse.ArgumentParser, *, on_error: bool = Tr
     parser.add_argument(
         "--schema",
         metavar="SQL_FILE",
-        help="DDL (CREATE TABLE ...) of tables created before these binlogs; sizes MariaDB 5.3 fractional temporals",
+        help="DDL (CREATE DATABASE/TABLE ...) of tables created before these binlogs: names, keys, charsets and "
+        "signedness of columns whose table maps do not log them (binlog_row_metadata MINIMAL, NO_LOG), and the size "
+        "of MariaDB 5.3 fractional temporals",
     )
     parser.add_argument(
         "--key-file",

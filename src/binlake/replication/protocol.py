@@ -35,6 +35,7 @@ from collections import deque
 from collections.abc import Iterator
 
 from binlake.errors import (
+    AccessDeniedError,
     BinlogPurgedError,
     ConnectionLostError,
     MalformedError,
@@ -270,7 +271,9 @@ def parse_error_packet(payload: bytes | memoryview) -> ServerErrorPacket:
     return ServerErrorPacket(code, state, rest.decode("utf-8", "replace"))
 
 
+ER_DBACCESS_DENIED = 1044
 ER_ACCESS_DENIED = 1045
+ER_TABLEACCESS_DENIED = 1142
 ER_SPECIFIC_ACCESS_DENIED = 1227
 ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
 ER_TABLE_DEF_CHANGED = 1412  # a consistent read of a table altered after the read view began
@@ -327,10 +330,12 @@ def server_error(
             pos=pos,
         )
     if code in (ER_ACCESS_DENIED, ER_SPECIFIC_ACCESS_DENIED):
-        return ReplicationError(
+        return AccessDeniedError(
             f"{text} (a replication user needs REPLICATION SLAVE; listing binlogs needs REPLICATION CLIENT, called"
             " BINLOG MONITOR in MariaDB 10.5+)",
             file=file,
             pos=pos,
         )
+    if code in (ER_DBACCESS_DENIED, ER_TABLEACCESS_DENIED):
+        return AccessDeniedError(text, file=file, pos=pos)
     return ReplicationError(text, file=file, pos=pos)

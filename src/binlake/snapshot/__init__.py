@@ -16,6 +16,13 @@ Example::
     take_snapshot(options, "lake/", SnapshotSpec(runner=spark_runner(spark)))
 """
 
-from binlake.snapshot.run import SnapshotResult, SnapshotSpec, server_transactions, snapshot_held, take_snapshot
+from binlake.snapshot.run import (
+    SnapshotResult,
+    SnapshotSpec,
+    check_snapshot,
+    server_transactions,
+    snapshot_held,
+    take_snapshot,
+)
 
-__all__ = ["SnapshotResult", "SnapshotSpec", "server_transactions", "snapshot_held", "take_snapshot"]
+__all__ = ["SnapshotResult", "SnapshotSpec", "check_snapshot", "server_transactions", "snapshot_held", "take_snapshot"]

@@ -30,6 +30,7 @@ from pymysql.constants import FIELD_TYPE
 from binlake.coltypes import Column, ColumnType
 from binlake.lake.records import SnapshotColumn
 from binlake.lake.tables import UTC_TS
+from binlake.replication.definitions import quote
 from binlake.replication.position import Flavor
 from binlake.replication.resultset import ColumnDefinition
 from binlake.spark.arrow import to_lake
@@ -172,11 +173,6 @@ def _dimension(column_type: str) -> int | None:
     """A VECTOR's dimension: ``vector(3)`` -> 3."""
     m = re.search(r"\((\d+)\)", column_type)
     return int(m.group(1)) if m else None
-
-
-def quote(name: str) -> str:
-    """A name as a backquoted identifier."""
-    return "`" + name.replace("`", "``") + "`"
 
 
 def select_expr(col: SnapshotColumn) -> str:

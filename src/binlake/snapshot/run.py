@@ -63,12 +63,22 @@ from binlake.snapshot.server import (
     lake_fields,
     plan_chunks,
     select_tables,
+    snapshot_method,
+    snapshot_tables,
 )
 from binlake.spark.extract import column_info
 from binlake.spark.layouts import HISTORY, history_row
 from binlake.spark.statements import tracker_at, tracker_to_json
 
-__all__ = ["Runner", "SnapshotResult", "SnapshotSpec", "server_transactions", "snapshot_held", "take_snapshot"]
+__all__ = [
+    "Runner",
+    "SnapshotResult",
+    "SnapshotSpec",
+    "check_snapshot",
+    "server_transactions",
+    "snapshot_held",
+    "take_snapshot",
+]
 
 RESTARTS = 3  # times a snapshot starts again from a new plan when a table changes under it (TableChangedError)
 Runner = Callable[[Lake, SnapshotPlan, list[SnapshotChunk], ConnectionOptions, ServerAddress], Iterable[ChunkDone]]
@@ -101,6 +111,42 @@ def server_transactions(options: ConnectionOptions) -> Transactions:
             client.close()
 
     return read
+
+
+def check_snapshot(options: ConnectionOptions, lake: Lake, globs: Sequence[str], *, again: bool = False) -> None:
+    """Refuse (:class:`~binlake.errors.BinlogError` naming what is missing), before anything of ``lake`` is
+    touched, a snapshot that could not do what it is asked:
+
+    - the first snapshot of an empty lake, or chosen tables again (``again``): the tables it would read
+      (:func:`~binlake.snapshot.server.snapshot_tables`: none where some should be, or SELECT refused, names the
+      privilege), and RELOAD where its method takes the global read lock (MySQL);
+    - ``globs`` for the first snapshot of a lake the stream already writes (``binlake ingest --tables``): the lake
+      took its first snapshot already, so tables the globs match that it does not know (no snapshot took them, the
+      stream read no ``CREATE`` of them) would never get their rows: refused, naming them (``--snapshot`` takes
+      them); globs that match nothing new change nothing (the same command run again goes on)."""
+    from binlake.replication.privileges import require_reload
+
+    manifest, _ = lake.last_manifest()
+    if manifest is not None and not again and not globs:
+        return
+    with connect(options) as conn:
+        if manifest is None or again:
+            snapshot_tables(conn, globs)
+            assert conn.info is not None
+            if snapshot_method(conn.info) == "lock":
+                require_reload(conn)
+            return
+        tracker = tracker_at(manifest.schema, manifest.statements, 1 << 200)
+        unknown = [f"{db}.{name}" for db, name in select_tables(conn, globs) if tracker.table(db, name) is None]
+    if unknown:
+        where = f" (it streams from {manifest.resume.file}:{manifest.resume.position})" if manifest.resume else ""
+        listed = ", ".join(unknown[:10]) + (", ..." if len(unknown) > 10 else "")
+        raise BinlogError(
+            f"--tables chooses the tables of an empty lake's first snapshot, and this lake has taken its own"
+            f"{where}: {listed} match {', '.join(globs)} but the lake does not hold them; snapshot them with "
+            f"--snapshot {','.join(globs)} (keyed tables), or leave --tables out",
+            file=lake.root.uri,
+        )
 
 
 def _manifest_of(lake: Lake, batch: int) -> BatchManifest | None:
@@ -252,7 +298,7 @@ def _plan(
         raise BinlogError("name the tables to snapshot again", file=lake.root.uri)
     with connect(options) as conn:
         point = begin_snapshot(conn)
-        names = select_tables(conn, globs)
+        names = snapshot_tables(conn, globs)
         described = describe_tables(conn, names)
         chunks = plan_chunks(conn, described, chunk_rows)
     keyless = [f"{t.database}.{t.name}" for t in described if not t.primary_key]

@@ -42,13 +42,22 @@ from typing import Any, Literal
 import pyarrow as pa
 
 from binlake.changes.filters import ChangeFilter
-from binlake.errors import ConnectionLostError, ReplicationError, TableChangedError
+from binlake.errors import AccessDeniedError, ConnectionLostError, ReplicationError, TableChangedError
 from binlake.lake.names import table_dir
 from binlake.lake.records import SnapshotChunk, SnapshotColumn, SnapshotPoint, SnapshotTable
 from binlake.replication.connection import ReplicationConnection, ServerInfo, translate_errors
+from binlake.replication.definitions import collation_ids, quote, read_columns, table_key
 from binlake.replication.options import ConnectionOptions, Secret, TlsOptions, read_password
+from binlake.replication.privileges import (
+    Grants,
+    account,
+    database_target,
+    grant_line,
+    read_grants,
+    reload_refused,
+)
 from binlake.replication.resultset import RowBatch, TextResultReader
-from binlake.snapshot.columns import column_array, quote, select_expr, to_column
+from binlake.snapshot.columns import column_array, select_expr, to_column
 from binlake.spark.arrow import lake_type
 
 __all__ = [
@@ -67,6 +76,7 @@ __all__ = [
     "session_settings",
     "show_create",
     "snapshot_method",
+    "snapshot_tables",
 ]
 
 SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
@@ -185,6 +195,8 @@ def _under_read_lock(conn: ReplicationConnection) -> tuple[str, int, str | None]
             with translate_errors(conn.options), conn.cursor() as cur:
                 cur.execute("FLUSH LOCAL TABLES")
                 cur.execute("FLUSH TABLES WITH READ LOCK")
+        except AccessDeniedError:
+            raise ReplicationError(reload_refused(conn)) from None
         except ReplicationError as e:
             if isinstance(e, ConnectionLostError):
                 raise
@@ -229,43 +241,77 @@ def select_tables(conn: ReplicationConnection, globs: Sequence[str] = ()) -> lis
     return out
 
 
+def snapshot_tables(conn: ReplicationConnection, globs: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """The tables a snapshot takes (:func:`select_tables`), or :class:`~binlake.errors.ReplicationError` naming the
+    privilege the user lacks where it cannot read what the snapshot should take (an empty snapshot would start the
+    stream at the server's current point, and the rows already there would never land):
+
+    - no table matches the ``globs`` given;
+    - no table at all is visible (``information_schema`` lists only the tables a user has some privilege on) and
+      the grants do not give SELECT on ``*.*`` (the server may have tables the user cannot see; with it, a server
+      without tables gives an empty snapshot);
+    - SELECT is refused on a table it lists (``SELECT ... LIMIT 0`` is tried on each).
+    """
+    names = select_tables(conn, globs)
+    if not names:
+        grants = read_grants(conn)
+        if not globs and grants.has_global("SELECT"):
+            return []  # the user sees every table: the server has none
+        raise ReplicationError(_nothing_to_read(conn, globs, grants))
+    refused = []
+    for db, name in names:
+        try:
+            conn.query(f"SELECT 1 FROM {quote(db)}.{quote(name)} LIMIT 0")
+        except AccessDeniedError:
+            refused.append((db, name))
+    if refused:
+        who = account(conn)
+        dbs = sorted({db for db, _ in refused})
+        grants_needed = "; ".join(grant_line("SELECT", database_target(db), who) for db in dbs)
+        listed = ", ".join(f"{db}.{name}" for db, name in refused[:10]) + (", ..." if len(refused) > 10 else "")
+        raise ReplicationError(f"user {who} lacks SELECT on {listed}: the snapshot cannot read them ({grants_needed})")
+    return names
+
+
+def _nothing_to_read(conn: ReplicationConnection, globs: Sequence[str], grants: Grants) -> str:
+    """The refusal of a snapshot that finds no table to read (:func:`snapshot_tables`)."""
+    who = account(conn)
+    where = conn.options.address
+    if not globs:
+        return (
+            f"the snapshot found no table on {where}; user {who} lacks SELECT on *.* and sees none: the rows "
+            f"already there would never land ({grant_line('SELECT', 'db.*', who)} for each database to snapshot, "
+            "or --tables; --no-snapshot streams without a snapshot)"
+        )
+    named = sorted({g.split(".", 1)[0] for g in globs if "." in g and not any(c in g.split(".", 1)[0] for c in "*?[")})
+    lacking = [db for db in named if not grants.may_select(db)]
+    found = f"the snapshot found no table matching {', '.join(globs)} on {where}"
+    if lacking:
+        needed = "; ".join(grant_line("SELECT", database_target(db), who) for db in lacking)
+        return f"{found}; user {who} lacks SELECT on {', '.join(lacking)} ({needed})"
+    if not grants.selects_anything():
+        return f"{found}; user {who} lacks SELECT ({grant_line('SELECT', 'db.*', who)})"
+    return f"{found}: no such table that user {who} can see"
+
+
 def describe_tables(conn: ReplicationConnection, tables: Sequence[tuple[str, str]]) -> list[SnapshotTable]:
-    """Each table's columns, the key its table maps log (:func:`_row_key`), ``SHOW CREATE TABLE`` (where the
-    stream's DDL tracking starts from) and row estimate, in the transaction of ``conn``."""
+    """Each table's columns, the key its table maps log (:func:`~binlake.replication.definitions.row_key`),
+    ``SHOW CREATE TABLE`` (where the stream's DDL tracking starts from) and row estimate, in the transaction of
+    ``conn``."""
     out = []
-    collations = _collation_ids(conn)
+    collations = collation_ids(conn)
     for db, name in tables:
+        cols = read_columns(conn, db, name, collations)
         with translate_errors(conn.options), conn.cursor() as cur:
             create = show_create(cur, db, name)
-            cur.execute(
-                "SELECT c.COLUMN_NAME, c.DATA_TYPE, c.COLUMN_TYPE, c.IS_NULLABLE, c.NUMERIC_PRECISION, "
-                "c.NUMERIC_SCALE, c.DATETIME_PRECISION, c.CHARACTER_OCTET_LENGTH, c.COLLATION_NAME FROM "
-                "information_schema.COLUMNS c WHERE c.TABLE_SCHEMA = %s AND c.TABLE_NAME = %s "
-                "ORDER BY c.ORDINAL_POSITION",
-                (db, name),
-            )
-            cols = tuple(
-                SnapshotColumn(
-                    str(r[0]),
-                    str(r[1]).lower(),
-                    str(r[2]),
-                    r[3] == "YES",
-                    _int(r[4]),
-                    _int(r[5]),
-                    _int(r[6]),
-                    _int(r[7]),
-                    None if r[8] is None else collations[str(r[8])],
-                )
-                for r in cur.fetchall()
-            )
             cur.execute(
                 "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s",
                 (db, name),
             )
             est = cur.fetchone()
-            cur.execute(f"SHOW INDEX FROM {quote(db)}.{quote(name)}")
-            pk = _row_key(cur.fetchall())
-        out.append(SnapshotTable(table_dir(db, name), db, name, cols, tuple(pk), create, _int(est[0]) or 0))
+        pk = table_key(conn, db, name)
+        rows = int(str(est[0])) if est is not None and est[0] is not None else 0
+        out.append(SnapshotTable(table_dir(db, name), db, name, cols, pk, create, rows))
     return out
 
 
@@ -289,45 +335,6 @@ def check_definition(conn: ReplicationConnection, table: SnapshotTable) -> None:
         now = show_create(cur, table.database, table.name)
     if _AUTO_INCREMENT.sub("", now) != _AUTO_INCREMENT.sub("", table.create):
         raise TableChangedError(f"{table.database}.{table.name} was altered while the snapshot ran")
-
-
-def _collation_ids(conn: ReplicationConnection) -> dict[str, int]:
-    """Every collation's id by its full name: MariaDB 10.10+ lists those shared by several charsets
-    (``utf8mb4_uca1400_ai_ci``) only in ``COLLATION_CHARACTER_SET_APPLICABILITY.FULL_COLLATION_NAME``."""
-    ids = {
-        str(n): int(i)
-        for n, i in conn.query("SELECT COLLATION_NAME, ID FROM information_schema.COLLATIONS")
-        if i is not None
-    }
-    try:
-        rows = conn.query(
-            "SELECT FULL_COLLATION_NAME, ID FROM information_schema.COLLATION_CHARACTER_SET_APPLICABILITY"
-        )
-    except ReplicationError:  # before MariaDB 10.10: no such column
-        return ids
-    ids.update({str(n): int(i) for n, i in rows if n is not None and i is not None})
-    return ids
-
-
-def _row_key(index_rows: Sequence[Sequence[Any]]) -> tuple[str, ...]:
-    """The key the server's table maps log as the primary key, from ``SHOW INDEX`` rows (in key order): the
-    PRIMARY KEY, else the first UNIQUE key of NOT NULL columns, which InnoDB and the table share treat as the
-    primary key (MariaDB ``sql/table.cc``, ``init_from_binary_frm_image``: ``primary_key``)."""
-    keys: dict[str, list[tuple[str | None, bool]]] = {}
-    for r in index_rows:  # Table, Non_unique, Key_name, Seq_in_index, Column_name, ..., Null (index 9)
-        if int(r[1]) == 0:  # a MySQL functional key part has no Column_name (NULL): no column of the row
-            keys.setdefault(str(r[2]), []).append((None if r[4] is None else str(r[4]), str(r[9] or "") == ""))
-    named = {k: [c for c, _ in cols if c is not None] for k, cols in keys.items()}
-    if "PRIMARY" in keys:
-        return tuple(named["PRIMARY"])
-    for k, cols in keys.items():
-        if all(c is not None and not_null for c, not_null in cols):
-            return tuple(named[k])
-    return ()
-
-
-def _int(v: object) -> int | None:
-    return None if v is None else int(str(v))
 
 
 def _chunked_by(table: SnapshotTable) -> SnapshotColumn | None:

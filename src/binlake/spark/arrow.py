@@ -309,9 +309,9 @@ def lake_type(col: Column) -> pa.DataType:
         return pa.struct([("srid", pa.int64()), ("wkb", pa.binary())])
     if t == T.VECTOR:
         return pa.list_(pa.float32())
-    if col.is_character and (col.charset is None or col.charset == 63):
+    if col.is_character and not col.is_text:
         return pa.binary()
-    return pa.string()  # CHAR/VARCHAR/TEXT with a charset, JSON (as text), TIME (as text)
+    return pa.string()  # CHAR/VARCHAR/TEXT in a known charset, JSON (as text), TIME (as text)
 
 
 def _to_text(v: object) -> str:

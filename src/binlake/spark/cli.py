@@ -247,7 +247,7 @@ def _live(args: argparse.Namespace, spark: Future[Any], cores: int | None, watch
         read = ReadSpec(decode_options(args), decryptor_of(args), args.on_error)
         first, again = _snapshots(args, spark, progress)
         result = live_ingest(spark, options, args.lake, start=start, from_start=args.from_start, snapshot=first,
-                             snapshot_again=again, follow=args.follow,
+                             snapshot_again=again, check=_snapshot_check(args), follow=args.follow,
                              interval=args.interval, batch_bytes=args.batch_mib << 20 if args.batch_mib else None,
                              split_bytes=args.split_mb << 20, progress=progress, read=read, cores=cores,
                              wait=args.wait, lease_seconds=args.lease_seconds, on_batch=batch_done,
@@ -293,6 +293,28 @@ def _conflicting_start(args: argparse.Namespace) -> str | None:
     elif args.tables is not None and not _globs(args.tables):
         return "--tables names at least one table"
     return None
+
+
+def _snapshot_check(args: argparse.Namespace) -> Callable[[Lake, ConnectionOptions], None] | None:
+    """What the live ingest asks before it touches the lake, for the snapshot the options ask for
+    (:func:`binlake.snapshot.check_snapshot`): ``--snapshot TABLES``, an empty lake's first snapshot (``--tables``
+    or every table), and ``--tables`` given for a lake that took its first snapshot already."""
+    from binlake.snapshot import check_snapshot
+    from binlake.spark.live import stream_started
+
+    if args.snapshot is not None:
+        globs, again = _globs(args.snapshot), True
+    elif args.no_snapshot:
+        return None
+    else:
+        globs, again = _globs(args.tables), False
+
+    def check(lake: Lake, options: ConnectionOptions) -> None:
+        if not again and lake.last_manifest()[0] is None and stream_started(lake):
+            return  # an empty lake whose stream started without a snapshot (--from-start killed early) takes none
+        check_snapshot(options, lake, globs, again=again)
+
+    return check
 
 
 def _snapshots(

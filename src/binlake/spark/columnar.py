@@ -158,7 +158,7 @@ def _source(col: Column) -> tuple[int, int, int, Callable[[pa.DataType], bool]] 
         nlen = length_bytes(col)
         if not 1 <= nlen <= 4:
             return None
-        if col.charset is None or col.charset == 63:  # bytes; strings._string_converter pads BINARY(n)
+        if not col.is_text:  # bytes; strings._string_converter pads BINARY(n)
             pad = col.length or 0 if col.charset == 63 and code == T.STRING else 0
             return _columnar.V_BYTES, nlen, pad, _is(pa.binary())
         if text_codec(col) == "utf-8":

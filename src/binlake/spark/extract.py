@@ -189,8 +189,8 @@ def decode_split(
     ``skips``: receives each skip of ``on_error`` ``skip-*`` (a ``skip-transaction`` skip also drops the changes of
     the broken transaction read before the damage).  A transaction closed by XA_PREPARE (not ONE PHASE) tags its
     changes with the XID: whether they count is decided by a later ``XA COMMIT``/``XA ROLLBACK``.
-    ``remap``: columns to decode the rows of some table maps with, by :func:`map_id` (maps that log no column
-    names, named by the ingest driver: :mod:`binlake.spark.enrich`).
+    ``remap``: columns to decode the rows of some table maps with, by :func:`map_id` (the facts a map does not log,
+    given by the ingest driver: :mod:`binlake.columns`).
     """
     f = split.file
     base = f.seq * SEQ_FILE

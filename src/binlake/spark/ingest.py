@@ -55,6 +55,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from binlake.columns import SchemaSource
 from binlake.decoder import Decoder, decode_event
 from binlake.errors import BinlogError
 from binlake.events.base import EventType
@@ -163,7 +164,8 @@ def _schema_after(manifest: BatchManifest | None, seed: str | None) -> SchemaTra
         return tracker
     last = tracker_at(manifest.schema, manifest.statements, 1 << 200)
     known = last.tables
-    return SchemaTracker({**{k: v for k, v in tracker.tables.items() if k not in known}, **known}, last.temporary.state)
+    tables = {**{k: v for k, v in tracker.tables.items() if k not in known}, **known}
+    return SchemaTracker(tables, last.temporary.state, {**tracker.databases, **last.databases})
 
 
 def ingest(
@@ -219,13 +221,16 @@ def ingest_held(
     read: ReadSpec | None = None,
     cores: int | None = None,
     start: ResumePoint | None = None,
+    definitions: SchemaSource | None = None,
 ) -> IngestResult:
     """:func:`ingest` of ``files`` (:func:`~binlake.spark.plan.list_binlogs`'s records) into ``lake``, whose writer
-    lease the caller holds (``with lake.writing(): ...``): a live ingest holds it across its batches."""
+    lease the caller holds (``with lake.writing(): ...``): a live ingest holds it across its batches, and gives the
+    server's table ``definitions`` (:mod:`binlake.columns`)."""
     lake.check()
     result = IngestResult()
     t0 = time.monotonic()
-    _ingest(spark, files, lake, split_bytes, progress or Progress(spark), read or ReadSpec(), cores, result, start)
+    _ingest(spark, files, lake, split_bytes, progress or Progress(spark), read or ReadSpec(), cores, result, start,
+            definitions)  # fmt: skip
     result.seconds = time.monotonic() - t0
     return result
 
@@ -252,6 +257,7 @@ def _ingest(
     cores: int | None,
     result: IngestResult,
     start: ResumePoint | None = None,
+    definitions: SchemaSource | None = None,
 ) -> None:
     manifest, done = lake.last_manifest()
     if manifest is not None and manifest.rewinds is not None and not done:
@@ -262,7 +268,7 @@ def _ingest(
             manifest = _rewind_to(lake, manifest, *stuck, read, progress)
         elif not done:
             progress.log(f"finishing interrupted batch {manifest.batch}")
-            _run_batch(spark, lake, manifest, progress, result, read)
+            _run_batch(spark, lake, manifest, progress, result, read, definitions=definitions)
     positions: dict[str, int] = dict(manifest.positions) if manifest is not None else {}
     resume = manifest.resume if manifest is not None else start
     result.resume = resume
@@ -288,7 +294,7 @@ def _ingest(
         batch = (manifest.batch + 1) if manifest is not None else 1
         tracker = _schema_after(manifest, read.options.schema_sql)
         start_schema = tracker_to_json(tracker)
-        maps = MapLog(tracker, known_layouts(lake))
+        maps = MapLog(tracker, known_layouts(lake), definitions)
         statements = progress.timed("scan", lambda: scan_statements(splits, tracker, read, maps, headers=headers))
         if resume is not None:
             resume = result.resume = resume_after(splits, resume, headers)
@@ -492,6 +498,7 @@ def _run_batch(
     result: IngestResult,
     read: ReadSpec,
     maps: MapLog | None = None,
+    definitions: SchemaSource | None = None,
 ) -> None:
     """Run one planned batch: ``maps`` are its table maps when the planning scan collected them (a batch finished
     after a crash scans its ranges again from the schema it started with: the same maps)."""
@@ -507,7 +514,7 @@ def _run_batch(
     # 1. table maps -> the lake layout of every map and every table's schema (binlog order decides new columns)
     if maps is None:
         tracker = tracker_from_json(manifest.schema)
-        maps = MapLog(tracker, known_layouts(lake))
+        maps = MapLog(tracker, known_layouts(lake), definitions)
         progress.timed("table maps", lambda: scan_statements(splits, tracker, read, maps))
     known, pk = maps.known.layouts, dict(maps.known.pk)
     plan = TaskPlan(read, manifest.schema, ddl, outcomes, renames, batch, maps.enriched)

@@ -1,6 +1,6 @@
 """How table maps land in the lake: the lake column names and types of every table-map layout (``resolve_layout``),
-the maps of a batch as the driver's scan meets them (:class:`MapLog`, which also names maps that log no names),
-and the ``_schema_history`` table that keeps them across runs.
+the maps of a batch as the driver's scan meets them (:class:`MapLog`, which describes their columns by
+:mod:`binlake.columns`' rule), and the ``_schema_history`` table that keeps them across runs.
 
 Example::
 
@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from binlake.coltypes import Column
+from binlake.columns import ColumnCatalog, SchemaSource, borrowed, fits
 from binlake.events.table_map import TableMapEvent
 from binlake.lake.lake import Lake
 from binlake.lake.names import table_dir
@@ -24,7 +25,6 @@ from binlake.lake.records import Split
 from binlake.lake.tables import HISTORY_DIR, META_NAMES
 from binlake.schema import SchemaTracker
 from binlake.spark.arrow import COLUMN, lake_type, tablemap_rows
-from binlake.spark.enrich import Namer, borrow, named
 from binlake.spark.extract import TableMapRecord, map_id
 
 __all__ = [
@@ -80,12 +80,40 @@ def resolve_layout(cols: Layout, schema: list[pa.Field]) -> Layout:
 @dataclass
 class Known:
     """What the lake's ``_schema_history`` says: the layout of every map id, the latest primary key of every
-    table, and the column facts (``tablemaps`` view dicts) of every map id and of each table's last named map."""
+    table, and the columns of every map id and of each table's last named map (by ``(database, table)``), as
+    they landed."""
 
     layouts: dict[str, Layout] = field(default_factory=dict)
     pk: dict[str, list[str]] = field(default_factory=dict)
-    maps: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    maps: dict[str, tuple[Column, ...]] = field(default_factory=dict)
+    tables: dict[tuple[str, str], tuple[Column, ...]] = field(default_factory=dict)
+
+
+def _column(info: dict[str, Any]) -> Column:
+    """A column as the history keeps it (:func:`~binlake.spark.extract.column_info`), back as a :class:`Column`
+    (its facts and the sizes :func:`binlake.columns.fits` compares; no metadata bytes)."""
+    enum_values, set_values = (tuple(info[k]) if info[k] is not None else None for k in ("enum_values", "set_values"))
+    return Column(
+        index=info["index"],
+        type_code=info["type_code"],
+        meta=0,
+        nullable=info["nullable"],
+        real_type_code=info["type_code"],
+        length=info["length"],
+        precision=info["precision"],
+        scale=info["scale"],
+        fsp=info["fsp"],
+        bits=info["bits"],
+        name=info["name"],
+        unsigned=info["unsigned"],
+        charset=info["charset"],
+        geometry_type=info["geometry_type"],
+        pk_position=info["pk_position"],
+        visible=info["visible"],
+        vector_dimension=info["vector_dimension"],
+        enum_values=enum_values,
+        set_values=set_values,
+    )
 
 
 def known_layouts(lake: Lake) -> Known:
@@ -102,9 +130,10 @@ def known_layouts(lake: Lake) -> Known:
         index = {c["name"]: i for i, c in enumerate(row["columns"])}
         key = table_dir(row["database"], row["table"])
         known.pk[key] = [row["lake_columns"][index[c]] for c in row["primary_key"] if c in index]
-        known.maps[row["map_id"]] = row["columns"]
+        columns = tuple(_column(c) for c in row["columns"])
+        known.maps[row["map_id"]] = columns
         if any(c["name"] != f"col_{c['index'] + 1}" for c in row["columns"]):
-            known.tables[key] = row["columns"]
+            known.tables[(row["database"], row["table"])] = columns
     return known
 
 
@@ -113,19 +142,23 @@ class MapLog:
     order: one row (the ``tablemaps`` view's, with the lake layout and key) each time a table's layout differs from
     the one before, so the first occurrence of every layout and the last layout of every table are there.
 
-    Maps that log no column names (MINIMAL/NO_LOG metadata) are named by :class:`~binlake.spark.enrich.Namer`
-    (from an earlier named map of the table, in this batch or in the lake's history, or from the DDL that
-    ``tracker``, the scan's own, follows); ``enriched`` holds their columns by map id, for the tasks to decode
-    their rows with."""
+    Each map's columns are described by :class:`~binlake.columns.ColumnCatalog` (the map's own facts, an earlier
+    FULL map of the table in this batch or in the lake's history, the DDL that ``tracker``, the scan's own,
+    follows, the server's definitions ``server``); a layout the lake landed before keeps the columns it landed
+    with (its lake columns are fixed), and the first answer for a map id holds for the whole batch.
+    ``enriched`` holds the columns that differ from what the map logs by map id, for the tasks to decode their
+    rows with."""
 
-    def __init__(self, tracker: SchemaTracker | None = None, known: Known | None = None) -> None:
+    def __init__(
+        self, tracker: SchemaTracker | None = None, known: Known | None = None, server: SchemaSource | None = None
+    ) -> None:
         self.rows: list[dict[str, Any]] = []
         self.known = known or Known()
         self.enriched: dict[str, tuple[Column, ...]] = {}
-        self._namer = Namer(tracker, self.known.tables)
+        self._catalog = ColumnCatalog(tracker, server, self.known.tables)
         self._last: dict[str, str] = {}  # table -> the map id of its last table map
         self._seen: dict[int, tuple[TableMapEvent, str, str]] = {}  # id -> (table map, table, map id)
-        self._unnamed: dict[str, tuple[Column, ...] | None] = {}  # map id -> its named columns (None: none known)
+        self._columns: dict[str, tuple[Column, ...]] = {}  # map id -> its columns as described
 
     def __call__(self, split: Split, pos: int, tm: TableMapEvent) -> None:
         seen = self._seen.get(id(tm))  # the scan gives identical maps as one object
@@ -137,26 +170,26 @@ class MapLog:
         if self._last.get(key) == mid:
             return
         self._last[key] = mid
-        if named(tm):
-            tm = self._namer.keyed(tm)
-            self._namer.learn(key, tm)
-        else:
-            tm = self._name(key, mid, tm)
+        cols = self._described(mid, tm)
+        tm = tm if cols is tm.columns else replace(tm, columns=cols)
         row = tablemap_rows(split.file, [TableMapRecord(tm, mid, pos, pos, 1)])[0]
         row["lake"] = [(n, lake_type(c)) for n, c in zip(tm.column_names, tm.columns, strict=True)]
         row["primary_key_index"] = list(tm.primary_key)
         self.rows.append(row)
 
-    def _name(self, key: str, mid: str, tm: TableMapEvent) -> TableMapEvent:
-        """``tm`` with its columns named as known (the first answer for a map id holds for the whole batch)."""
-        if mid not in self._unnamed:
-            facts = self.known.maps.get(mid)
-            cols = borrow(tm.columns, facts) if facts is not None else self._namer.columns(key, tm)
-            self._unnamed[mid] = cols
-            if cols is not None:
+    def _described(self, mid: str, tm: TableMapEvent) -> tuple[Column, ...]:
+        """``tm``'s columns, described once per map id (a layout the lake has landed: as it landed)."""
+        cols = self._columns.get(mid)
+        if cols is None:
+            landed = self.known.maps.get(mid)
+            if landed is not None and fits(tm.columns, landed):
+                cols = borrowed(tm.columns, landed)
+            else:
+                cols = self._catalog.columns(tm)
+            self._columns[mid] = cols
+            if cols != tm.columns:
                 self.enriched[mid] = cols
-        cols = self._unnamed[mid]
-        return tm if cols is None else replace(tm, columns=cols)
+        return cols
 
 
 def history_row(row: dict[str, Any], layout: Layout, batch: int) -> dict[str, Any]:

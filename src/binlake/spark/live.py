@@ -45,16 +45,28 @@ from typing import Any
 from binlake.errors import BinlogError, ReplicationError
 from binlake.lake.lake import Lake
 from binlake.metrics import NO_METRICS, Metrics
+from binlake.replication.connection import ReplicationConnection
+from binlake.replication.definitions import ServerDefinitions
 from binlake.replication.mirror import Mirror, mirror_files
 from binlake.replication.options import ConnectionOptions
 from binlake.replication.position import ResumePoint, StartAt
+from binlake.replication.privileges import require_replication
 from binlake.spark.ingest import IngestResult, ingest_held
 from binlake.spark.plan import DEFAULT_SPLIT_BYTES, list_binlogs
 from binlake.spark.progress import Progress
 from binlake.spark.statements import ReadSpec
 from binlake.storage import Location
 
-__all__ = ["BINLOGS_DIR", "DEFAULT_INTERVAL", "LiveResult", "Snapshot", "binlogs_of", "live_ingest", "tell_batches"]
+__all__ = [
+    "BINLOGS_DIR",
+    "DEFAULT_INTERVAL",
+    "LiveResult",
+    "Snapshot",
+    "binlogs_of",
+    "live_ingest",
+    "stream_started",
+    "tell_batches",
+]
 
 BINLOGS_DIR = "_binlogs"
 """The folder of the lake the mirror writes the server's binlog files to."""
@@ -104,6 +116,7 @@ def live_ingest(
     from_start: bool = False,
     snapshot: Snapshot | None = None,
     snapshot_again: Callable[[Lake, ConnectionOptions], object] | None = None,
+    check: Callable[[Lake, ConnectionOptions], None] | None = None,
     follow: bool = False,
     interval: float = DEFAULT_INTERVAL,
     batch_bytes: int | None = None,
@@ -123,6 +136,9 @@ def live_ingest(
     leaves it; otherwise this is an error saying so.  ``snapshot_again``: called with the lease held, before the
     mirror starts, on a lake the stream already writes (``binlake ingest --snapshot TABLES``: chosen tables
     snapshotted again, the stream then going on from the lake's resume point); an empty lake given it is an error.
+    Before the lake is touched (its writer lease included) the user's privileges to stream are asked
+    (:func:`~binlake.replication.privileges.require_replication`), then ``check`` (the snapshot's:
+    :func:`binlake.snapshot.check_snapshot`): a refusal names what is missing and leaves the lake as it was.
     ``interval`` and ``batch_bytes``: when a following run
     commits a batch.  ``on_batch``: called after each batch with what it did.  ``should_stop``: asked between
     batches (a following run ends after the batch in which it became true).  ``metrics``: told of the mirror's
@@ -132,6 +148,11 @@ def live_ingest(
     progress = progress or Progress(spark)
     result = LiveResult()
     t0 = time.monotonic()
+    with ReplicationConnection(options) as conn:
+        conn.open()
+        require_replication(conn)
+    if check is not None:
+        check(lake, options)
     with lake.writing(wait=wait, lease_seconds=lease_seconds, on_wait=progress.log):
         if snapshot_again is not None:
             if lake.last_manifest()[0] is None:
@@ -142,6 +163,7 @@ def live_ingest(
                 )
             snapshot_again(lake, options)
         point = _start_point(lake, options, start, from_start, snapshot)
+        definitions = ServerDefinitions(options, progress.log)  # what the maps and the DDL read do not say
         binlogs = binlogs_of(lake)
         first = StartAt.oldest() if point is None else StartAt.at(point.file)
         mirror = Mirror(binlogs, options, start=first, follow=follow, metrics=metrics)
@@ -166,7 +188,7 @@ def live_ingest(
                 if point is None and files:  # --from-start: the stream starts where the oldest binlog does
                     point = ResumePoint(files[0].name, 4)
                 r = ingest_held(spark, files, lake, split_bytes=split_bytes, progress=progress, read=read, cores=cores,
-                                start=point)  # fmt: skip
+                                start=point, definitions=definitions)  # fmt: skip
                 result.add(r)
                 if r.batches:
                     tell_batches(metrics, r, binlogs)
@@ -251,6 +273,12 @@ def _start_point(
         lake.check()
         kept.write_bytes(start.to_json().encode("utf-8"))
     return start
+
+
+def stream_started(lake: Lake) -> bool:
+    """Has the stream of a lake without a batch started already (its start kept, or binlogs mirrored: a run killed
+    before its first batch), so that it takes no snapshot (:func:`_start_point`)?"""
+    return (lake.root / "_binlake" / STREAM_START).exists() or bool(mirror_files(binlogs_of(lake)))
 
 
 def _wait_for_batch(

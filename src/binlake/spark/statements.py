@@ -45,7 +45,7 @@ from binlake.events.table_map import TableMapEvent
 from binlake.lake.records import Split, Statement
 from binlake.reader import HeaderCache, byte_ranges, header_table, read_events, span, walk_headers
 from binlake.recovery import OnError, Skipped, read_events_recovering
-from binlake.schema import SchemaTracker, TableSchema, TrackedColumn
+from binlake.schema import SchemaTracker, TableSchema, TrackedColumn, server_collation
 from binlake.sql.lexer import leading_keyword
 from binlake.sql.statements import RENAMING_KEYWORDS, SCHEMA_KEYWORDS, Scope, renames, xa_outcome
 from binlake.sql.temporary import TemporaryState
@@ -100,7 +100,7 @@ class _TrackFrom(SchemaTracker):
     __slots__ = ("start",)
 
     def __init__(self, base: SchemaTracker, start: int) -> None:
-        super().__init__(base.tables, base.temporary.state)
+        super().__init__(base.tables, base.temporary.state, base.databases)
         self.start = start
 
     def observe(self, ev: QueryEvent) -> bool:
@@ -266,7 +266,12 @@ def scan_statements(
             pairs = renames(query, ev.db or "", sql_mode, scope)
             if tracker.observe(ev):
                 ran_in = tuple(sorted(scope.tables))
-                out.append(Statement("ddl", seq, f.name, pos, ev.db or None, sql_mode, query, scope=ran_in))
+                server = server_collation(ev)
+                out.append(
+                    Statement(
+                        "ddl", seq, f.name, pos, ev.db or None, sql_mode, query, scope=ran_in, collation_server=server
+                    )
+                )
             if pairs:
                 out.append(Statement("rename", seq, f.name, pos, ev.db or None, sql_mode, query, pairs))
     if last is not None:
@@ -289,47 +294,58 @@ def _temporary_at(
 # -- the schema as JSON ---------------------------------------------------------------------------------------
 
 
-SCHEMA_STATE_VERSION = 2
-"""The version :func:`tracker_to_json` writes (1: a bare list of the tables)."""
+SCHEMA_STATE_VERSION = 3
+"""The version :func:`tracker_to_json` writes (1: a bare list of the tables; 2: no charsets)."""
 
 
 def tracker_to_json(tracker: SchemaTracker) -> dict[str, Any]:
     """The tracker's state as a JSON-able record (exact: no SQL is re-parsed): ``version``, ``tables`` (every
-    table it knows as ``[db, table, columns, primary key, sequence]``) and ``temporary`` (the sessions' temporary
-    tables, :meth:`TemporaryState.to_json <binlake.sql.temporary.TemporaryState.to_json>`)."""
+    table it knows as ``[db, table, columns, primary key, sequence, default collation]``, each column ``[name,
+    type, params, unsigned, definition, collation]``), ``databases`` (their default collations) and ``temporary``
+    (the sessions' temporary tables, :meth:`TemporaryState.to_json <binlake.sql.temporary.TemporaryState.to_json>`).
+    """
     tables = [
         [
             ts.schema,
             ts.name,
-            [[c.name, c.type_name, list(c.params), c.unsigned, c.definition] for c in ts.columns],
+            [[c.name, c.type_name, list(c.params), c.unsigned, c.definition, c.charset] for c in ts.columns],
             list(ts.primary_key),
             ts.sequence,
+            ts.collation,
         ]
         for ts in tracker.tables.values()
     ]
-    return {"version": SCHEMA_STATE_VERSION, "tables": tables, "temporary": tracker.temporary.state.to_json()}
+    return {
+        "version": SCHEMA_STATE_VERSION,
+        "tables": tables,
+        "databases": tracker.databases,
+        "temporary": tracker.temporary.state.to_json(),
+    }
 
 
 def tracker_from_json(state: dict[str, Any] | Sequence[Any]) -> SchemaTracker:
-    """Invert :func:`tracker_to_json`.  A state of version 1 (the list of tables alone) loads with no temporary
-    tables, and one written before primary keys (``[db, table, columns]``) or sequences (``[db, table, columns,
-    key]``) were tracked with none."""
+    """Invert :func:`tracker_to_json`.  A state of version 2 loads with no charsets, one of version 1 (the list of
+    tables alone) with no temporary tables, and one written before primary keys (``[db, table, columns]``) or
+    sequences (``[db, table, columns, key]``) were tracked with none."""
+    databases: dict[str, int] = {}
     if isinstance(state, dict):
-        if state.get("version") != SCHEMA_STATE_VERSION:
+        if state.get("version") not in (2, SCHEMA_STATE_VERSION):
             raise UnsupportedError(
-                f"a schema state of version {state.get('version')!r} (this binlake reads "
-                f"version {SCHEMA_STATE_VERSION}): written by another binlake"
+                f"a schema state of version {state.get('version')!r} (this binlake reads versions 2 and "
+                f"{SCHEMA_STATE_VERSION}): written by another binlake"
             )
         temporary: TemporaryState | None = TemporaryState.from_json(state["temporary"])
         rows: Sequence[Any] = state["tables"]
+        databases = {str(k): int(v) for k, v in state.get("databases", {}).items()}
     else:
         temporary, rows = None, state
     tables = {}
     for schema, name, cols, *more in rows:
-        columns = tuple(TrackedColumn(c[0], c[1], tuple(c[2]), c[3], c[4]) for c in cols)
+        columns = tuple(TrackedColumn(c[0], c[1], tuple(c[2]), c[3], c[4], c[5] if len(c) > 5 else None) for c in cols)
         key = tuple(more[0]) if more else ()
-        tables[(schema, name)] = TableSchema(schema, name, columns, key, bool(more[1]) if len(more) > 1 else False)
-    return SchemaTracker(tables, temporary)
+        sequence = bool(more[1]) if len(more) > 1 else False
+        tables[(schema, name)] = TableSchema(schema, name, columns, key, sequence, more[2] if len(more) > 2 else None)
+    return SchemaTracker(tables, temporary, databases)
 
 
 def tracker_at(state: dict[str, Any] | Sequence[Any], statements: Sequence[Statement], seq: int) -> SchemaTracker:
@@ -342,7 +358,7 @@ def tracker_at(state: dict[str, Any] | Sequence[Any], statements: Sequence[State
         if s.seq >= seq:
             continue
         if s.kind == "ddl":
-            tracker.execute(s.query, s.db, s.sql_mode, Scope(frozenset(s.scope)))
+            tracker.execute(s.query, s.db, s.sql_mode, Scope(frozenset(s.scope)), s.collation_server)
         elif s.kind == "temporary":
             temporary = s.temporary
-    return tracker if temporary is None else SchemaTracker(tracker.tables, temporary)
+    return tracker if temporary is None else SchemaTracker(tracker.tables, temporary, tracker.databases)

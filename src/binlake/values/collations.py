@@ -24,7 +24,17 @@ from functools import cache
 
 from binlake.values import charmap
 
-__all__ = ["BINARY", "RULE_DECODED", "charset_name", "codec", "collation_name", "decode", "decoder"]
+__all__ = [
+    "BINARY",
+    "RULE_DECODED",
+    "charset_name",
+    "codec",
+    "collation_id",
+    "collation_name",
+    "decode",
+    "decoder",
+    "max_bytes",
+]
 
 BINARY = 63
 """The ``binary`` pseudo collation: BINARY/VARBINARY/BLOB columns, whose values stay ``bytes``."""
@@ -346,6 +356,44 @@ def charset_name(collation_id: int) -> str | None:
     """Character set of ``collation_id`` (``"utf8mb4"``, ``"latin1"``, ``"binary"``...), ``None`` when unknown."""
     name = _NAMES.get(collation_id)
     return None if name is None else name.split("_", 1)[0]
+
+
+# The names a statement may give a charset or collation by, besides their own: ``utf8`` is utf8mb3 (MySQL 8, and
+# MariaDB under its default old_mode UTF8_IS_UTF8MB3)
+_ALIASES = {"utf8": "utf8mb3"}
+_IDS: dict[str, int] = {}  # collation name and charset name (its default collation) -> id, built on first use
+# bytes of the longest character of the charsets with characters longer than one byte (SHOW CHARACTER SET Maxlen)
+_MAX_BYTES = {"big5": 2, "cp932": 2, "eucjpms": 3, "euckr": 2, "gb18030": 4, "gb2312": 2, "gbk": 2, "sjis": 2}
+_MAX_BYTES |= {"ucs2": 2, "ujis": 3, "utf16": 4, "utf16le": 4, "utf32": 4, "utf8mb3": 3, "utf8mb4": 4}
+
+
+def collation_id(name: str) -> int | None:
+    """The id of a collation or (its default collation's) of a character set, by the name a statement gives it
+    (any case; ``utf8`` is ``utf8mb3``); ``None`` when unknown.
+
+    >>> collation_id("latin1"), collation_id("UTF8MB4"), collation_id("utf8_bin"), collation_id("utf8mb4_uca1400_ai_ci")
+    (8, 45, 83, 2304)
+    """
+    if not _IDS:
+        for i, n in sorted(_NAMES.items(), reverse=True):
+            _IDS[n] = i
+        _IDS.update({n: i for i, n in _MARIADB_RENAMED.items()})
+        _IDS.update({_NAMES[i].split("_", 1)[0]: i for i in (*_DEFAULTS, 248)})  # 248: MySQL's gb18030_chinese_ci
+        _IDS["binary"] = BINARY
+    name = name.lower()
+    head, sep, tail = name.partition("_")
+    return _IDS.get(_ALIASES.get(head, head) + sep + tail)
+
+
+def max_bytes(collation_id: int) -> int | None:
+    """Bytes of the longest character of ``collation_id``'s charset (a CHAR(n) or VARCHAR(n) column holds up to
+    ``n`` times that many); ``None`` when unknown.
+
+    >>> max_bytes(45), max_bytes(8), max_bytes(63)
+    (4, 1, 1)
+    """
+    cs = charset_name(collation_id)
+    return None if cs is None else _MAX_BYTES.get(cs, 1)
 
 
 def codec(collation_id: int) -> str | None:

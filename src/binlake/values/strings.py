@@ -143,7 +143,7 @@ def uncompress(stored: bytes, max_length: int) -> bytes:
 def text_codec(col: Column) -> str | None:
     """The decoder a string column's values decode with (``collations.codec``: ``"utf-8"`` for utf8mb3 and
     utf8mb4); ``None`` when they stay bytes (binary, unknown)."""
-    return None if col.charset is None or col.charset == BINARY else codec(col.charset)
+    return codec(col.charset) if col.is_text and col.charset is not None else None
 
 
 def _text(col: Column) -> Callable[[bytes], object] | None:

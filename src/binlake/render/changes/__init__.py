@@ -134,6 +134,7 @@ def debezium_options(args: argparse.Namespace) -> DebeziumOptions:
 
 def _server_source(args: argparse.Namespace) -> EventSource:
     from binlake.replication.client import ReplicationClient
+    from binlake.replication.definitions import ServerDefinitions
     from binlake.replication.options import connection_from_args
     from binlake.replication.position import StartAt
 
@@ -151,7 +152,11 @@ def _server_source(args: argparse.Namespace) -> EventSource:
         start = StartAt.oldest()
     options = connection_from_args(args, follow=args.follow)
     client = ReplicationClient(options, start, follow=args.follow, decode_options=decode_options(args))
-    return ServerSource(client)
+    return ServerSource(client, definitions=ServerDefinitions(options, _note))
+
+
+def _note(line: str) -> None:
+    print(f"binlake: {line}", file=sys.stderr)
 
 
 def _file_source(args: argparse.Namespace) -> EventSource:

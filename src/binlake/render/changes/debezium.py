@@ -445,7 +445,7 @@ def value_encoder(
         return lambda v: "[" + ",".join(java_float(x) for x in v) + "]"  # type: ignore[attr-defined]
     if type_name == "uuid" and real == T.STRING:
         return _uuid
-    if _binary(col, type_name):
+    if _binary(col):
         write = _binary_writer(modes.binary)
         return lambda v: write(bytes(v)) if isinstance(v, bytes | bytearray) else _json_str(str(v))
     return _text_value
@@ -460,17 +460,10 @@ def _connect_time(v: object) -> str:
     return "null" if us < 0 or us > _US_PER_DAY else str(us // 1000)
 
 
-_BINARY_TYPES = frozenset({"binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "long varbinary"})
-
-
-def _binary(col: Column, type_name: str | None) -> bool:
-    """Is a string column binary (bytes, base64)?  Its charset says (63 is ``binary``); a NO_LOG map logs none:
-    then its DDL says, else a BLOB is taken for binary and a CHAR/VARCHAR for text."""
-    if col.charset is not None:
-        return col.is_binary
-    if type_name is not None:
-        return type_name in _BINARY_TYPES
-    return col.real_type_code in (T.BLOB, T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB, T.BLOB_COMPRESSED)
+def _binary(col: Column) -> bool:
+    """Is a string column's value bytes (base64)?  Whatever its charset, known or not, does not make text
+    (:attr:`Column.is_text <binlake.coltypes.Column.is_text>`: the lake's and the SQL output's rule too)."""
+    return col.is_character and not col.is_text
 
 
 # -- rows -----------------------------------------------------------------------------------------------------------
@@ -678,10 +671,10 @@ def _c_json_column(col: Column, type_name: str | None, modes: ValueModes) -> tup
         return None
     cs = collations.charset_name(col.charset) if col.charset is not None else None
     lb = length_bytes(col)
-    if _binary(col, type_name):
+    if _binary(col):
         pad = col.length if col.charset == collations.BINARY and real == T.STRING and col.length else 0
         return (_speedups.K_STRING, lb, _C_BINARY[modes.binary], pad or 0)
-    if cs is None or cs in UTF8:  # UTF-8 text, or bytes read as UTF-8 (the Python path for what is not UTF-8)
+    if cs in UTF8:  # UTF-8 text, or bytes invalid in it read as UTF-8 (the Python path for what is not UTF-8)
         return (_speedups.K_STRING, lb, 0, 0)
     return None
 

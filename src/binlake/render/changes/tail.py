@@ -215,6 +215,7 @@ class _Kept:
     def __init__(self, source: EventSource) -> None:
         self.source = source
         self.schema = source.schema
+        self.definitions = source.definitions
         self.events: list[Event] = []
 
     @property
@@ -379,6 +380,7 @@ def tail_main(args: argparse.Namespace) -> int:
     arguments."""
     from binlake.replication.client import ReplicationClient
     from binlake.replication.connection import BinlogSizes
+    from binlake.replication.definitions import ServerDefinitions
     from binlake.replication.options import connection_from_args
 
     _log_to_stderr()
@@ -421,7 +423,8 @@ def tail_main(args: argparse.Namespace) -> int:
     metrics = watch.metrics
     client = ReplicationClient(options, start, follow=follow, decode_options=decode, metrics=metrics)
     # a fresh state is written where the stream begins, before any transaction: a restart goes on from there
-    source: EventSource = ServerSource(client, on_start=save if state is None else None)
+    definitions = ServerDefinitions(options, lambda line: print(f"binlake tail: {line}", file=sys.stderr))
+    source: EventSource = ServerSource(client, on_start=save if state is None else None, definitions=definitions)
     fmt: _Text | _Debezium
     if args.format == "text":
         kept = _Kept(source)

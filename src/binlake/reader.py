@@ -1,5 +1,8 @@
 """Binlog files on disk → the sans-IO :class:`~binlake.decoder.Decoder` → events.
 
+:class:`Decoder` is that decoder wired with the DDL tracker its options ask for (``binlake.Decoder``): the reader
+knows both the decoder and :mod:`binlake.schema`, the core knows only the tracker's protocol.
+
 A thin adapter: it reads a file in large chunks, feeds the decoder, names the file in every error, starts at any
 event position (decoding the file's format description first), stops at a position, and can follow a file that the
 server is still writing (a binlog in use ends in a partial event: the reader waits for the rest instead of
@@ -34,15 +37,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Protocol, TypeVar, overload, runtime_checkable
 
 from binlake._compiled import compiled
-from binlake.decoder import MAGIC, Decoder, Decryptor
+from binlake.decoder import MAGIC, Decryptor
+from binlake.decoder import Decoder as SansIODecoder
 from binlake.errors import BinlogError, MalformedError, TruncatedError
 from binlake.events.base import Event, EventType
-from binlake.events.context import DecodeContext, DecodeOptions
-from binlake.schema import SchemaTracker
+from binlake.events.context import DdlTracker, DecodeContext, DecodeOptions
+from binlake.schema import SchemaTracker, schema_tracker
 
 __all__ = [
     "Binlog",
     "BufferedRanges",
+    "Decoder",
     "HeaderCache",
     "HeaderInfo",
     "HeaderTable",
@@ -63,6 +68,7 @@ FIRST_SOURCE_CHUNK = 64 << 10
 # The common event header: timestamp, type code, server id, event size, next position, flags (19 bytes).
 _HEADER = struct.Struct("<IBIIIH")
 _R = TypeVar("_R")
+_D = TypeVar("_D", bound=SansIODecoder)
 
 if TYPE_CHECKING:
     from binlake import _framing
@@ -87,6 +93,32 @@ class Source(Protocol):
 
 
 Binlog = str | os.PathLike[str] | Source
+
+
+class Decoder(SansIODecoder):
+    """The sans-IO :class:`binlake.decoder.Decoder` following the DDL of the QUERY events by default: given no
+    ``schema`` and no ``context``, it makes the :class:`~binlake.schema.SchemaTracker` its options ask for
+    (:func:`binlake.schema.schema_tracker`: ``DecodeOptions.track_schema`` and ``schema_sql``).  This is
+    ``binlake.Decoder``.
+
+    >>> d = Decoder()
+    >>> type(d.ctx.schema).__name__, Decoder(DecodeOptions(track_schema=False)).ctx.schema
+    ('SchemaTracker', None)
+    """
+
+    def __init__(
+        self,
+        options: DecodeOptions | None = None,
+        *,
+        schema: DdlTracker | None = None,
+        start_pos: int = 0,
+        magic: bool = True,
+        context: DecodeContext | None = None,
+        decryptor: Decryptor | None = None,
+    ) -> None:
+        if schema is None and context is None:
+            schema = schema_tracker(options or DecodeOptions())
+        super().__init__(options, schema=schema, start_pos=start_pos, magic=magic, context=context, decryptor=decryptor)
 
 
 def binlog_name(path: Binlog) -> str:
@@ -293,7 +325,7 @@ def _read(
     else:
         f, known, chunk_size, first = open(path, "rb"), None, CHUNK, CHUNK  # noqa: SIM115 (closed by the with below)
     with f:
-        dec = Decoder(context=DecodeContext(options or DecodeOptions(), schema=schema), decryptor=decryptor)
+        dec = Decoder(options, schema=schema, decryptor=decryptor)
         if start is not None and start > 4:
             dec = resume_decoder(f, start, dec, chunk=first)
         idle_since = time.monotonic()
@@ -331,7 +363,7 @@ def _read(
 _HEADER_EVENTS = (EventType.FORMAT_DESCRIPTION_EVENT, EventType.START_EVENT_V3, EventType.START_ENCRYPTION_EVENT)
 
 
-def resume_decoder(f: BinaryIO, start: int, dec: Decoder, *, chunk: int = CHUNK) -> Decoder:
+def resume_decoder(f: BinaryIO, start: int, dec: _D, *, chunk: int = CHUNK) -> _D:
     """Prepare ``dec`` to decode from event position ``start``: decode the file's header events first (the format
     description, and MariaDB's START_ENCRYPTION right after it, whose nonce decrypts every later event), read
     ``chunk`` bytes at a time, then continue at ``start`` with that state."""

@@ -70,7 +70,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from binlake.coltypes import Column, ColumnType
+from binlake.coltypes import OLD_TEMPORAL, Column, ColumnType
 from binlake.sql.cursor import (
     Cursor,
     Unread,
@@ -97,23 +97,22 @@ from binlake.sql.statements import NO_TEMPORARY, Scope, is_ddl
 from binlake.sql.temporary import TemporaryState, TemporaryTables
 
 if TYPE_CHECKING:
+    from binlake.events.context import DecodeOptions
     from binlake.events.format import FormatDescriptionEvent, StartV3Event
     from binlake.events.query import QueryEvent
 
 __all__ = [
     "MODE_NO_BACKSLASH_ESCAPES",
-    "OLD_TEMPORAL",
     "SchemaTracker",
     "TableSchema",
     "TrackedColumn",
     "is_ddl",
+    "schema_tracker",
     "split_statements",
 ]
 
 T = ColumnType
 
-OLD_TEMPORAL = frozenset({T.TIMESTAMP, T.TIME, T.DATETIME})
-"""Table-map types whose fsp only the DDL knows (MariaDB 5.3 hires layouts, see :mod:`binlake.values.temporal`)."""
 
 # Q_GTID_FLAGS3 bits of MariaDB's binlog_alter_two_phase (Gtid_log_event::FL_*_ALTER_E1 in sql/log_event.h): the
 # ALTER's text is logged at its start and again at its commit or rollback
@@ -870,6 +869,23 @@ class SchemaTracker:
             if ts is not None:
                 changed = self._forget(ts.schema, ts.name) or changed
         return changed
+
+
+def schema_tracker(options: DecodeOptions) -> SchemaTracker | None:
+    """The tracker ``options`` ask for: none without ``track_schema``, else one that has seen ``schema_sql``.
+
+    What ``binlake.Decoder``, :func:`~binlake.reader.read_events` and the commands give the decoder when the caller
+    gives no tracker of its own.
+
+    >>> from binlake.events.context import DecodeOptions
+    >>> schema_tracker(DecodeOptions(track_schema=False)) is None
+    True
+    >>> schema_tracker(DecodeOptions(schema_sql="CREATE TABLE d.t (a TIME(3))")).table("d", "t").column_names
+    ('a',)
+    """
+    if not options.track_schema:
+        return None
+    return SchemaTracker.from_sql(options.schema_sql) if options.schema_sql else SchemaTracker()
 
 
 def _has_words(words: list[str], seq: tuple[str, ...]) -> bool:

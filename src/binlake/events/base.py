@@ -1,4 +1,4 @@
-"""The common event header, the event base class, the type-code table and the decoder registry.
+"""The common event header, the event base class and the type-code table.
 
 Every event starts with the v4 common header (``libs/mysql/binlog/event/binlog_event.h``, ``Log_event_header``):
 
@@ -14,7 +14,8 @@ offset   size  field
 =======  ====  ================================================
 
 v1 (MySQL 3.23) headers stop after the event size (13 bytes).  Each event family module decodes the bytes after the
-header with a function registered here by type code; a type code nobody registered decodes to :class:`RawEvent`.
+header with a function; :data:`binlake.decoder.DECODERS`, the one dispatch table, maps type codes to them, and a
+type code it does not list decodes to :class:`RawEvent`.
 
 Example::
 
@@ -27,23 +28,18 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from typing import ClassVar
 
 from binlake.codes import CodeEnum
-
-if TYPE_CHECKING:
-    from binlake.events.context import DecodeContext
 
 __all__ = [
     "HEADER",
     "LOG_EVENT_FLAGS",
     "Event",
-    "EventDecoder",
     "EventHeader",
     "EventType",
     "RawEvent",
-    "register",
-    "registry",
+    "quicken",
 ]
 
 HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server_id, size, log_pos, flags
@@ -195,36 +191,6 @@ class RawEvent(Event):
 
     def summary(self) -> str:
         return f"{len(self.body)} bytes not decoded"
-
-
-EventDecoder = Callable[[EventHeader, bytes, "DecodeContext"], Event]
-_REGISTRY: dict[int, EventDecoder] = {}
-
-
-_D = TypeVar("_D", bound=EventDecoder)
-
-
-def register(*codes: int) -> Callable[[_D], _D]:
-    """Register a decoder for type codes: ``@register(EventType.XID_EVENT)`` over ``def decode(header, body, ctx)``.
-
-    ``body`` is the event's bytes after the common header and before the checksum (post-header + payload).
-    """
-
-    def wrap(fn: _D) -> _D:
-        for code in codes:
-            if code in _REGISTRY:
-                raise RuntimeError(f"two decoders for {EventType.name_of(code)}")
-            _REGISTRY[code] = fn
-        return fn
-
-    return wrap
-
-
-def registry() -> dict[int, EventDecoder]:
-    """The decoders of every event family (importing the families fills the table)."""
-    import binlake.events.families  # noqa: F401  (each family module registers itself)
-
-    return _REGISTRY
 
 
 def quicken(classes: Iterable[type]) -> list[type]:

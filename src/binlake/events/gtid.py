@@ -51,7 +51,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from binlake.errors import MalformedError, TruncatedError, UnsupportedError
-from binlake.events.base import Event, EventHeader, EventType, register
+from binlake.events.base import Event, EventHeader, EventType
 from binlake.events.context import DecodeContext
 from binlake.wire import Cursor
 
@@ -187,7 +187,6 @@ class GtidEvent(Event):
         return out
 
 
-@register(EventType.GTID_LOG_EVENT, EventType.ANONYMOUS_GTID_LOG_EVENT)
 def decode_gtid(header: EventHeader, body: bytes, ctx: DecodeContext) -> GtidEvent:
     c = ctx.cursor(body)
     flags = c.u8("gtid_flags")
@@ -240,7 +239,6 @@ _TAGGED_FIELDS: dict[int, Callable[[Cursor], object]] = {
 }
 
 
-@register(EventType.GTID_TAGGED_LOG_EVENT)
 def decode_gtid_tagged(header: EventHeader, body: bytes, ctx: DecodeContext) -> GtidEvent:
     """Decode a GTID_TAGGED_LOG_EVENT (``Gtid_event::define_fields`` in control_events.h, read by
     ``mysql::serialization``).  Absent original timestamp/server version equal the immediate ones; fields after
@@ -307,7 +305,6 @@ _TAGGED_FORMAT = 1
 _MAX_ENTRIES = 1 << 20  # a count no event of this size could hold means a malformed event, not an allocation
 
 
-@register(EventType.PREVIOUS_GTIDS_LOG_EVENT)
 def decode_previous_gtids(header: EventHeader, body: bytes, ctx: DecodeContext) -> PreviousGtidsEvent:
     c = ctx.cursor(body)
     word = c.u64("n_sids")
@@ -410,7 +407,6 @@ class MariaGtidEvent(Event):
         return out
 
 
-@register(EventType.GTID_EVENT)
 def decode_maria_gtid(header: EventHeader, body: bytes, ctx: DecodeContext) -> MariaGtidEvent:
     c = ctx.cursor(body)
     seq_no = c.u64("seq_no")
@@ -440,7 +436,6 @@ class GtidListEvent(Event):
         return f"[{','.join(str(g) for g in self.gtids)}]"
 
 
-@register(EventType.GTID_LIST_EVENT)
 def decode_gtid_list(header: EventHeader, body: bytes, ctx: DecodeContext) -> GtidListEvent:
     c = ctx.cursor(body)
     word = c.u32("count")
@@ -465,7 +460,6 @@ class BinlogCheckpointEvent(Event):
         return self.binlog_file
 
 
-@register(EventType.BINLOG_CHECKPOINT_EVENT)
 def decode_binlog_checkpoint(header: EventHeader, body: bytes, ctx: DecodeContext) -> BinlogCheckpointEvent:
     c = ctx.cursor(body)
     return BinlogCheckpointEvent(header, c.take(c.u32("binlog_file_len"), "binlog_file"))

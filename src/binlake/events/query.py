@@ -39,7 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from binlake.errors import MalformedError
-from binlake.events.base import Event, EventHeader, EventType, register
+from binlake.events.base import Event, EventHeader, EventType
 from binlake.events.context import DecodeContext
 from binlake.wire import Cursor
 
@@ -267,7 +267,6 @@ def read_query_rest(
     return status_vars, unparsed, db, c.rest()
 
 
-@register(EventType.QUERY_EVENT, EventType.QUERY_COMPRESSED_EVENT)
 def decode_query(header: EventHeader, body: bytes, ctx: DecodeContext) -> QueryEvent:
     """Decode a QUERY_EVENT or QUERY_COMPRESSED_EVENT (whose query is uncompressed here, bounded by
     ``ctx.options.max_decompressed``)."""

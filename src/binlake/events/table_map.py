@@ -35,12 +35,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from binlake.codes import CodeEnum
-from binlake.coltypes import Column, ColumnType, MetadataWriter, parse_field_metadata
+from binlake.coltypes import OLD_TEMPORAL, Column, ColumnType, MetadataWriter, parse_field_metadata
 from binlake.errors import MalformedError
-from binlake.events.base import Event, EventHeader, EventType, register
+from binlake.events.base import Event, EventHeader, EventType
 from binlake.events.context import DecodeContext
 from binlake.events.format import server_version_tuple
-from binlake.schema import OLD_TEMPORAL
 from binlake.wire import Cursor, bits_lsb_first, bits_msb_first
 
 __all__ = ["TM_FLAGS", "OptionalField", "OptionalMetadataType", "TableMapEvent", "decode_table_map", "metadata_writer"]
@@ -140,7 +139,6 @@ def metadata_writer(server_version: str | None) -> MetadataWriter:
     return MetadataWriter(year_signedness=server_version_tuple(server_version) >= (8, 0, 21))
 
 
-@register(EventType.TABLE_MAP_EVENT)
 def decode_table_map(header: EventHeader, body: bytes, ctx: DecodeContext) -> TableMapEvent:
     """Decode a TABLE_MAP_EVENT body (post-header + payload, checksum excluded)."""
     id_len = 4 if ctx.post_header_len(EventType.TABLE_MAP_EVENT) == 6 else 6

@@ -43,11 +43,12 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from binlake.decoder import Decoder
+from binlake.decoder import Decoder as SansIODecoder
 from binlake.errors import MalformedError
 from binlake.events.base import Event, EventType, quicken
 from binlake.events.context import DecodeOptions
 from binlake.events.control import RotateEvent
+from binlake.reader import Decoder
 from binlake.replication.protocol import (
     SEMI_SYNC_ACK_REQUESTED,
     SEMI_SYNC_MAGIC,
@@ -104,7 +105,7 @@ class ReplicationStream:
         self,
         options: DecodeOptions | None = None,
         *,
-        decoder: Decoder | None = None,
+        decoder: SansIODecoder | None = None,
         semi_sync: bool = False,
         keep_raw: bool = False,
     ) -> None:
@@ -115,7 +116,7 @@ class ReplicationStream:
         self.position = 0
         self.ended = False
         self._packets = PacketReader()
-        self._rotates = Decoder(DecodeOptions(track_schema=False), magic=False)
+        self._rotates = SansIODecoder(magic=False)  # the artificial ROTATE events: no DDL to follow
         self._fed_end = 0  # where the bytes fed to the decoder end (its position once they are decoded)
         self._pending: deque[tuple[bytes | None, bool]] = deque()  # (raw, ack) of each event taken, not yet yielded
         self._run: list[memoryview] = []  # the bytes of those events, fed to the decoder together

@@ -44,7 +44,17 @@ from binlake.errors import (
     UnknownEventError,
 )
 from binlake.events import base, control, format, gtid, load, mariadb, payload, query, rows, table_map
-from binlake.events.base import HEADER, HEADER_V1, Event, EventHeader, EventType, RawEvent, quicken
+from binlake.events.base import (
+    HEADER,
+    HEADER_V1,
+    LOG_EVENT_BINLOG_IN_USE_F,
+    LOG_EVENT_IGNORABLE_F,
+    Event,
+    EventHeader,
+    EventType,
+    RawEvent,
+    quicken,
+)
 from binlake.events.context import DdlTracker, DecodeContext, DecodeOptions
 from binlake.events.format import (
     PROTOTYPE_UNDECODED,
@@ -62,7 +72,6 @@ from binlake.wire import crc32
 __all__ = ["DECODERS", "FRAMING", "MAGIC", "Decoder", "Decryptor", "EventDecoder", "computed_checksum", "decode_event"]
 
 MAGIC = b"\xfebin"
-_LOG_EVENT_IGNORABLE_F = 0x80
 _FOREIGN = (IndexError, KeyError, ValueError, OverflowError, UnicodeDecodeError, TypeError, ArithmeticError)
 
 # (header, the event's bytes after the common header and before the checksum, the context) -> the typed event
@@ -186,8 +195,8 @@ def computed_checksum(raw: bytes, stored: int) -> int:
     Binlog_event_writer) and clears the flag again on close, so an FDE of an open log also matches without the flag.
     """
     actual = crc32(raw[:-4])
-    if actual != stored and raw[4] == EventType.FORMAT_DESCRIPTION_EVENT and raw[17] & 1:
-        actual = crc32(raw[:17] + bytes([raw[17] & 0xFE]) + raw[18:-4])
+    if actual != stored and raw[4] == EventType.FORMAT_DESCRIPTION_EVENT and raw[17] & LOG_EVENT_BINLOG_IN_USE_F:
+        actual = crc32(raw[:17] + bytes([raw[17] & ~LOG_EVENT_BINLOG_IN_USE_F & 0xFF]) + raw[18:-4])
     return actual
 
 
@@ -227,7 +236,7 @@ def _decode(raw: bytes, pos: int, ctx: DecodeContext, checksummed: bool, in_payl
         return PrototypeEvent(header, bytes(body), stored_code)
     fn = DECODERS.get(code)
     if fn is None:
-        if ctx.options.unknown_events == "error" and not flags & _LOG_EVENT_IGNORABLE_F:
+        if ctx.options.unknown_events == "error" and not flags & LOG_EVENT_IGNORABLE_F:
             raise UnknownEventError(f"unknown event type {code}")
         return RawEvent(header, bytes(body))
     return fn(header, body, ctx)
@@ -414,7 +423,7 @@ class Decoder:
             ctx.fde = ev.as_format_description()
             if ctx.schema is not None:
                 ctx.schema.started(ev)
-        elif isinstance(ev, StartEncryptionEvent) and not ev.header.flags & _LOG_EVENT_IGNORABLE_F:
+        elif isinstance(ev, StartEncryptionEvent) and not ev.header.flags & LOG_EVENT_IGNORABLE_F:
             # a dump thread sends the decrypted log with this event flagged ignorable (sql_repl.cc, fix_checksum)
             ctx.encrypted = True
             self._encryption = ev

@@ -71,6 +71,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from binlake.coltypes import OLD_TEMPORAL, Column, ColumnType
+from binlake.events.gtid import FL_ROLLBACK_ALTER_E1, FL_START_ALTER_E1
 from binlake.sql.cursor import (
     Cursor,
     Unread,
@@ -112,12 +113,6 @@ __all__ = [
 ]
 
 T = ColumnType
-
-
-# Q_GTID_FLAGS3 bits of MariaDB's binlog_alter_two_phase (Gtid_log_event::FL_*_ALTER_E1 in sql/log_event.h): the
-# ALTER's text is logged at its start and again at its commit or rollback
-_FL_START_ALTER = 0x02
-_FL_ROLLBACK_ALTER = 0x08
 
 
 # ---- the tracked schema ----------------------------------------------------------------------------------------
@@ -709,7 +704,7 @@ class SchemaTracker:
         if not is_ddl(ev.query_raw):
             return False
         flags3 = ev.status("GTID_FLAGS3")
-        if isinstance(flags3, tuple) and flags3[0] & (_FL_START_ALTER | _FL_ROLLBACK_ALTER):
+        if isinstance(flags3, tuple) and flags3[0] & (FL_START_ALTER_E1 | FL_ROLLBACK_ALTER_E1):
             return False  # a two-phase ALTER counts when its COMMIT ALTER (the same text) is logged
         mode = ev.status("SQL_MODE")
         return self.execute(ev.query, ev.db or None, mode if isinstance(mode, int) else 0, scope)

@@ -34,7 +34,18 @@ from binlake.codes import CodeEnum
 
 __all__ = [
     "HEADER",
+    "LOG_EVENT_ARTIFICIAL_F",
+    "LOG_EVENT_BINLOG_IN_USE_F",
     "LOG_EVENT_FLAGS",
+    "LOG_EVENT_FORCED_ROTATE_F",
+    "LOG_EVENT_IGNORABLE_F",
+    "LOG_EVENT_MTS_ISOLATE_F",
+    "LOG_EVENT_NO_FILTER_F",
+    "LOG_EVENT_RELAY_LOG_F",
+    "LOG_EVENT_SKIP_REPLICATION_F",
+    "LOG_EVENT_SUPPRESS_USE_F",
+    "LOG_EVENT_THREAD_SPECIFIC_F",
+    "LOG_EVENT_UPDATE_TABLE_MAP_VERSION_F",
     "Event",
     "EventHeader",
     "EventType",
@@ -111,19 +122,21 @@ class EventType(CodeEnum):
         return f"UNKNOWN_EVENT_{code}"
 
 
-# LOG_EVENT_*_F of binlog_event.h / MariaDB log_event.h
+# LOG_EVENT_*_F of binlog_event.h / MariaDB log_event.h: the flags of the common header
+LOG_EVENT_BINLOG_IN_USE_F = 0x0001  # in a FORMAT_DESCRIPTION: the server has the file open (set until it closes it)
+LOG_EVENT_FORCED_ROTATE_F = 0x0002
+LOG_EVENT_THREAD_SPECIFIC_F = 0x0004  # the statement depends on its session (its temporary tables, pseudo_thread_id)
+LOG_EVENT_SUPPRESS_USE_F = 0x0008  # the statement's default database is not to be USEd before it
+LOG_EVENT_UPDATE_TABLE_MAP_VERSION_F = 0x0010
+LOG_EVENT_ARTIFICIAL_F = 0x0020  # made up by a dump thread or a replica, not written by the server for itself
+LOG_EVENT_RELAY_LOG_F = 0x0040
+LOG_EVENT_IGNORABLE_F = 0x0080  # a reader that does not know the event's type may skip it
+LOG_EVENT_NO_FILTER_F = 0x0100
+LOG_EVENT_MTS_ISOLATE_F = 0x0200
+LOG_EVENT_SKIP_REPLICATION_F = 0x0400
+# the flags' names by bit, from the constants above
 LOG_EVENT_FLAGS: dict[int, str] = {
-    0x0001: "LOG_EVENT_BINLOG_IN_USE_F",
-    0x0002: "LOG_EVENT_FORCED_ROTATE_F",
-    0x0004: "LOG_EVENT_THREAD_SPECIFIC_F",
-    0x0008: "LOG_EVENT_SUPPRESS_USE_F",
-    0x0010: "LOG_EVENT_UPDATE_TABLE_MAP_VERSION_F",
-    0x0020: "LOG_EVENT_ARTIFICIAL_F",
-    0x0040: "LOG_EVENT_RELAY_LOG_F",
-    0x0080: "LOG_EVENT_IGNORABLE_F",
-    0x0100: "LOG_EVENT_NO_FILTER_F",
-    0x0200: "LOG_EVENT_MTS_ISOLATE_F",
-    0x0400: "LOG_EVENT_SKIP_REPLICATION_F",
+    bit: name for name, bit in list(globals().items()) if name.startswith("LOG_EVENT_") and name.endswith("_F")
 }
 
 

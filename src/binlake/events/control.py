@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from binlake.errors import MalformedError
-from binlake.events.base import HEADER, Event, EventHeader, EventType
+from binlake.events.base import HEADER, LOG_EVENT_ARTIFICIAL_F, Event, EventHeader, EventType
 from binlake.events.context import DecodeContext
 from binlake.wire import F64, I64, U64, Cursor, crc32
 
@@ -92,7 +92,7 @@ class RotateEvent(Event):
 
     @property
     def artificial(self) -> bool:
-        return bool(self.header.flags & 0x20)
+        return bool(self.header.flags & LOG_EVENT_ARTIFICIAL_F)
 
     def summary(self) -> str:
         return f"to {self.name}:{self.position}" + (" (artificial)" if self.artificial else "")

@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from binlake.events.base import Event, EventHeader, EventType, RawEvent
+from binlake.events.base import LOG_EVENT_BINLOG_IN_USE_F, Event, EventHeader, EventType, RawEvent
 from binlake.events.context import DEFAULT_POST_HEADER_LENGTHS, DecodeContext
 
 __all__ = [
@@ -163,7 +163,7 @@ class FormatDescriptionEvent(Event):
     @property
     def in_use(self) -> bool:
         """LOG_EVENT_BINLOG_IN_USE_F: the server had the file open (not closed cleanly, or copied while open)."""
-        return bool(self.header.flags & 0x1)
+        return bool(self.header.flags & LOG_EVENT_BINLOG_IN_USE_F)
 
     @property
     def is_mariadb(self) -> bool:

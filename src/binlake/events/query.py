@@ -26,6 +26,7 @@ Example::
 
     >>> from binlake.events.base import EventHeader
     >>> from binlake.events.context import DecodeContext
+from binlake.events.gtid import FL_COMMIT_ALTER_E1, FL_ROLLBACK_ALTER_E1
     >>> body = bytes.fromhex("05000000 00000000 04 0000 0c00") + bytes.fromhex("03 0100 0100 04 2100 2100 0800")
     >>> body += b"test\\0CREATE TABLE t (a INT)"
     >>> ev = decode_query(EventHeader(0, 2, 1, 0, 0, 0, 4), body, DecodeContext())
@@ -41,6 +42,7 @@ from dataclasses import dataclass
 from binlake.errors import MalformedError
 from binlake.events.base import Event, EventHeader, EventType
 from binlake.events.context import DecodeContext
+from binlake.events.gtid import FL_COMMIT_ALTER_E1, FL_ROLLBACK_ALTER_E1
 from binlake.wire import Cursor
 
 __all__ = [
@@ -65,10 +67,6 @@ FLAGS2: dict[int, str] = {
     0x04000000: "OPTION_NO_FOREIGN_KEY_CHECKS",
     0x08000000: "OPTION_RELAXED_UNIQUE_CHECKS",
 }
-
-# Gtid_log_event::FL_COMMIT_ALTER_E1 | FL_ROLLBACK_ALTER_E1 (MariaDB sql/log_event.h): Q_GTID_FLAGS3 carries the
-# START ALTER's sequence number after them
-_ALTER_E1 = 0x04 | 0x08
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +111,9 @@ def _updated_db_names(c: Cursor) -> tuple[str, ...] | None:
 
 def _gtid_flags3(c: Cursor) -> tuple[int, int | None]:
     flags = c.u8("Q_GTID_FLAGS3")
-    return flags, (c.u64("Q_GTID_FLAGS3 start alter seq_no") if flags & _ALTER_E1 else None)
+    return flags, (
+        c.u64("Q_GTID_FLAGS3 start alter seq_no") if flags & (FL_COMMIT_ALTER_E1 | FL_ROLLBACK_ALTER_E1) else None
+    )
 
 
 def _character_set_collations(c: Cursor) -> tuple[tuple[int, int], ...]:

@@ -42,9 +42,20 @@ from binlake.events.context import DecodeContext
 from binlake.events.format import server_version_tuple
 from binlake.wire import Cursor, bits_lsb_first, bits_msb_first
 
-__all__ = ["TM_FLAGS", "OptionalField", "OptionalMetadataType", "TableMapEvent", "decode_table_map", "metadata_writer"]
+__all__ = [
+    "TM_BIT_HAS_TRIGGERS_F",
+    "TM_FLAGS",
+    "OptionalField",
+    "OptionalMetadataType",
+    "TableMapEvent",
+    "decode_table_map",
+    "metadata_writer",
+]
 
 TM_FLAGS = {0x1: "TM_BIT_LEN_EXACT_F", 0x2: "TM_REFERRED_FK_DB_F", 0x4: "TM_GENERATED_INVISIBLE_PK_F"}
+# MariaDB's Table_map_log_event flag (sql/log_event.h): the table has triggers (mariadb-binlog says so; not a MySQL
+# flag, so not among the TM_FLAGS names)
+TM_BIT_HAS_TRIGGERS_F = 0x4000
 
 
 class OptionalMetadataType(CodeEnum):

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from binlake.decoder import MAGIC
 from binlake.errors import BinlogError, TruncatedError
-from binlake.events.base import EventType
+from binlake.events.base import LOG_EVENT_BINLOG_IN_USE_F, EventType
 from binlake.lake.records import BinlogFile, Split
 from binlake.reader import HeaderCache, HeaderTable, Source, header_table, walk_headers
 from binlake.storage import Location, StorageError, locate
@@ -38,7 +38,6 @@ __all__ = ["DEFAULT_SPLIT_BYTES", "BinlogFile", "Split", "list_binlogs", "plan_s
 
 DEFAULT_SPLIT_BYTES = 64 << 20
 _EXT = re.compile(r"\.(\d+)$")
-_IN_USE = 0x1  # LOG_EVENT_BINLOG_IN_USE_F
 
 
 def _is_binlog(path: str) -> bool:
@@ -116,7 +115,7 @@ def _head(source: str | Source) -> tuple[bool, bool]:
     while the server writes the file, cleared when it closes it: ``MYSQL_BIN_LOG::close``) and MariaDB's
     START_ENCRYPTION_EVENT right after it (every later header's type code is then ciphertext)."""
     first = list(itertools.islice(walk_headers(source, 4), 2))  # the generator (and its mmap) closes as it goes
-    closed = bool(first) and not first[0].flags & _IN_USE
+    closed = bool(first) and not first[0].flags & LOG_EVENT_BINLOG_IN_USE_F
     return closed, any(h.type_code == EventType.START_ENCRYPTION_EVENT for h in first[1:])
 
 

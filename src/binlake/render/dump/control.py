@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from binlake.events.base import Event, EventType
+from binlake.events.base import LOG_EVENT_ARTIFICIAL_F, LOG_EVENT_IGNORABLE_F, Event, EventType
 from binlake.events.control import IncidentEvent, RotateEvent, StopEvent
 from binlake.events.format import FormatDescriptionEvent
 from binlake.events.gtid import BinlogCheckpointEvent, GtidListEvent
@@ -32,7 +32,6 @@ __all__ = ["HANDLERS", "unknown_event"]
 
 E = EventType
 
-_IGNORABLE_F = 0x80  # LOG_EVENT_IGNORABLE_F (MariaDB sql/log_event.h)
 # Log_event::get_type_str of the types printed by name
 _TYPE_STR: dict[int, str] = {E.START_ENCRYPTION_EVENT: "Start_encryption"}
 
@@ -51,7 +50,7 @@ def _fde(printer: TextPrinter, ev: Event) -> None:
     )
     if ev.in_use:
         text += "# Warning: this binlog is either in use or was not closed properly.\n"
-    if ev.create_timestamp and not ev.header.flags & 0x20:
+    if ev.create_timestamp and not ev.header.flags & LOG_EVENT_ARTIFICIAL_F:
         text += f"ROLLBACK{DELIM}\n"
     printer._emit(text)
 
@@ -86,7 +85,7 @@ def _stop_event(printer: TextPrinter, ev: Event) -> None:
 
 def _start_encryption(printer: TextPrinter, ev: Event) -> None:
     assert isinstance(ev, StartEncryptionEvent)
-    if ev.header.flags & _IGNORABLE_F:  # as a server sends it to replicas, the log after it decrypted
+    if ev.header.flags & LOG_EVENT_IGNORABLE_F:  # as a server sends it to replicas, the log after it decrypted
         unknown_event(printer, ev)
         return
     printer._emit(
@@ -103,7 +102,7 @@ def _incident(printer: TextPrinter, ev: Event) -> None:
 
 def unknown_event(printer: TextPrinter, ev: Event) -> None:
     """``Unknown_log_event::print`` / ``Ignorable_log_event::print``."""
-    if ev.header.flags & _IGNORABLE_F:
+    if ev.header.flags & LOG_EVENT_IGNORABLE_F:
         name = _TYPE_STR.get(ev.header.type_code, ev.header.type)
         printer._emit(f"{printer._header(ev)}\tIgnorable\n# Ignorable event type {ev.header.type_code} ({name})\n")
     else:

@@ -25,19 +25,19 @@ import struct
 from typing import TYPE_CHECKING
 
 from binlake.coltypes import Column, ColumnType
-from binlake.events.base import Event, EventType
+from binlake.events.base import LOG_EVENT_THREAD_SPECIFIC_F, Event, EventType
 from binlake.events.control import IntvarEvent, RandEvent, UserVarEvent
+from binlake.events.gtid import (
+    FL_COMMIT_ALTER_E1,
+    FL_COMPLETED_XA,
+    FL_PREPARED_XA,
+    FL_ROLLBACK_ALTER_E1,
+    FL_START_ALTER_E1,
+)
 from binlake.events.load import ExecuteLoadQueryEvent, FileBlockEvent, FileIdEvent
 from binlake.events.query import QueryEvent
 from binlake.render.dump.quoting import DELIM, backtick, pretty_str
 from binlake.render.dump.rowtext import _RENDER
-from binlake.render.dump.transaction import (
-    _FL_COMMIT_ALTER,
-    _FL_COMPLETED_XA,
-    _FL_PREPARED_XA,
-    _FL_ROLLBACK_ALTER,
-    _FL_START_ALTER,
-)
 from binlake.values import collations, reader_for
 
 if TYPE_CHECKING:
@@ -56,7 +56,6 @@ T = ColumnType
 E = EventType
 
 # Query flags the printer reads (MariaDB sql/log_event.h)
-_THREAD_SPECIFIC_F = 0x4
 _SUPPRESS_USE_F = 0x8
 _SKIP_REPLICATION_F = 0x400
 # (Q_FLAGS2 bit, printed inverted, session variable) in print_query_header's order
@@ -102,7 +101,7 @@ def _c_g(value: float, precision: int) -> str:
 def _query(printer: TextPrinter, ev: Event) -> None:
     assert isinstance(ev, QueryEvent)
     state = printer.session
-    is_xa = bool(state.gtid_flags2 & (_FL_PREPARED_XA | _FL_COMPLETED_XA))
+    is_xa = bool(state.gtid_flags2 & (FL_PREPARED_XA | FL_COMPLETED_XA))
     trans = _is_trans_keyword(ev.query_raw, is_xa)
     f = printer.options.filter
     if not trans and (not f.wants_database(ev.db) or not f.wants_op("statement")):
@@ -131,7 +130,7 @@ def _query(printer: TextPrinter, ev: Event) -> None:
     out.extend(f"{stmt}{DELIM}\n" for stmt in session_statements(state, ev, printer._options_mask))
     query = ev.query_raw.decode("utf-8", "surrogateescape")
     gtid3 = ev.status("GTID_FLAGS3")
-    alter = isinstance(gtid3, tuple) and gtid3[0] & (_FL_START_ALTER | _FL_COMMIT_ALTER | _FL_ROLLBACK_ALTER)
+    alter = isinstance(gtid3, tuple) and gtid3[0] & (FL_START_ALTER_E1 | FL_COMMIT_ALTER_E1 | FL_ROLLBACK_ALTER_E1)
     if isinstance(ev, ExecuteLoadQueryEvent):
         local = f"{_LOAD_DIR}/{load_file_name(ev)}"
         out.append(f"{load_query(ev, local)}\n{DELIM}\n# file_id: {ev.file_id} \n")
@@ -182,7 +181,7 @@ def session_statements(
     frac = f".{micro:06d}" if isinstance(micro, int) and 0 < micro <= 999999 else ""
     out.append(f"SET TIMESTAMP={ev.header.timestamp}{frac}")
     if pseudo_thread and (
-        state.thread_id is None or (ev.header.flags & _THREAD_SPECIFIC_F and ev.thread_id != state.thread_id)
+        state.thread_id is None or (ev.header.flags & LOG_EVENT_THREAD_SPECIFIC_F and ev.thread_id != state.thread_id)
     ):
         out.append(f"SET @@session.pseudo_thread_id={ev.thread_id}")
         state.thread_id = ev.thread_id

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 from binlake.events.base import Event, EventType
 from binlake.events.mariadb import AnnotateRowsEvent
 from binlake.events.rows import RowsEvent
-from binlake.events.table_map import TableMapEvent
+from binlake.events.table_map import TM_BIT_HAS_TRIGGERS_F, TableMapEvent
 from binlake.render.dump.quoting import backtick
 from binlake.render.dump.rowtext import _SQL, TextPlan, _RowsText, text_plan
 from binlake.render.dump.tablemap import columns_lines, primary_key_line
@@ -89,7 +89,7 @@ def _table_map(printer: TextPrinter, ev: Event) -> None:
     if printer._annotate is not None:
         printer._head.extend(printer._annotate)
         printer._annotate = None
-    triggers = " (has triggers)" if ev.flags & 0x4000 else ""  # TM_BIT_HAS_TRIGGERS_F (MariaDB)
+    triggers = " (has triggers)" if ev.flags & TM_BIT_HAS_TRIGGERS_F else ""
     printer._head.append(
         f"{printer._header(ev)}\tTable_map: {backtick(ev.schema)}.{backtick(ev.table)} "
         f"mapped to number {ev.table_id}{triggers}\n"

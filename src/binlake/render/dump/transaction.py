@@ -22,7 +22,19 @@ from typing import TYPE_CHECKING
 
 from binlake.events.base import Event, EventType
 from binlake.events.control import XaPrepareEvent, XidEvent
-from binlake.events.gtid import MariaGtidEvent
+from binlake.events.gtid import (
+    FL_ALLOW_PARALLEL,
+    FL_COMMIT_ALTER_E1,
+    FL_DDL,
+    FL_GROUP_COMMIT_ID,
+    FL_PREPARED_XA,
+    FL_ROLLBACK_ALTER_E1,
+    FL_STANDALONE,
+    FL_START_ALTER_E1,
+    FL_TRANSACTIONAL,
+    FL_WAITED,
+    MariaGtidEvent,
+)
 from binlake.render.dump.quoting import DELIM
 
 if TYPE_CHECKING:
@@ -33,9 +45,6 @@ __all__ = ["HANDLERS"]
 E = EventType
 
 # Gtid_log_event's flags2 and flags_extra (MariaDB sql/log_event.h)
-_FL_STANDALONE, _FL_GROUP_COMMIT_ID, _FL_TRANSACTIONAL, _FL_ALLOW_PARALLEL = 0x01, 0x02, 0x04, 0x08
-_FL_WAITED, _FL_DDL, _FL_PREPARED_XA, _FL_COMPLETED_XA = 0x10, 0x20, 0x40, 0x80
-_FL_START_ALTER, _FL_COMMIT_ALTER, _FL_ROLLBACK_ALTER = 0x02, 0x04, 0x08
 
 
 def _xid_text(format_id: int, gtrid: bytes, bqual: bytes) -> str:
@@ -51,19 +60,19 @@ def _gtid(printer: TextPrinter, ev: Event) -> None:
     flashback = printer.options.flashback
     if not flashback:
         words = [f"{printer._header(ev)}\tGTID {ev.domain_id}-{ev.header.server_id}-{ev.seq_no}"]
-        if ev.flags & _FL_GROUP_COMMIT_ID:
+        if ev.flags & FL_GROUP_COMMIT_ID:
             words.append(f" cid={ev.commit_id}")
-        for bit, word in ((_FL_DDL, " ddl"), (_FL_TRANSACTIONAL, " trans"), (_FL_WAITED, " waited")):
+        for bit, word in ((FL_DDL, " ddl"), (FL_TRANSACTIONAL, " trans"), (FL_WAITED, " waited")):
             if ev.flags & bit:
                 words.append(word)
-        if ev.flags_extra & _FL_START_ALTER:
+        if ev.flags_extra & FL_START_ALTER_E1:
             words.append(" START ALTER")
-        if ev.flags_extra & _FL_COMMIT_ALTER:
+        if ev.flags_extra & FL_COMMIT_ALTER_E1:
             words.append(f" COMMIT ALTER id= {ev.sa_seq_no}")
-        if ev.flags_extra & _FL_ROLLBACK_ALTER:
+        if ev.flags_extra & FL_ROLLBACK_ALTER_E1:
             words.append(f" ROLLBACK ALTER id= {ev.sa_seq_no}")
         out.append("".join(words) + "\n")
-        parallel = bool(ev.flags & _FL_ALLOW_PARALLEL)
+        parallel = bool(ev.flags & FL_ALLOW_PARALLEL)
         if state.allow_parallel is None or state.allow_parallel != parallel:
             out.append(f"/*M!100101 SET @@session.skip_parallel_replication={int(not parallel)}*/{DELIM}\n")
             state.allow_parallel = parallel
@@ -74,9 +83,9 @@ def _gtid(printer: TextPrinter, ev: Event) -> None:
             out.append(f"/*M!100001 SET @@session.server_id={ev.header.server_id}*/{DELIM}\n")
             state.server_id = ev.header.server_id
         out.append(f"/*M!100001 SET @@session.gtid_seq_no={ev.seq_no}*/{DELIM}\n")
-    if ev.flags & _FL_PREPARED_XA and not flashback and ev.xid is not None:
+    if ev.flags & FL_PREPARED_XA and not flashback and ev.xid is not None:
         out.append(f"XA START {_xid_text(*ev.xid)}{DELIM}\n")
-    elif not ev.flags & _FL_STANDALONE:
+    elif not ev.flags & FL_STANDALONE:
         out.append(f"COMMIT\n{DELIM}\n" if flashback else f"START TRANSACTION\n{DELIM}\n")
     state.gtid_flags2 = ev.flags
     printer._event_text("".join(out))

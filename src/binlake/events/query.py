@@ -26,7 +26,6 @@ Example::
 
     >>> from binlake.events.base import EventHeader
     >>> from binlake.events.context import DecodeContext
-from binlake.events.gtid import FL_COMMIT_ALTER_E1, FL_ROLLBACK_ALTER_E1
     >>> body = bytes.fromhex("05000000 00000000 04 0000 0c00") + bytes.fromhex("03 0100 0100 04 2100 2100 0800")
     >>> body += b"test\\0CREATE TABLE t (a INT)"
     >>> ev = decode_query(EventHeader(0, 2, 1, 0, 0, 0, 4), body, DecodeContext())

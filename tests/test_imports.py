@@ -1,4 +1,5 @@
-"""The import graph of ``src/binlake``: no cycle between modules, and layers of packages that import downward only.
+"""The import graph of ``src/binlake``: no cycle between modules, layers of packages that import downward only, and
+no private name taken from another module.
 
 Every ``import`` is an edge: at module level or inside a function, and under ``TYPE_CHECKING`` too for the layers
 (a lower layer names no upper layer's types; it takes a Protocol instead, as the decoder takes the DDL tracker
@@ -307,6 +308,145 @@ def test_type_only_imports_count_for_the_layers() -> None:
     imports = _imports("binlake.reader", modules["binlake.reader"], modules)
     assert imports["binlake._framing"] is False  # the compiled module's stub, named under TYPE_CHECKING only
     assert imports["binlake.decoder"] is True
+
+
+# -- private names -------------------------------------------------------------------------------------------------
+
+
+def private_names_taken(name: str, path: Path, modules: Mapping[str, Path]) -> list[str]:
+    """Where module ``name`` takes a private name (``_x``, not a dunder) of another binlake module: ``from m import
+    _x``, or ``m._x`` on a name bound to module ``m``.  Private *modules* (``binlake._speedups``) are fine: the
+    underscore marks a module private to the package, whose names are shared inside it (h11's way)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    bound: dict[str, str] = {}  # local name -> the binlake module it is
+    out: list[str] = []
+
+    def private(attr: str) -> bool:
+        return attr.startswith("_") and not (attr.startswith("__") and attr.endswith("__"))
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(up + ([node.module] if node.module else []))
+            if not base.startswith("binlake"):
+                continue
+            for a in node.names:
+                full = f"{base}.{a.name}"
+                if full in modules:
+                    bound[a.asname or a.name] = full
+                elif private(a.name):
+                    out.append(f"line {node.lineno}: from {base} import {a.name}")
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith("binlake"):
+                    bound[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and private(node.attr):
+            dotted = ast.unparse(node.value)
+            head, _, rest = dotted.partition(".")
+            if head in bound:
+                module = bound[head] + ("." + rest if rest else "")
+                if module in modules and f"{module}.{node.attr}" not in modules and module != name:
+                    out.append(f"line {node.lineno}: {dotted}.{node.attr}")
+    return out
+
+
+def test_no_private_name_is_taken_from_another_module() -> None:
+    modules = _modules()
+    taken = {
+        name: found
+        for name, path in modules.items()
+        if path.suffix == ".py" and (found := private_names_taken(name, path, modules))
+    }
+    assert taken == {}
+
+
+def test_the_private_name_check_finds_them(tmp_path: Path) -> None:
+    modules = _modules()
+    code = (
+        "import binlake.render.dump.rowtext as rt\n"
+        "import binlake\n"
+        "from binlake import _speedups, __version__\n"
+        "from binlake.render.dump.rowtext import _RENDER, RowText\n"
+        "from binlake.render.dump import rowtext\n"
+        "x = rt._line_texts, rowtext._SQL, binlake.render.dump.rowtext._SQL, rt.__name__, _speedups.x\n"
+    )
+    (tmp_path / "m.py").write_text(code, encoding="utf-8")
+    found = private_names_taken("binlake.render.m", tmp_path / "m.py", modules)
+    assert found == [
+        "line 4: from binlake.render.dump.rowtext import _RENDER",
+        "line 6: rt._line_texts",
+        "line 6: rowtext._SQL",
+        "line 6: binlake.render.dump.rowtext._SQL",
+    ]
+
+
+def private_attributes(tree: ast.Module) -> set[str]:
+    """The private names (``_x``, not dunders) the classes of a module define: ``self._x = ...`` or ``cls._x =
+    ...`` in a method, and the fields, methods and class attributes of their bodies."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.ctx, ast.Store)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in ("self", "cls")
+        ):
+            out.add(node.attr)
+        elif isinstance(node, ast.ClassDef):
+            for stmt in node.body:
+                if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                    out.add(stmt.target.id)
+                elif isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+                    out.add(stmt.name)
+                elif isinstance(stmt, ast.Assign):
+                    out.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+    return {a for a in out if a.startswith("_") and not (a.startswith("__") and a.endswith("__"))}
+
+
+def foreign_private_attributes(tree: ast.Module, own: set[str], others: Mapping[str, set[str]]) -> list[str]:
+    """Where a module touches ``x._a`` (``x`` not ``self`` or ``cls``) for a private ``_a`` that no class of its own
+    defines but a class of another module does: one module reaching into another's objects (as dump's event
+    printers once did into the printer's 20 private fields)."""
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or not node.attr.startswith("_") or node.attr.startswith("__"):
+            continue
+        if (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")) or node.attr in own:
+            continue
+        owners = sorted(m for m, attrs in others.items() if node.attr in attrs)
+        if owners:
+            out.append(f"line {node.lineno}: {ast.unparse(node)} ({', '.join(owners)})")
+    return out
+
+
+def test_no_private_attribute_of_another_modules_class_is_touched() -> None:
+    trees = {
+        name: ast.parse(path.read_text(encoding="utf-8")) for name, path in _modules().items() if path.suffix == ".py"
+    }
+    defined = {name: private_attributes(tree) for name, tree in trees.items()}
+    touched = {
+        name: found
+        for name, tree in trees.items()
+        if (found := foreign_private_attributes(tree, defined[name], {m: a for m, a in defined.items() if m != name}))
+    }
+    assert touched == {}
+
+
+def test_the_private_attribute_check_finds_them() -> None:
+    printer = ast.parse(
+        "class P:\n    _size: int = 0\n    def __init__(self):\n        self._out = []\n    def _emit(self, t): ...\n"
+    )
+    handler = ast.parse("def h(p):\n    p._emit(p._header(1)); p._out.append(2); self._own = 1; p.__class__\n")
+    defined = private_attributes(printer)
+    assert defined == {"_size", "_out", "_emit"}
+    assert foreign_private_attributes(handler, set(), {"m.printer": defined}) == [
+        "line 2: p._emit (m.printer)",
+        "line 2: p._out (m.printer)",
+    ]
 
 
 @pytest.mark.parametrize("name", ["binlake"])

@@ -64,7 +64,7 @@ from binlake.replication.position import ResumePoint, binlog_order
 from binlake.schema import SchemaTracker
 from binlake.spark.arrow import EVENTS
 from binlake.spark.layouts import HISTORY, Layout, MapLog, history_row, known_layouts, resolve_layout
-from binlake.spark.plan import DEFAULT_SPLIT_BYTES, _head, list_binlogs, plan_splits, source_exists
+from binlake.spark.plan import DEFAULT_SPLIT_BYTES, binlog_head, list_binlogs, plan_splits, source_exists
 from binlake.spark.progress import Progress
 from binlake.spark.session import context_of
 from binlake.spark.statements import ReadSpec, scan_statements, tracker_at, tracker_from_json, tracker_to_json
@@ -330,7 +330,7 @@ def resume_after(splits: list[Split], before: ResumePoint, headers: HeaderCache 
     unknown = False
     for split in splits:
         source = split.file.source
-        if _head(source)[1]:  # encrypted
+        if binlog_head(source)[1]:  # encrypted
             unknown = True
             continue
         table = (

@@ -110,7 +110,7 @@ def source_exists(path: str) -> bool:
     return os.path.exists(loc.uri) if loc.is_local else loc.exists()
 
 
-def _head(source: str | Source) -> tuple[bool, bool]:
+def binlog_head(source: str | Source) -> tuple[bool, bool]:
     """(closed, encrypted) from the file's first events: the format description's LOG_EVENT_BINLOG_IN_USE_F (set
     while the server writes the file, cleared when it closes it: ``MYSQL_BIN_LOG::close``) and MariaDB's
     START_ENCRYPTION_EVENT right after it (every later header's type code is then ciphertext)."""
@@ -153,7 +153,7 @@ def plan_file(
         return [Split(file, start, None)] if file.size > start else []
     try:
         source = file.source
-        closed, encrypted = _head(source)
+        closed, encrypted = binlog_head(source)
         table = headers.table(source, start) if headers is not None else header_table(source, start)
     except BinlogError:
         return [Split(file, start, None)]  # encrypted or damaged: one task decodes (and reports) it all

@@ -247,10 +247,10 @@ class Decoder:
 
     ``start_pos``: the absolute position of the first byte fed (4 or more when resuming mid-file; the magic is then
     not expected).  ``magic=False`` for a replication stream.  ``schema``: the DDL tracker to tell the QUERY events
-    and to ask for what table maps do not log (none: no DDL followed; ``binlake.Decoder`` makes the one ``options``
-    ask for).  ``context`` lets a reader resume with the format description of the file's start (see
-    :meth:`restart`); it brings its own options and tracker.  ``decryptor`` decrypts events after a MariaDB
-    START_ENCRYPTION_EVENT; without one such events raise :class:`~binlake.errors.EncryptedError`.
+    and to ask for what table maps do not log (none: :meth:`default_schema`'s, here no DDL followed).  ``context``
+    lets a reader resume with the format description of the file's start (see :meth:`restart`); it brings its own
+    options and tracker.  ``decryptor`` decrypts events after a MariaDB START_ENCRYPTION_EVENT; without one such
+    events raise :class:`~binlake.errors.EncryptedError`.
     """
 
     def __init__(
@@ -263,7 +263,10 @@ class Decoder:
         context: DecodeContext | None = None,
         decryptor: Decryptor | None = None,
     ) -> None:
-        self.ctx = context if context is not None else DecodeContext(options or DecodeOptions(), schema=schema)
+        if context is None:
+            opts = options or DecodeOptions()
+            context = DecodeContext(opts, schema=schema if schema is not None else self.default_schema(opts))
+        self.ctx = context
         self._buf = bytearray()
         self._off = 0  # consumed bytes of _buf
         self._pos = start_pos  # absolute position of _buf[_off]
@@ -273,6 +276,12 @@ class Decoder:
         self._payload: Event | None = None  # a TRANSACTION_PAYLOAD whose inner events are still to come
         self.decryptor = decryptor
         self._encryption: StartEncryptionEvent | None = None  # its nonce and key version decrypt later events
+
+    @staticmethod
+    def default_schema(options: DecodeOptions) -> DdlTracker | None:
+        """The DDL tracker of a decoder given none: none here (the core knows only the tracker's protocol);
+        ``binlake.Decoder`` (:class:`binlake.reader.Decoder`) makes the one ``options`` ask for."""
+        return None
 
     @property
     def position(self) -> int:

@@ -41,7 +41,7 @@ from binlake.decoder import MAGIC, Decryptor
 from binlake.decoder import Decoder as SansIODecoder
 from binlake.errors import BinlogError, MalformedError, TruncatedError
 from binlake.events.base import Event, EventType
-from binlake.events.context import DdlTracker, DecodeContext, DecodeOptions
+from binlake.events.context import DdlTracker, DecodeOptions
 from binlake.schema import SchemaTracker, schema_tracker
 
 __all__ = [
@@ -106,19 +106,9 @@ class Decoder(SansIODecoder):
     ('SchemaTracker', None)
     """
 
-    def __init__(
-        self,
-        options: DecodeOptions | None = None,
-        *,
-        schema: DdlTracker | None = None,
-        start_pos: int = 0,
-        magic: bool = True,
-        context: DecodeContext | None = None,
-        decryptor: Decryptor | None = None,
-    ) -> None:
-        if schema is None and context is None:
-            schema = schema_tracker(options or DecodeOptions())
-        super().__init__(options, schema=schema, start_pos=start_pos, magic=magic, context=context, decryptor=decryptor)
+    @staticmethod
+    def default_schema(options: DecodeOptions) -> DdlTracker | None:
+        return schema_tracker(options)
 
 
 def binlog_name(path: Binlog) -> str:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import itertools
+import pkgutil
 import threading
 import time
 from pathlib import Path
@@ -12,8 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import binlake
+import binlake.events
 from binlake.coltypes import Column
-from binlake.decoder import MAGIC, Decoder
+from binlake.decoder import DECODERS, MAGIC, Decoder
 from binlake.errors import BinlogError, ChecksumError, MalformedError, TruncatedError
 from binlake.events.base import EventType
 from binlake.events.context import DecodeOptions
@@ -206,3 +210,22 @@ def test_the_core_decoder_follows_no_ddl_and_binlake_decoder_does() -> None:
     assert isinstance(seeded, SchemaTracker) and seeded.column_names("d", "t") == ("a",)
     recorder = _Recorder()
     assert binlake.Decoder(schema=recorder).ctx.schema is recorder
+
+
+def test_the_dispatch_table_holds_every_family_decoder() -> None:
+    """Every ``decode_*(header, body, ctx)`` of the event families is in DECODERS (a new one cannot be forgotten),
+    under type codes EventType names."""
+    families = [
+        importlib.import_module(m.name) for m in pkgutil.iter_modules(binlake.events.__path__, "binlake.events.")
+    ]
+    decoders = {
+        fn
+        for module in families
+        for name, fn in vars(module).items()
+        if name.startswith("decode_")
+        and inspect.isfunction(fn)
+        and fn.__module__ == module.__name__
+        and list(inspect.signature(fn).parameters) == ["header", "body", "ctx"]
+    }
+    assert len(decoders) > 25 and decoders == set(DECODERS.values())
+    assert all(code in EventType._value2member_map_ for code in DECODERS)

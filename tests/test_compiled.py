@@ -45,3 +45,14 @@ def test_the_kinds_are_exported_once_and_distinct(name: str, prefixes: tuple[str
     for prefix in prefixes:
         values = [v for k, v in exported.items() if k.startswith(prefix)]
         assert all(isinstance(v, int) for v in values) and len(set(values)) == len(values), prefix
+
+
+def test_the_framing_packet_bytes_are_the_protocol_modules() -> None:
+    """``_framing.text_rows`` stops at the end-of-rows and ERR packets by their first byte: the same numbers as the
+    Python side's (written in C too, exported, and checked equal here)."""
+    if importlib.util.find_spec("binlake._framing") is None:
+        pytest.skip("binlake._framing was not built (no C compiler at install)")
+    from binlake import _framing
+    from binlake.replication import protocol
+
+    assert (_framing.EOF_PACKET, _framing.ERR_PACKET) == (protocol.EOF_PACKET, protocol.ERR_PACKET) == (0xFE, 0xFF)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import itertools
+import pkgutil
 import threading
 import time
 from pathlib import Path
@@ -11,12 +14,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from binlake.decoder import MAGIC, Decoder
+import binlake
+import binlake.events
+from binlake.coltypes import Column
+from binlake.decoder import DECODERS, MAGIC, Decoder
 from binlake.errors import BinlogError, ChecksumError, MalformedError, TruncatedError
 from binlake.events.base import EventType
 from binlake.events.context import DecodeOptions
-from binlake.events.format import FormatDescriptionEvent
+from binlake.events.format import FormatDescriptionEvent, StartV3Event
+from binlake.events.query import QueryEvent
 from binlake.reader import read_events, walk_headers
+from binlake.schema import SchemaTracker
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "example-bin.000001"
 
@@ -159,3 +167,65 @@ def test_walk_headers_agrees_with_the_decoder(whole: list[tuple[int, str]]) -> N
 
 def test_magic_constant() -> None:
     assert MAGIC == b"\xfebin"
+
+
+class _Recorder:
+    """A DDL tracker (binlake.events.context.DdlTracker) that records what the decoder tells it."""
+
+    def __init__(self) -> None:
+        self.told: list[tuple[str, int]] = []
+
+    def observe(self, ev: QueryEvent) -> bool:
+        self.told.append(("observe", ev.header.pos))
+        return False
+
+    def started(self, ev: FormatDescriptionEvent | StartV3Event) -> None:
+        self.told.append(("started", ev.header.pos))
+
+    def complete(self, schema: str, name: str, columns: tuple[Column, ...]) -> tuple[Column, ...]:
+        self.told.append(("complete", 0))
+        return columns
+
+
+def test_the_decoder_tells_the_tracker_it_is_given(example: bytes) -> None:
+    """The core decoder follows the tracker passed in: every QUERY event and format description, and no other."""
+    recorder = _Recorder()
+    d = Decoder(schema=recorder)
+    d.feed(example)
+    evs = list(d.events())
+    expected = [
+        ("started" if isinstance(ev, FormatDescriptionEvent) else "observe", ev.header.pos)
+        for ev in evs
+        if isinstance(ev, FormatDescriptionEvent | QueryEvent)
+    ]
+    assert recorder.told == expected and len(expected) > 3
+    assert d.ctx.schema is recorder
+
+
+def test_the_core_decoder_follows_no_ddl_and_binlake_decoder_does() -> None:
+    assert Decoder().ctx.schema is None
+    assert isinstance(binlake.Decoder().ctx.schema, SchemaTracker)
+    assert binlake.Decoder(DecodeOptions(track_schema=False)).ctx.schema is None
+    seeded = binlake.Decoder(DecodeOptions(schema_sql="CREATE TABLE d.t (a TIME(3))")).ctx.schema
+    assert isinstance(seeded, SchemaTracker) and seeded.column_names("d", "t") == ("a",)
+    recorder = _Recorder()
+    assert binlake.Decoder(schema=recorder).ctx.schema is recorder
+
+
+def test_the_dispatch_table_holds_every_family_decoder() -> None:
+    """Every ``decode_*(header, body, ctx)`` of the event families is in DECODERS (a new one cannot be forgotten),
+    under type codes EventType names."""
+    families = [
+        importlib.import_module(m.name) for m in pkgutil.iter_modules(binlake.events.__path__, "binlake.events.")
+    ]
+    decoders = {
+        fn
+        for module in families
+        for name, fn in vars(module).items()
+        if name.startswith("decode_")
+        and inspect.isfunction(fn)
+        and fn.__module__ == module.__name__
+        and list(inspect.signature(fn).parameters) == ["header", "body", "ctx"]
+    }
+    assert len(decoders) > 25 and decoders == set(DECODERS.values())
+    assert all(code in EventType._value2member_map_ for code in DECODERS)

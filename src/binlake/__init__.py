@@ -29,202 +29,96 @@ Example::
 import importlib
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+from binlake.version import __version__ as __version__
 
-if TYPE_CHECKING:  # the names of _PUBLIC and __all__ (tests/test_public_api.py checks), for type checkers and IDEs
-    from binlake.coltypes import Column, ColumnType
-    from binlake.crypto import load_key_file, mariadb_decryptor
-    from binlake.decoder import Decoder, Decryptor
-    from binlake.errors import (
-        AccessDeniedError,
-        BinlogError,
-        BinlogHistoryError,
-        BinlogPurgedError,
-        ChecksumError,
-        ConnectionLostError,
-        DecompressionError,
-        EncryptedError,
-        MalformedError,
-        ReplicationError,
-        ReplicationTimeoutError,
-        TableChangedError,
-        TruncatedError,
-        UnknownEventError,
-        UnsupportedError,
-    )
-    from binlake.events.base import Event, EventHeader, EventType, RawEvent
-    from binlake.events.context import DecodeOptions
-    from binlake.events.control import (
-        HeartbeatEvent,
-        IgnorableEvent,
-        IncidentEvent,
-        IntvarEvent,
-        RandEvent,
-        RotateEvent,
-        RowsQueryEvent,
-        StopEvent,
-        TransactionContextEvent,
-        UserVarEvent,
-        ViewChangeEvent,
-        XaPrepareEvent,
-        XidEvent,
-    )
-    from binlake.events.format import FormatDescriptionEvent, PrototypeEvent, StartV3Event
-    from binlake.events.gtid import (
-        BinlogCheckpointEvent,
-        GtidEvent,
-        GtidListEvent,
-        GtidSet,
-        MariaGtid,
-        MariaGtidEvent,
-        PreviousGtidsEvent,
-    )
-    from binlake.events.load import ExecuteLoadQueryEvent, FileBlockEvent, FileIdEvent, LoadEvent
-    from binlake.events.mariadb import AnnotateRowsEvent, StartEncryptionEvent
-    from binlake.events.payload import TransactionPayloadEvent
-    from binlake.events.query import QueryEvent
-    from binlake.events.rows import RowsEvent
-    from binlake.events.table_map import TableMapEvent
-    from binlake.reader import read_events
-    from binlake.values.row import ABSENT, Row
+if TYPE_CHECKING:  # the public names, one import each: the only list of them (see __getattr__)
+    from binlake.coltypes import Column as Column
+    from binlake.coltypes import ColumnType as ColumnType
+    from binlake.crypto import load_key_file as load_key_file
+    from binlake.crypto import mariadb_decryptor as mariadb_decryptor
+    from binlake.decoder import Decryptor as Decryptor
+    from binlake.errors import AccessDeniedError as AccessDeniedError
+    from binlake.errors import BinlogError as BinlogError
+    from binlake.errors import BinlogHistoryError as BinlogHistoryError
+    from binlake.errors import BinlogPurgedError as BinlogPurgedError
+    from binlake.errors import ChecksumError as ChecksumError
+    from binlake.errors import ConnectionLostError as ConnectionLostError
+    from binlake.errors import DecompressionError as DecompressionError
+    from binlake.errors import EncryptedError as EncryptedError
+    from binlake.errors import MalformedError as MalformedError
+    from binlake.errors import ReplicationError as ReplicationError
+    from binlake.errors import ReplicationTimeoutError as ReplicationTimeoutError
+    from binlake.errors import TableChangedError as TableChangedError
+    from binlake.errors import TruncatedError as TruncatedError
+    from binlake.errors import UnknownEventError as UnknownEventError
+    from binlake.errors import UnsupportedError as UnsupportedError
+    from binlake.events.base import Event as Event
+    from binlake.events.base import EventHeader as EventHeader
+    from binlake.events.base import EventType as EventType
+    from binlake.events.base import RawEvent as RawEvent
+    from binlake.events.context import DecodeOptions as DecodeOptions
+    from binlake.events.control import HeartbeatEvent as HeartbeatEvent
+    from binlake.events.control import IgnorableEvent as IgnorableEvent
+    from binlake.events.control import IncidentEvent as IncidentEvent
+    from binlake.events.control import IntvarEvent as IntvarEvent
+    from binlake.events.control import RandEvent as RandEvent
+    from binlake.events.control import RotateEvent as RotateEvent
+    from binlake.events.control import RowsQueryEvent as RowsQueryEvent
+    from binlake.events.control import StopEvent as StopEvent
+    from binlake.events.control import TransactionContextEvent as TransactionContextEvent
+    from binlake.events.control import UserVarEvent as UserVarEvent
+    from binlake.events.control import ViewChangeEvent as ViewChangeEvent
+    from binlake.events.control import XaPrepareEvent as XaPrepareEvent
+    from binlake.events.control import XidEvent as XidEvent
+    from binlake.events.format import FormatDescriptionEvent as FormatDescriptionEvent
+    from binlake.events.format import PrototypeEvent as PrototypeEvent
+    from binlake.events.format import StartV3Event as StartV3Event
+    from binlake.events.gtid import BinlogCheckpointEvent as BinlogCheckpointEvent
+    from binlake.events.gtid import GtidEvent as GtidEvent
+    from binlake.events.gtid import GtidListEvent as GtidListEvent
+    from binlake.events.gtid import GtidSet as GtidSet
+    from binlake.events.gtid import MariaGtid as MariaGtid
+    from binlake.events.gtid import MariaGtidEvent as MariaGtidEvent
+    from binlake.events.gtid import PreviousGtidsEvent as PreviousGtidsEvent
+    from binlake.events.load import ExecuteLoadQueryEvent as ExecuteLoadQueryEvent
+    from binlake.events.load import FileBlockEvent as FileBlockEvent
+    from binlake.events.load import FileIdEvent as FileIdEvent
+    from binlake.events.load import LoadEvent as LoadEvent
+    from binlake.events.mariadb import AnnotateRowsEvent as AnnotateRowsEvent
+    from binlake.events.mariadb import StartEncryptionEvent as StartEncryptionEvent
+    from binlake.events.payload import TransactionPayloadEvent as TransactionPayloadEvent
+    from binlake.events.query import QueryEvent as QueryEvent
+    from binlake.events.rows import RowsEvent as RowsEvent
+    from binlake.events.table_map import TableMapEvent as TableMapEvent
+    from binlake.reader import Decoder as Decoder
+    from binlake.reader import read_events as read_events
+    from binlake.values.row import ABSENT as ABSENT
+    from binlake.values.row import Row as Row
 
-# Each public name and the module that defines it, imported on first use (module __getattr__, PEP 562).
-_PUBLIC: dict[str, str] = {
-    **dict.fromkeys(["read_events"], "binlake.reader"),
-    **dict.fromkeys(["Decoder", "Decryptor"], "binlake.decoder"),
-    **dict.fromkeys(["DecodeOptions"], "binlake.events.context"),
-    **dict.fromkeys(["load_key_file", "mariadb_decryptor"], "binlake.crypto"),
-    **dict.fromkeys(["ABSENT", "Row"], "binlake.values.row"),
-    **dict.fromkeys(["Column", "ColumnType"], "binlake.coltypes"),
-    **dict.fromkeys(
-        [
-            "AccessDeniedError",
-            "BinlogError",
-            "BinlogHistoryError",
-            "BinlogPurgedError",
-            "ChecksumError",
-            "ConnectionLostError",
-            "DecompressionError",
-            "EncryptedError",
-            "MalformedError",
-            "ReplicationError",
-            "ReplicationTimeoutError",
-            "TableChangedError",
-            "TruncatedError",
-            "UnknownEventError",
-            "UnsupportedError",
-        ],
-        "binlake.errors",
-    ),
-    **dict.fromkeys(["Event", "EventHeader", "EventType", "RawEvent"], "binlake.events.base"),
-    **dict.fromkeys(
-        [
-            "HeartbeatEvent",
-            "IgnorableEvent",
-            "IncidentEvent",
-            "IntvarEvent",
-            "RandEvent",
-            "RotateEvent",
-            "RowsQueryEvent",
-            "StopEvent",
-            "TransactionContextEvent",
-            "UserVarEvent",
-            "ViewChangeEvent",
-            "XaPrepareEvent",
-            "XidEvent",
-        ],
-        "binlake.events.control",
-    ),
-    **dict.fromkeys(["FormatDescriptionEvent", "PrototypeEvent", "StartV3Event"], "binlake.events.format"),
-    **dict.fromkeys(
-        [
-            "BinlogCheckpointEvent",
-            "GtidEvent",
-            "GtidListEvent",
-            "GtidSet",
-            "MariaGtid",
-            "MariaGtidEvent",
-            "PreviousGtidsEvent",
-        ],
-        "binlake.events.gtid",
-    ),
-    **dict.fromkeys(["ExecuteLoadQueryEvent", "FileBlockEvent", "FileIdEvent", "LoadEvent"], "binlake.events.load"),
-    **dict.fromkeys(["AnnotateRowsEvent", "StartEncryptionEvent"], "binlake.events.mariadb"),
-    **dict.fromkeys(["TransactionPayloadEvent"], "binlake.events.payload"),
-    **dict.fromkeys(["QueryEvent"], "binlake.events.query"),
-    **dict.fromkeys(["RowsEvent"], "binlake.events.rows"),
-    **dict.fromkeys(["TableMapEvent"], "binlake.events.table_map"),
-}
 
-__all__ = [
-    "ABSENT",
-    "AccessDeniedError",
-    "AnnotateRowsEvent",
-    "BinlogCheckpointEvent",
-    "BinlogError",
-    "BinlogHistoryError",
-    "BinlogPurgedError",
-    "ChecksumError",
-    "Column",
-    "ColumnType",
-    "ConnectionLostError",
-    "DecodeOptions",
-    "Decoder",
-    "DecompressionError",
-    "Decryptor",
-    "EncryptedError",
-    "Event",
-    "EventHeader",
-    "EventType",
-    "ExecuteLoadQueryEvent",
-    "FileBlockEvent",
-    "FileIdEvent",
-    "FormatDescriptionEvent",
-    "GtidEvent",
-    "GtidListEvent",
-    "GtidSet",
-    "HeartbeatEvent",
-    "IgnorableEvent",
-    "IncidentEvent",
-    "IntvarEvent",
-    "LoadEvent",
-    "MalformedError",
-    "MariaGtid",
-    "MariaGtidEvent",
-    "PreviousGtidsEvent",
-    "PrototypeEvent",
-    "QueryEvent",
-    "RandEvent",
-    "RawEvent",
-    "ReplicationError",
-    "ReplicationTimeoutError",
-    "RotateEvent",
-    "Row",
-    "RowsEvent",
-    "RowsQueryEvent",
-    "StartEncryptionEvent",
-    "StartV3Event",
-    "StopEvent",
-    "TableChangedError",
-    "TableMapEvent",
-    "TransactionContextEvent",
-    "TransactionPayloadEvent",
-    "TruncatedError",
-    "UnknownEventError",
-    "UnsupportedError",
-    "UserVarEvent",
-    "ViewChangeEvent",
-    "XaPrepareEvent",
-    "XidEvent",
-    "load_key_file",
-    "mariadb_decryptor",
-    "read_events",
-]
+_PUBLIC: dict[str, str] = {}
+
+
+def _public() -> dict[str, str]:
+    """Each public name and the module it loads from: read on first use from the ``TYPE_CHECKING`` imports above,
+    which type checkers read too, so the names are listed once (lazy_loader's ``attach_stub`` reads a stub so)."""
+    if not _PUBLIC:
+        import ast
+
+        with open(__file__, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        checking = next(n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
+        _PUBLIC.update(
+            (a.name, n.module) for n in checking.body if isinstance(n, ast.ImportFrom) and n.module for a in n.names
+        )
+    return _PUBLIC
 
 
 def __getattr__(name: str) -> object:
-    """A public name, imported from its module on first use and kept here."""
-    module = _PUBLIC.get(name)
+    """A public name, imported from its module on first use and kept here; ``__all__`` (every public name)."""
+    if name == "__all__":
+        return sorted(_public())
+    module = _public().get(name)
     if module is None:
         raise AttributeError(f"module 'binlake' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
@@ -233,4 +127,4 @@ def __getattr__(name: str) -> object:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_PUBLIC})
+    return sorted({*globals(), *_public()})

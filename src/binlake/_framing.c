@@ -37,6 +37,10 @@
 #include "_layouts.h"
 
 #define HEADER_LEN 19
+/* The first byte of a server's end-of-rows (EOF) and ERR packets (MariaDB sql/protocol.cc), exported as the module's
+ * EOF_PACKET and ERR_PACKET: tests/test_compiled.py checks them equal to binlake.replication.protocol's. */
+#define EOF_PACKET 0xFE
+#define ERR_PACKET 0xFF
 
 static PyObject *frame(PyObject *Py_UNUSED(module), PyObject *args) {
     Py_buffer view, fast;
@@ -259,8 +263,8 @@ static PyObject *text_rows(PyObject *Py_UNUSED(module), PyObject *args) {
         if (length == 0xFFFFFF) { stop = 3; break; }
         if (n - end - 4 < length) break;
         const uint8_t *p = buf + end + 4, *stop_at = p + length;
-        if (length && p[0] == 0xFE) { stop = 1; break; }
-        if (length && p[0] == 0xFF) { stop = 2; break; }
+        if (length && p[0] == EOF_PACKET) { stop = 1; break; }
+        if (length && p[0] == ERR_PACKET) { stop = 2; break; }
         if (!text_rows_room(cols, ncols, &cap, rows + 1)) {
             PyErr_NoMemory();
             goto done;
@@ -352,4 +356,12 @@ static struct PyModuleDef module = {
     .m_methods = module_methods,
 };
 
-PyMODINIT_FUNC PyInit__framing(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__framing(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddIntConstant(m, "EOF_PACKET", EOF_PACKET) < 0 || PyModule_AddIntConstant(m, "ERR_PACKET", ERR_PACKET) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -3,6 +3,9 @@ and :func:`binlake.reader.header_table`."""
 
 from mmap import mmap
 
+EOF_PACKET: int  # the first byte of an end-of-rows packet (binlake.replication.protocol.EOF_PACKET)
+ERR_PACKET: int  # the first byte of an ERR packet (binlake.replication.protocol.ERR_PACKET)
+
 def frame(
     buf: bytes | bytearray | memoryview | mmap, offset: int, checksum_len: int, verify: bool, fast: bytes, limit: int
 ) -> list[tuple[int, int, int, int, int, int, int | None, bytes]]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from binlake.codes import CodeEnum
 from binlake.errors import MalformedError, TruncatedError
 
-__all__ = ["Column", "ColumnType", "MetadataWriter", "metadata_size", "parse_field_metadata"]
+__all__ = ["OLD_TEMPORAL", "Column", "ColumnType", "MetadataWriter", "metadata_size", "parse_field_metadata"]
 
 
 class ColumnType(CodeEnum):
@@ -67,6 +67,10 @@ class ColumnType(CodeEnum):
 
 
 T = ColumnType
+
+OLD_TEMPORAL = frozenset({T.TIMESTAMP, T.TIME, T.DATETIME})
+"""Table-map types whose fsp only the DDL knows (MariaDB 5.3 hires layouts, see :mod:`binlake.values.temporal`):
+their metadata is empty, :meth:`binlake.schema.SchemaTracker.complete` fills it in."""
 
 # Bytes of table-map metadata per type: Field::do_save_field_metadata() in sql/field.cc, read back by table_def's
 # constructor in sql/rpl_utility.cc (old DECIMAL and VAR_STRING write none).

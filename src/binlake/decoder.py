@@ -1,11 +1,15 @@
 """The sans-IO decoder: feed it bytes, take typed events out.  No files, sockets or clocks in here (like ``h11``).
 
 It checks the magic ``\\xfebin`` (unless told the stream has none, as a replication stream), splits the bytes into
-events by their size field, verifies CRC32 checksums, dispatches each event to its family's decoder, and keeps the
-state later events need: the format description in force (post-header lengths, checksum algorithm, several of them
-in relay logs), the table maps in scope, the tables' columns as DDL in QUERY events declares them
-(:mod:`binlake.schema`), and whether the log is encrypted from here on.  A TRANSACTION_PAYLOAD is
-followed by the events it carries, each marked with the payload's position.
+events by their size field, verifies CRC32 checksums, dispatches each event to its family's decoder through one
+explicit table (:data:`DECODERS`, as go-mysql's ``replication/parser.go`` switch and rust_mysql_common's
+``binlog/events/mod.rs`` match), and keeps the state later events need: the format description in force
+(post-header lengths, checksum algorithm, several of them in relay logs), the table maps in scope, and whether the
+log is encrypted from here on.  The tables' columns as DDL in QUERY events declares them are the business of the
+DDL tracker the caller passes in (a :class:`~binlake.events.context.DdlTracker`, such as
+:class:`binlake.schema.SchemaTracker`; ``binlake.Decoder`` makes one by default, :class:`Decoder` here follows
+none unless given one).  A TRANSACTION_PAYLOAD is followed by the events it carries, each marked with the payload's
+position.
 
 Example::
 
@@ -28,6 +32,7 @@ from __future__ import annotations
 import copy
 from collections import deque
 from collections.abc import Callable, Iterator
+from typing import Final
 
 from binlake._compiled import compiled
 from binlake.errors import (
@@ -38,8 +43,19 @@ from binlake.errors import (
     TruncatedError,
     UnknownEventError,
 )
-from binlake.events.base import HEADER, HEADER_V1, Event, EventDecoder, EventHeader, EventType, RawEvent, registry
-from binlake.events.context import DecodeContext, DecodeOptions
+from binlake.events import base, control, format, gtid, load, mariadb, payload, query, rows, table_map
+from binlake.events.base import (
+    HEADER,
+    HEADER_V1,
+    LOG_EVENT_BINLOG_IN_USE_F,
+    LOG_EVENT_IGNORABLE_F,
+    Event,
+    EventHeader,
+    EventType,
+    RawEvent,
+    quicken,
+)
+from binlake.events.context import DdlTracker, DecodeContext, DecodeOptions
 from binlake.events.format import (
     PROTOTYPE_UNDECODED,
     FormatDescriptionEvent,
@@ -49,14 +65,76 @@ from binlake.events.format import (
 )
 from binlake.events.mariadb import StartEncryptionEvent
 from binlake.events.query import QueryEvent
+from binlake.events.rows import RowsEvent
 from binlake.events.table_map import TableMapEvent
 from binlake.wire import crc32
 
-__all__ = ["FRAMING", "MAGIC", "Decoder", "Decryptor", "computed_checksum", "decode_event"]
+__all__ = ["DECODERS", "FRAMING", "MAGIC", "Decoder", "Decryptor", "EventDecoder", "computed_checksum", "decode_event"]
 
 MAGIC = b"\xfebin"
-_LOG_EVENT_IGNORABLE_F = 0x80
 _FOREIGN = (IndexError, KeyError, ValueError, OverflowError, UnicodeDecodeError, TypeError, ArithmeticError)
+
+# (header, the event's bytes after the common header and before the checksum, the context) -> the typed event
+EventDecoder = Callable[[EventHeader, bytes, DecodeContext], Event]
+
+E = EventType
+# The one dispatch table: type code -> its family's decoder.  A new event type is a decoder in its family module and
+# a line here; a type code not listed decodes to RawEvent (or UnknownEventError, as DecodeOptions say).  Not to be
+# changed by callers.
+DECODERS: Final[dict[int, EventDecoder]] = {
+    E.START_EVENT_V3: format.decode_start_v3,
+    E.QUERY_EVENT: query.decode_query,
+    E.STOP_EVENT: control.decode_stop,
+    E.ROTATE_EVENT: control.decode_rotate,
+    E.INTVAR_EVENT: control.decode_intvar,
+    E.LOAD_EVENT: load.decode_load,
+    E.CREATE_FILE_EVENT: load.decode_load,
+    E.APPEND_BLOCK_EVENT: load.decode_file_block,
+    E.EXEC_LOAD_EVENT: load.decode_file_id,
+    E.DELETE_FILE_EVENT: load.decode_file_id,
+    E.NEW_LOAD_EVENT: load.decode_load,
+    E.RAND_EVENT: control.decode_rand,
+    E.USER_VAR_EVENT: control.decode_user_var,
+    E.FORMAT_DESCRIPTION_EVENT: format.decode_fde,
+    E.XID_EVENT: control.decode_xid,
+    E.BEGIN_LOAD_QUERY_EVENT: load.decode_file_block,
+    E.EXECUTE_LOAD_QUERY_EVENT: load.decode_execute_load_query,
+    E.TABLE_MAP_EVENT: table_map.decode_table_map,
+    **dict.fromkeys(RowsEvent.type_codes, rows.decode_rows),  # the three versions, MariaDB's compressed, partial
+    E.INCIDENT_EVENT: control.decode_incident,
+    E.HEARTBEAT_LOG_EVENT: control.decode_heartbeat,
+    E.IGNORABLE_LOG_EVENT: control.decode_ignorable,
+    E.ROWS_QUERY_LOG_EVENT: control.decode_rows_query,
+    E.GTID_LOG_EVENT: gtid.decode_gtid,
+    E.ANONYMOUS_GTID_LOG_EVENT: gtid.decode_gtid,
+    E.PREVIOUS_GTIDS_LOG_EVENT: gtid.decode_previous_gtids,
+    E.TRANSACTION_CONTEXT_EVENT: control.decode_transaction_context,
+    E.VIEW_CHANGE_EVENT: control.decode_view_change,
+    E.XA_PREPARE_LOG_EVENT: control.decode_xa_prepare,
+    E.TRANSACTION_PAYLOAD_EVENT: payload.decode_transaction_payload,
+    E.HEARTBEAT_LOG_EVENT_V2: control.decode_heartbeat_v2,
+    E.GTID_TAGGED_LOG_EVENT: gtid.decode_gtid_tagged,
+    # MariaDB
+    E.ANNOTATE_ROWS_EVENT: mariadb.decode_annotate_rows,
+    E.BINLOG_CHECKPOINT_EVENT: gtid.decode_binlog_checkpoint,
+    E.GTID_EVENT: gtid.decode_maria_gtid,
+    E.GTID_LIST_EVENT: gtid.decode_gtid_list,
+    E.START_ENCRYPTION_EVENT: mariadb.decode_start_encryption,
+    E.QUERY_COMPRESSED_EVENT: query.decode_query,
+}
+
+# every event class (and the header) built faster: see binlake.events.base.quicken
+quicken(
+    [
+        EventHeader,
+        *(
+            v
+            for m in (base, control, format, gtid, load, mariadb, payload, query, rows, table_map)
+            for v in vars(m).values()
+            if isinstance(v, type) and issubclass(v, Event) and v.__module__ == m.__name__
+        ),
+    ]
+)
 
 _framing = compiled("_framing")
 FRAMING = _framing is not None  # events are cut, CRC-checked and their headers read in C (binlake._framing)
@@ -74,6 +152,9 @@ _CONTEXT_EVENTS = frozenset(
 # (event bytes as stored, event position, the START_ENCRYPTION event in force) -> event bytes before encryption;
 # binlake.crypto.mariadb_decryptor makes one from a key file
 Decryptor = Callable[[bytes, int, StartEncryptionEvent], bytes]
+# The type codes binlake._framing frames (a 256-byte mask): every type of the table but the _CONTEXT_EVENTS (unknown
+# types take the Python path, which knows what to do with them).
+_MASK = bytes(int(code in DECODERS and code not in _CONTEXT_EVENTS) for code in range(256))
 
 
 def _learn(ctx: DecodeContext, ev: Event) -> None:
@@ -114,30 +195,9 @@ def computed_checksum(raw: bytes, stored: int) -> int:
     Binlog_event_writer) and clears the flag again on close, so an FDE of an open log also matches without the flag.
     """
     actual = crc32(raw[:-4])
-    if actual != stored and raw[4] == EventType.FORMAT_DESCRIPTION_EVENT and raw[17] & 1:
-        actual = crc32(raw[:17] + bytes([raw[17] & 0xFE]) + raw[18:-4])
+    if actual != stored and raw[4] == EventType.FORMAT_DESCRIPTION_EVENT and raw[17] & LOG_EVENT_BINLOG_IN_USE_F:
+        actual = crc32(raw[:17] + bytes([raw[17] & ~LOG_EVENT_BINLOG_IN_USE_F & 0xFF]) + raw[18:-4])
     return actual
-
-
-_DECODERS: dict[int, EventDecoder] = {}
-
-
-def _load_decoders() -> dict[int, EventDecoder]:
-    """The registry, filled on first use (importing the families registers them), kept for the hot path."""
-    _DECODERS.update(registry())
-    return _DECODERS
-
-
-_MASK: bytes = b""
-
-
-def _mask() -> bytes:
-    """The type codes :mod:`binlake._framing` frames (a 256-byte mask, made on first use): every registered type
-    but the :data:`_CONTEXT_EVENTS` (unknown types take the Python path, which knows what to do with them)."""
-    global _MASK
-    decoders = _DECODERS or _load_decoders()
-    _MASK = bytes(int(code in decoders and code not in _CONTEXT_EVENTS) for code in range(256))
-    return _MASK
 
 
 def _decode(raw: bytes, pos: int, ctx: DecodeContext, checksummed: bool, in_payload: int | None) -> Event:
@@ -174,9 +234,9 @@ def _decode(raw: bytes, pos: int, ctx: DecodeContext, checksummed: bool, in_payl
     body = raw[hlen : len(raw) - csum_len]
     if perm is not None and code in PROTOTYPE_UNDECODED:
         return PrototypeEvent(header, bytes(body), stored_code)
-    fn = (_DECODERS or _load_decoders()).get(code)
+    fn = DECODERS.get(code)
     if fn is None:
-        if ctx.options.unknown_events == "error" and not flags & _LOG_EVENT_IGNORABLE_F:
+        if ctx.options.unknown_events == "error" and not flags & LOG_EVENT_IGNORABLE_F:
             raise UnknownEventError(f"unknown event type {code}")
         return RawEvent(header, bytes(body))
     return fn(header, body, ctx)
@@ -186,21 +246,27 @@ class Decoder:
     """Incremental binlog decoder; see the module docstring.
 
     ``start_pos``: the absolute position of the first byte fed (4 or more when resuming mid-file; the magic is then
-    not expected).  ``magic=False`` for a replication stream.  ``context`` lets a reader resume with the format
-    description of the file's start (see :meth:`restart`).  ``decryptor`` decrypts events after a MariaDB
-    START_ENCRYPTION_EVENT; without one such events raise :class:`~binlake.errors.EncryptedError`.
+    not expected).  ``magic=False`` for a replication stream.  ``schema``: the DDL tracker to tell the QUERY events
+    and to ask for what table maps do not log (none: :meth:`default_schema`'s, here no DDL followed).  ``context``
+    lets a reader resume with the format description of the file's start (see :meth:`restart`); it brings its own
+    options and tracker.  ``decryptor`` decrypts events after a MariaDB START_ENCRYPTION_EVENT; without one such
+    events raise :class:`~binlake.errors.EncryptedError`.
     """
 
     def __init__(
         self,
         options: DecodeOptions | None = None,
         *,
+        schema: DdlTracker | None = None,
         start_pos: int = 0,
         magic: bool = True,
         context: DecodeContext | None = None,
         decryptor: Decryptor | None = None,
     ) -> None:
-        self.ctx = context if context is not None else DecodeContext(options or DecodeOptions())
+        if context is None:
+            opts = options or DecodeOptions()
+            context = DecodeContext(opts, schema=schema if schema is not None else self.default_schema(opts))
+        self.ctx = context
         self._buf = bytearray()
         self._off = 0  # consumed bytes of _buf
         self._pos = start_pos  # absolute position of _buf[_off]
@@ -210,6 +276,12 @@ class Decoder:
         self._payload: Event | None = None  # a TRANSACTION_PAYLOAD whose inner events are still to come
         self.decryptor = decryptor
         self._encryption: StartEncryptionEvent | None = None  # its nonce and key version decrypt later events
+
+    @staticmethod
+    def default_schema(options: DecodeOptions) -> DdlTracker | None:
+        """The DDL tracker of a decoder given none: none here (the core knows only the tracker's protocol);
+        ``binlake.Decoder`` (:class:`binlake.reader.Decoder`) makes the one ``options`` ask for."""
+        return None
 
     @property
     def position(self) -> int:
@@ -281,10 +353,10 @@ class Decoder:
             if self._can_frame():
                 ctx = self.ctx
                 run = _framing.frame(  # type: ignore[union-attr]
-                    self._buf, self._off, ctx.checksum_len, ctx.options.verify_checksum, _MASK or _mask(), _FRAME_RUN
+                    self._buf, self._off, ctx.checksum_len, ctx.options.verify_checksum, _MASK, _FRAME_RUN
                 )
                 if run:
-                    decoders = _DECODERS
+                    decoders = DECODERS
                     off = self._off
                     for size, ts, code, server_id, log_pos, flags, checksum, body in run:
                         if self._off != off:
@@ -360,7 +432,7 @@ class Decoder:
             ctx.fde = ev.as_format_description()
             if ctx.schema is not None:
                 ctx.schema.started(ev)
-        elif isinstance(ev, StartEncryptionEvent) and not ev.header.flags & _LOG_EVENT_IGNORABLE_F:
+        elif isinstance(ev, StartEncryptionEvent) and not ev.header.flags & LOG_EVENT_IGNORABLE_F:
             # a dump thread sends the decrypted log with this event flagged ignorable (sql_repl.cc, fix_checksum)
             ctx.encrypted = True
             self._encryption = ev

@@ -133,7 +133,7 @@ def bytes_after(point: Point, sizes: Sequence[Point]) -> int | None:
     """The binlog bytes a server whose files are ``sizes`` (``SHOW BINARY LOGS``: name and size, oldest first) holds
     past ``point``: the rest of its file and every later file.  ``None`` where ``point``'s file is not among them
     and not after them (purged, or another server's); 0 where it is after them (a poll older than the stream)."""
-    from binlake.replication.position import binlog_order  # (the replication package imports this module)
+    from binlake.reader import binlog_order
 
     file, position = point
     total: int | None = None
@@ -171,7 +171,7 @@ class Snapshot:
     def figures(self) -> Iterable[tuple[Figure, Sequence[tuple[tuple[str, ...], float]]]]:
         """Each of the command's :data:`FIGURES` with its samples (label values, value); unknown values are left
         out."""
-        from binlake import __version__
+        from binlake.version import __version__
 
         values: dict[str, list[tuple[tuple[str, ...], float | None]]] = {
             "binlake_info": [((self.command, __version__), 1.0)],

@@ -1,5 +1,8 @@
 """Binlog files on disk → the sans-IO :class:`~binlake.decoder.Decoder` → events.
 
+:class:`Decoder` is that decoder wired with the DDL tracker its options ask for (``binlake.Decoder``): the reader
+knows both the decoder and :mod:`binlake.schema`, the core knows only the tracker's protocol.
+
 A thin adapter: it reads a file in large chunks, feeds the decoder, names the file in every error, starts at any
 event position (decoding the file's format description first), stops at a position, and can follow a file that the
 server is still writing (a binlog in use ends in a partial event: the reader waits for the rest instead of
@@ -34,21 +37,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Protocol, TypeVar, overload, runtime_checkable
 
 from binlake._compiled import compiled
-from binlake.decoder import MAGIC, Decoder, Decryptor
+from binlake.decoder import MAGIC, Decryptor
+from binlake.decoder import Decoder as SansIODecoder
 from binlake.errors import BinlogError, MalformedError, TruncatedError
 from binlake.events.base import Event, EventType
-from binlake.events.context import DecodeContext, DecodeOptions
-from binlake.schema import SchemaTracker
+from binlake.events.context import DdlTracker, DecodeOptions
+from binlake.schema import SchemaTracker, schema_tracker
 
 __all__ = [
     "Binlog",
     "BufferedRanges",
+    "Decoder",
     "FileHead",
     "HeaderCache",
     "HeaderInfo",
     "HeaderTable",
     "Source",
     "binlog_name",
+    "binlog_order",
     "byte_ranges",
     "file_head",
     "first_bytes",
@@ -66,6 +72,7 @@ FIRST_SOURCE_CHUNK = 64 << 10
 # The common event header: timestamp, type code, server id, event size, next position, flags (19 bytes).
 _HEADER = struct.Struct("<IBIIIH")
 _R = TypeVar("_R")
+_D = TypeVar("_D", bound=SansIODecoder)
 
 if TYPE_CHECKING:
     from binlake import _framing
@@ -90,6 +97,22 @@ class Source(Protocol):
 
 
 Binlog = str | os.PathLike[str] | Source
+
+
+class Decoder(SansIODecoder):
+    """The sans-IO :class:`binlake.decoder.Decoder` following the DDL of the QUERY events by default: given no
+    ``schema`` and no ``context``, it makes the :class:`~binlake.schema.SchemaTracker` its options ask for
+    (:func:`binlake.schema.schema_tracker`: ``DecodeOptions.track_schema`` and ``schema_sql``).  This is
+    ``binlake.Decoder``.
+
+    >>> d = Decoder()
+    >>> type(d.ctx.schema).__name__, Decoder(DecodeOptions(track_schema=False)).ctx.schema
+    ('SchemaTracker', None)
+    """
+
+    @staticmethod
+    def default_schema(options: DecodeOptions) -> DdlTracker | None:
+        return schema_tracker(options)
 
 
 def binlog_name(path: Binlog) -> str:
@@ -332,7 +355,7 @@ def _read(
     else:
         f, known, chunk_size, first = open(path, "rb"), None, CHUNK, CHUNK  # noqa: SIM115 (closed by the with below)
     with f:
-        dec = Decoder(context=DecodeContext(options or DecodeOptions(), schema=schema), decryptor=decryptor)
+        dec = Decoder(options, schema=schema, decryptor=decryptor)
         if start is not None and start > 4:
             dec = resume_decoder(f, start, dec, chunk=first)
         idle_since = time.monotonic()
@@ -370,7 +393,7 @@ def _read(
 _HEADER_EVENTS = (EventType.FORMAT_DESCRIPTION_EVENT, EventType.START_EVENT_V3, EventType.START_ENCRYPTION_EVENT)
 
 
-def resume_decoder(f: BinaryIO, start: int, dec: Decoder, *, chunk: int = CHUNK) -> Decoder:
+def resume_decoder(f: BinaryIO, start: int, dec: _D, *, chunk: int = CHUNK) -> _D:
     """Prepare ``dec`` to decode from event position ``start``: decode the file's header events first (the format
     description, and MariaDB's START_ENCRYPTION right after it, whose nonce decrypts every later event), read
     ``chunk`` bytes at a time, then continue at ``start`` with that state.
@@ -387,7 +410,7 @@ def resume_decoder(f: BinaryIO, start: int, dec: Decoder, *, chunk: int = CHUNK)
         dec.ctx.schema = schema
 
 
-def _resume(f: BinaryIO, start: int, dec: Decoder, chunk: int) -> Decoder:
+def _resume(f: BinaryIO, start: int, dec: _D, chunk: int) -> _D:
     f.seek(0)
     while True:
         chunk_bytes = f.read(min(chunk, max(start - f.tell(), 19)))
@@ -409,6 +432,13 @@ def _resume(f: BinaryIO, start: int, dec: Decoder, chunk: int) -> Decoder:
         dec.restart(start)
         f.seek(start)
         return dec
+
+
+def binlog_order(name: str) -> tuple[str, int]:
+    """A sort key of binlog file names: the base name, then the numeric extension as a number (``.999999`` is
+    followed by ``.1000000``)."""
+    base, _, ext = name.rpartition(".")
+    return (base, int(ext)) if ext.isdigit() else (name, -1)
 
 
 def walk_headers(path: Binlog, start: int = 4, stop: int | None = None) -> Iterator[HeaderInfo]:

@@ -39,11 +39,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO, Literal
 
-from binlake.decoder import Decoder, Decryptor, computed_checksum
+from binlake.decoder import Decryptor, computed_checksum
 from binlake.errors import BinlogError, TruncatedError
 from binlake.events.base import Event, EventType
-from binlake.events.context import DecodeContext, DecodeOptions
-from binlake.reader import Binlog, BufferedRanges, binlog_name, header_table, opened, resume_decoder
+from binlake.events.context import DecodeOptions
+from binlake.reader import Binlog, BufferedRanges, Decoder, binlog_name, header_table, opened, resume_decoder
 from binlake.schema import SchemaTracker
 from binlake.transactions import GTID_EVENTS, Transactions
 
@@ -224,9 +224,7 @@ class RecoveringReader:
                 f.seek(resume)
 
     def _decoder(self) -> Decoder:
-        return Decoder(
-            context=DecodeContext(self._options or DecodeOptions(), schema=self._schema), decryptor=self._decryptor
-        )
+        return Decoder(self._options, schema=self._schema, decryptor=self._decryptor)
 
     def _keep(self, ev: Event) -> bool:
         """Track transactions and log_pos; in a skip-transaction skip, drop events until the next transaction."""

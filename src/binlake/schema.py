@@ -75,7 +75,8 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from binlake.coltypes import Column, ColumnType
+from binlake.coltypes import OLD_TEMPORAL, Column, ColumnType
+from binlake.events.gtid import FL_ROLLBACK_ALTER_E1, FL_START_ALTER_E1
 from binlake.sql.cursor import (
     Cursor,
     Unread,
@@ -103,29 +104,22 @@ from binlake.sql.temporary import TemporaryState, TemporaryTables
 from binlake.values.collations import BINARY, collation_id
 
 if TYPE_CHECKING:
+    from binlake.events.context import DecodeOptions
     from binlake.events.format import FormatDescriptionEvent, StartV3Event
     from binlake.events.query import QueryEvent
 
 __all__ = [
     "MODE_NO_BACKSLASH_ESCAPES",
-    "OLD_TEMPORAL",
     "SchemaTracker",
     "TableSchema",
     "TrackedColumn",
     "column_from_sql",
     "is_ddl",
+    "schema_tracker",
     "split_statements",
 ]
 
 T = ColumnType
-
-OLD_TEMPORAL = frozenset({T.TIMESTAMP, T.TIME, T.DATETIME})
-"""Table-map types whose fsp only the DDL knows (MariaDB 5.3 hires layouts, see :mod:`binlake.values.temporal`)."""
-
-# Q_GTID_FLAGS3 bits of MariaDB's binlog_alter_two_phase (Gtid_log_event::FL_*_ALTER_E1 in sql/log_event.h): the
-# ALTER's text is logged at its start and again at its commit or rollback
-_FL_START_ALTER = 0x02
-_FL_ROLLBACK_ALTER = 0x08
 
 
 # ---- the tracked schema ----------------------------------------------------------------------------------------
@@ -836,7 +830,7 @@ class SchemaTracker:
         if not is_ddl(ev.query_raw):
             return False
         flags3 = ev.status("GTID_FLAGS3")
-        if isinstance(flags3, tuple) and flags3[0] & (_FL_START_ALTER | _FL_ROLLBACK_ALTER):
+        if isinstance(flags3, tuple) and flags3[0] & (FL_START_ALTER_E1 | FL_ROLLBACK_ALTER_E1):
             return False  # a two-phase ALTER counts when its COMMIT ALTER (the same text) is logged
         mode = ev.status("SQL_MODE")
         return self.execute(ev.query, ev.db or None, mode if isinstance(mode, int) else 0, scope, server_collation(ev))
@@ -1054,6 +1048,23 @@ class SchemaTracker:
             if ts is not None:
                 changed = self._forget(ts.schema, ts.name) or changed
         return changed
+
+
+def schema_tracker(options: DecodeOptions) -> SchemaTracker | None:
+    """The tracker ``options`` ask for: none without ``track_schema``, else one that has seen ``schema_sql``.
+
+    What ``binlake.Decoder``, :func:`~binlake.reader.read_events` and the commands give the decoder when the caller
+    gives no tracker of its own.
+
+    >>> from binlake.events.context import DecodeOptions
+    >>> schema_tracker(DecodeOptions(track_schema=False)) is None
+    True
+    >>> schema_tracker(DecodeOptions(schema_sql="CREATE TABLE d.t (a TIME(3))")).table("d", "t").column_names
+    ('a',)
+    """
+    if not options.track_schema:
+        return None
+    return SchemaTracker.from_sql(options.schema_sql) if options.schema_sql else SchemaTracker()
 
 
 def _has_words(words: list[str], seq: tuple[str, ...]) -> bool:

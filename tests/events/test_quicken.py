@@ -5,19 +5,19 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import sys
 
 import pytest
 
-import binlake.events.families as families
+from binlake.decoder import DECODERS
 from binlake.events.base import Event, EventHeader, quicken
 from binlake.events.rows import RowsEvent
 
 
 def event_classes() -> list[type]:
     found = {EventHeader}
-    for module in vars(families).values():
-        if inspect.ismodule(module) and module.__name__.startswith("binlake.events."):
-            found.update(v for v in vars(module).values() if isinstance(v, type) and issubclass(v, Event))
+    for module in {sys.modules["binlake.events.base"], *(sys.modules[fn.__module__] for fn in DECODERS.values())}:
+        found.update(v for v in vars(module).values() if isinstance(v, type) and issubclass(v, Event))
     return sorted(found, key=lambda c: c.__qualname__)
 
 

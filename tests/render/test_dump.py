@@ -250,12 +250,12 @@ def test_json_diffs_print_as_mysqlbinlog() -> None:
 
 def test_partial_json_rows_print_through_both_printers() -> None:
     """A JSON column holding diffs prints the same value by value and through the generated printer."""
-    from binlake.render.dump.rowtext import _RowsText
+    from binlake.render.dump.rowtext import RowsText
     from binlake.values.json_binary import JsonDiff, encode
     from binlake.values.json_binary import JsonDiffOperation as Op
 
     cols = (Column.build(0, T.LONG, b""), Column.build(1, T.JSON, b"\x04"))
-    text = _RowsText(cols, "update", ((True, False), (False, True)))
+    text = RowsText(cols, "update", ((True, False), (False, True)))
     change = ((7, ABSENT), (ABSENT, [JsonDiff(Op.REPLACE, "$.n", encode(-3))]))
     plain: list[str] = []
     text.plain([change], plain.append, "### UPDATE `d`.`t`\n")

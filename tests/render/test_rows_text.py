@@ -1,4 +1,4 @@
-"""The row printer of ``binlake dump`` (``render.dump.rowtext._RowsText``): its generated code against ``RENDER``.
+"""The row printer of ``binlake dump`` (``render.dump.rowtext.RowsText``): its generated code against ``RENDER``.
 
 The generated printer writes the common types (integers, DECIMAL, FLOAT/DOUBLE, strings, DATETIME) in line for
 speed; this test prints random row changes three ways (the generated code, the printer's plain path, and this
@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from binlake.coltypes import Column, ColumnType
 from binlake.render.dump import DumpOptions, dump
 from binlake.render.dump import rowtext as text_module
-from binlake.render.dump.rowtext import _RENDER, _RowsText
+from binlake.render.dump.rowtext import RENDER, RowsText
 from binlake.render.dump.tablemap import value_type_name
 from binlake.render.flashback import Change
 from binlake.values.row import ABSENT
@@ -91,9 +91,7 @@ def _reference(columns: Sequence[Column], kind: str, changes: Sequence[Change], 
             if v is None:
                 lines.append(f"###   @{col.index + 1}=NULL /* {comment} is_null=1 */\n")
             elif v is not ABSENT:
-                lines.append(
-                    f"###   @{col.index + 1}={_RENDER[col.real_type_code](col, v)} /* {comment} is_null=0 */\n"
-                )
+                lines.append(f"###   @{col.index + 1}={RENDER[col.real_type_code](col, v)} /* {comment} is_null=0 */\n")
         return "".join(lines)
 
     out = []
@@ -152,7 +150,7 @@ def test_generated_text_is_the_render_tables_text(
 ) -> None:
     columns, kind, present, changes = layout
     head = '### UPDATE `d{`.`t"`\n'
-    printer = _RowsText(columns, kind, present)
+    printer = RowsText(columns, kind, present)
     compiled: list[str] = []
     plain: list[str] = []
     printer.compiled()(changes, compiled.append, head)
@@ -174,7 +172,7 @@ def test_null_in_a_not_null_column_and_the_common_values() -> None:
         ((None, b"x", when.replace(microsecond=0), None), (4294967295, b"x", when, Decimal("1.50"))),
     ]
     out: list[str] = []
-    _RowsText(cols, "update", ((True,) * 4, (True,) * 4)).compiled()(changes, out.append, "### UPDATE t\n")
+    RowsText(cols, "update", ((True,) * 4, (True,) * 4)).compiled()(changes, out.append, "### UPDATE t\n")
     text = "".join(out)
     assert text == _reference(cols, "update", changes, "### UPDATE t\n")
     assert "###   @1=-1 (4294967295) /* INT meta=0 nullable=0 is_null=0 */\n" in text
@@ -324,7 +322,7 @@ def test_compiled_text_equals_the_python_text(
         return
     presence = tuple(tuple(bits_lsb_first(b, len(columns))) for b in bitmaps)
     out: list[str] = []
-    _RowsText(columns, kind, presence).plain(changes, out.append, head)
+    RowsText(columns, kind, presence).plain(changes, out.append, head)
     event("compared" if got is not None else "the compiled printer gave up")
     if got is None:
         assert any(floats) or not data  # no rows data: the printer's VALUES () line, not the C printer's business

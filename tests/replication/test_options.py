@@ -14,9 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from binlake.errors import BinlogError, ReplicationError
+from binlake.reader import binlog_order
 from binlake.replication import options as opt
 from binlake.replication.options import ConnectionOptions, RetryPolicy, Secret, TlsOptions
-from binlake.replication.position import ResumePoint, StartAt, binlog_order
+from binlake.replication.position import ResumePoint, StartAt
 
 
 def test_resume_point_round_trips_through_json() -> None:

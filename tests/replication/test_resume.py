@@ -21,8 +21,8 @@ import pytest
 from tests.replication.conftest import PASSWORD, Ref, ReplServer, batch, file_events, idle, keys, streamed, until
 
 from binlake.errors import BinlogPurgedError, ReplicationTimeoutError
+from binlake.reader import binlog_order
 from binlake.replication import ReplicationClient, RetryPolicy, StartAt, StreamEvent
-from binlake.replication.position import binlog_order
 from binlake.testing.mariadb import MariaDBServer
 
 pytestmark = pytest.mark.server

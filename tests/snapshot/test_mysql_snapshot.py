@@ -16,8 +16,9 @@ import pytest
 
 from binlake.coltypes import ColumnType as T
 from binlake.errors import ConnectionLostError, ReplicationError
-from binlake.lake.records import SnapshotColumn, SnapshotPoint
+from binlake.lake.records import SnapshotPoint
 from binlake.replication.connection import ReplicationConnection, ServerInfo, binlog_status_statement
+from binlake.replication.definitions import SnapshotColumn
 from binlake.replication.options import ConnectionOptions, Secret
 from binlake.snapshot import server as snapshot_server
 from binlake.snapshot.columns import to_column

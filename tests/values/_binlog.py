@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +15,8 @@ from binlake.events.rows import RowsEvent as _Rows
 from binlake.events.table_map import TableMapEvent
 from binlake.reader import read_events
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+# as the corpus_dir fixture (tests/conftest.py) finds it: $BINLAKE_CORPUS, else ../shared/corpus beside the checkout
+CORPUS = Path(os.environ.get("BINLAKE_CORPUS") or Path(__file__).resolve().parents[2].parent / "shared" / "corpus")
 
 
 @dataclass

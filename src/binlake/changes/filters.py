@@ -23,9 +23,11 @@
 
 Example::
 
-    >>> f = ChangeFilter(databases=("shop*",), tables=("orders", "x.audit"), ops=frozenset({"insert"}))
-    >>> f.wants_table("shop_eu", "orders"), f.wants_table("x", "audit"), f.wants_table("shop", "audit")
+    >>> f = ChangeFilter(databases=("shop*",), tables=("orders", "shop.audit"), ops=frozenset({"insert"}))
+    >>> f.wants_table("shop_eu", "orders"), f.wants_table("shop", "audit"), f.wants_table("shop_eu", "audit")
     (True, True, False)
+    >>> f.wants_table("x", "orders")  # the table matches, the database does not: both must
+    False
     >>> g = ChangeFilter(include_gtids=parse_gtids("0-1-50"), exclude_gtids=parse_gtids("0-1-19"))
     >>> [g.wants_gtid(MariaGtid(0, 2, n)) for n in (19, 20, 50, 51)]
     [False, True, True, False]

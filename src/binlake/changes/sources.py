@@ -26,7 +26,7 @@ from binlake.events.base import Event
 from binlake.events.context import DecodeOptions
 from binlake.events.format import FormatDescriptionEvent
 from binlake.reader import read_events
-from binlake.schema import SchemaTracker
+from binlake.schema import SchemaTracker, schema_tracker
 
 if TYPE_CHECKING:
     from binlake.columns import SchemaSource
@@ -93,9 +93,7 @@ class FileSource:
         self.options = options or DecodeOptions()
         self.start, self.stop = start, stop
         self.decryptor = decryptor
-        if schema is None and self.options.track_schema:
-            schema = SchemaTracker.from_sql(self.options.schema_sql) if self.options.schema_sql else SchemaTracker()
-        self.schema = schema
+        self.schema = schema if schema is not None else schema_tracker(self.options)
         self.definitions: SchemaSource | None = None  # files: their DDL and --schema say what a column is
         self._open = open_log
         self._flavor: Flavor | None = None
@@ -172,7 +170,8 @@ class ServerSource:
         definitions: SchemaSource | None = None,
     ) -> None:
         self.client = client
-        self.schema = client.stream.decoder.ctx.schema
+        schema = client.stream.decoder.ctx.schema  # the client's decoder follows the DDL (binlake.reader.Decoder)
+        self.schema = schema if isinstance(schema, SchemaTracker) else None
         self.definitions = definitions
         self._on_start = on_start
 

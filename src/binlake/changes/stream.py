@@ -44,7 +44,14 @@ from binlake.changes.records import RowsChange, Statement, Transaction
 from binlake.changes.sources import EventSource
 from binlake.events.base import Event, EventType
 from binlake.events.control import RowsQueryEvent, XaPrepareEvent
-from binlake.events.gtid import GtidEvent, MariaGtid, MariaGtidEvent
+from binlake.events.gtid import (
+    FL_PREPARED_XA,
+    FL_ROLLBACK_ALTER_E1,
+    FL_START_ALTER_E1,
+    GtidEvent,
+    MariaGtid,
+    MariaGtidEvent,
+)
 from binlake.events.mariadb import AnnotateRowsEvent
 from binlake.events.query import QueryEvent
 from binlake.events.rows import RowsEvent
@@ -59,8 +66,6 @@ _CONTEXT = frozenset({E.INTVAR_EVENT, E.RAND_EVENT, E.USER_VAR_EVENT, E.BEGIN_LO
 _HAS_TRIGGERS_F = 0x4000  # Table_map_log_event::TM_BIT_HAS_TRIGGERS_F (MariaDB sql/log_event.h)
 # Q_GTID_FLAGS3 bits of MariaDB's binlog_alter_two_phase (sql/log_event.h): the ALTER's text is logged at its
 # start and again at its commit or rollback; only the COMMIT ALTER is the change (as binlake.schema counts it)
-_FL_START_ALTER, _FL_ROLLBACK_ALTER = 0x02, 0x08
-_FL_PREPARED_XA = 0x40  # Gtid_log_event::FL_PREPARED_XA (MariaDB sql/log_event.h)
 _OWN_CONTROL = frozenset({"begin", "commit", "rollback", "xa_commit", "xa_rollback"})
 
 
@@ -162,7 +167,7 @@ class ChangeStream:
         elif isinstance(ev, MariaGtidEvent):
             cur.gtid, cur.gtid_key = str(ev.gtid), ev.gtid
             cur.thread_id = ev.thread_id
-            if ev.flags & _FL_PREPARED_XA and ev.xid is not None:
+            if ev.flags & FL_PREPARED_XA and ev.xid is not None:
                 fmt, gtrid, bqual = ev.xid
                 cur.xid = f"X'{gtrid.hex()}',X'{bqual.hex()}',{fmt}"
                 cur.opening = f"XA START {cur.xid}"
@@ -208,7 +213,7 @@ class ChangeStream:
         if ctl is None and not (self.filter.wants_op("statement") and self.filter.wants_database(ev.db)):
             return
         flags3 = ev.status("GTID_FLAGS3")
-        if isinstance(flags3, tuple) and flags3[0] & (_FL_START_ALTER | _FL_ROLLBACK_ALTER):
+        if isinstance(flags3, tuple) and flags3[0] & (FL_START_ALTER_E1 | FL_ROLLBACK_ALTER_E1):
             return  # a two-phase ALTER is its COMMIT ALTER
         if kind == "xa_start":
             cur.xid = ctl.xid if ctl is not None else None

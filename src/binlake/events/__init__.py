@@ -1,4 +1,5 @@
-"""Typed events: one module per event family, each registering its decoders in :mod:`binlake.events.base`."""
+"""Typed events: one module per event family, each with the decoders of its types; the decoder's one dispatch
+table (:data:`binlake.decoder.DECODERS`) maps type codes to them."""
 
 from binlake.events.base import Event, EventHeader, EventType, RawEvent
 

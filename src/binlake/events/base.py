@@ -1,4 +1,4 @@
-"""The common event header, the event base class, the type-code table and the decoder registry.
+"""The common event header, the event base class and the type-code table.
 
 Every event starts with the v4 common header (``libs/mysql/binlog/event/binlog_event.h``, ``Log_event_header``):
 
@@ -14,7 +14,8 @@ offset   size  field
 =======  ====  ================================================
 
 v1 (MySQL 3.23) headers stop after the event size (13 bytes).  Each event family module decodes the bytes after the
-header with a function registered here by type code; a type code nobody registered decodes to :class:`RawEvent`.
+header with a function; :data:`binlake.decoder.DECODERS`, the one dispatch table, maps type codes to them, and a
+type code it does not list decodes to :class:`RawEvent`.
 
 Example::
 
@@ -27,23 +28,29 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from typing import ClassVar
 
 from binlake.codes import CodeEnum
 
-if TYPE_CHECKING:
-    from binlake.events.context import DecodeContext
-
 __all__ = [
     "HEADER",
+    "LOG_EVENT_ARTIFICIAL_F",
+    "LOG_EVENT_BINLOG_IN_USE_F",
     "LOG_EVENT_FLAGS",
+    "LOG_EVENT_FORCED_ROTATE_F",
+    "LOG_EVENT_IGNORABLE_F",
+    "LOG_EVENT_MTS_ISOLATE_F",
+    "LOG_EVENT_NO_FILTER_F",
+    "LOG_EVENT_RELAY_LOG_F",
+    "LOG_EVENT_SKIP_REPLICATION_F",
+    "LOG_EVENT_SUPPRESS_USE_F",
+    "LOG_EVENT_THREAD_SPECIFIC_F",
+    "LOG_EVENT_UPDATE_TABLE_MAP_VERSION_F",
     "Event",
-    "EventDecoder",
     "EventHeader",
     "EventType",
     "RawEvent",
-    "register",
-    "registry",
+    "quicken",
 ]
 
 HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server_id, size, log_pos, flags
@@ -115,19 +122,21 @@ class EventType(CodeEnum):
         return f"UNKNOWN_EVENT_{code}"
 
 
-# LOG_EVENT_*_F of binlog_event.h / MariaDB log_event.h
+# LOG_EVENT_*_F of binlog_event.h / MariaDB log_event.h: the flags of the common header
+LOG_EVENT_BINLOG_IN_USE_F = 0x0001  # in a FORMAT_DESCRIPTION: the server has the file open (set until it closes it)
+LOG_EVENT_FORCED_ROTATE_F = 0x0002
+LOG_EVENT_THREAD_SPECIFIC_F = 0x0004  # the statement depends on its session (its temporary tables, pseudo_thread_id)
+LOG_EVENT_SUPPRESS_USE_F = 0x0008  # the statement's default database is not to be USEd before it
+LOG_EVENT_UPDATE_TABLE_MAP_VERSION_F = 0x0010
+LOG_EVENT_ARTIFICIAL_F = 0x0020  # made up by a dump thread or a replica, not written by the server for itself
+LOG_EVENT_RELAY_LOG_F = 0x0040
+LOG_EVENT_IGNORABLE_F = 0x0080  # a reader that does not know the event's type may skip it
+LOG_EVENT_NO_FILTER_F = 0x0100
+LOG_EVENT_MTS_ISOLATE_F = 0x0200
+LOG_EVENT_SKIP_REPLICATION_F = 0x0400
+# the flags' names by bit, from the constants above
 LOG_EVENT_FLAGS: dict[int, str] = {
-    0x0001: "LOG_EVENT_BINLOG_IN_USE_F",
-    0x0002: "LOG_EVENT_FORCED_ROTATE_F",
-    0x0004: "LOG_EVENT_THREAD_SPECIFIC_F",
-    0x0008: "LOG_EVENT_SUPPRESS_USE_F",
-    0x0010: "LOG_EVENT_UPDATE_TABLE_MAP_VERSION_F",
-    0x0020: "LOG_EVENT_ARTIFICIAL_F",
-    0x0040: "LOG_EVENT_RELAY_LOG_F",
-    0x0080: "LOG_EVENT_IGNORABLE_F",
-    0x0100: "LOG_EVENT_NO_FILTER_F",
-    0x0200: "LOG_EVENT_MTS_ISOLATE_F",
-    0x0400: "LOG_EVENT_SKIP_REPLICATION_F",
+    bit: name for name, bit in list(globals().items()) if name.startswith("LOG_EVENT_") and name.endswith("_F")
 }
 
 
@@ -195,36 +204,6 @@ class RawEvent(Event):
 
     def summary(self) -> str:
         return f"{len(self.body)} bytes not decoded"
-
-
-EventDecoder = Callable[[EventHeader, bytes, "DecodeContext"], Event]
-_REGISTRY: dict[int, EventDecoder] = {}
-
-
-_D = TypeVar("_D", bound=EventDecoder)
-
-
-def register(*codes: int) -> Callable[[_D], _D]:
-    """Register a decoder for type codes: ``@register(EventType.XID_EVENT)`` over ``def decode(header, body, ctx)``.
-
-    ``body`` is the event's bytes after the common header and before the checksum (post-header + payload).
-    """
-
-    def wrap(fn: _D) -> _D:
-        for code in codes:
-            if code in _REGISTRY:
-                raise RuntimeError(f"two decoders for {EventType.name_of(code)}")
-            _REGISTRY[code] = fn
-        return fn
-
-    return wrap
-
-
-def registry() -> dict[int, EventDecoder]:
-    """The decoders of every event family (importing the families fills the table)."""
-    import binlake.events.families  # noqa: F401  (each family module registers itself)
-
-    return _REGISTRY
 
 
 def quicken(classes: Iterable[type]) -> list[type]:

@@ -1,6 +1,11 @@
 """What an event decoder may know besides its own bytes: the format description in force, the table maps in
-scope, and the caller's options.  The sans-IO :class:`~binlake.decoder.Decoder` owns one context and updates it as
-FORMAT_DESCRIPTION, TABLE_MAP and START_ENCRYPTION events go by; family decoders only read it.
+scope, the caller's options, and the tables as the DDL left them.  The sans-IO :class:`~binlake.decoder.Decoder`
+owns one context and updates it as FORMAT_DESCRIPTION, TABLE_MAP and START_ENCRYPTION events go by; family decoders
+only read it.
+
+The DDL tracker is passed in (as rust_mysql_common passes its ``BinlogCtx``), behind the small :class:`DdlTracker`
+protocol: :class:`binlake.schema.SchemaTracker` implements it, and the layers above the decoder make one
+(:func:`binlake.schema.schema_tracker`); a context given none follows no DDL.
 
 Example::
 
@@ -12,16 +17,17 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
-from binlake.schema import SchemaTracker
 from binlake.wire import Cursor
 
 if TYPE_CHECKING:
-    from binlake.events.format import FormatDescriptionEvent
+    from binlake.coltypes import Column
+    from binlake.events.format import FormatDescriptionEvent, StartV3Event
+    from binlake.events.query import QueryEvent
     from binlake.events.table_map import TableMapEvent
 
-__all__ = ["DEFAULT_MAX_DECOMPRESSED", "DEFAULT_POST_HEADER_LENGTHS", "DecodeContext", "DecodeOptions"]
+__all__ = ["DEFAULT_MAX_DECOMPRESSED", "DEFAULT_POST_HEADER_LENGTHS", "DdlTracker", "DecodeContext", "DecodeOptions"]
 
 # A compressed payload or column that claims to grow past this is refused (a zstd/zlib bomb is an error, not an
 # allocation).  MySQL caps a transaction payload at binlog_transaction_compression's 1 GiB max_allowed_packet.
@@ -87,6 +93,9 @@ class DecodeOptions:
     ``track_schema``: follow the DDL of QUERY events (:mod:`binlake.schema`), which sizes MariaDB 5.3 fractional
     TIME/DATETIME/TIMESTAMP columns; ``schema_sql``: DDL to start from (``CREATE TABLE`` statements, ``USE db``),
     for tables created before the binlog being read, e.g. ``DecodeOptions(schema_sql=Path("schema.sql").read_text())``.
+    Those two say which tracker :func:`binlake.schema.schema_tracker` makes for ``binlake.Decoder``,
+    :func:`~binlake.reader.read_events` and the commands; the core :class:`binlake.decoder.Decoder` follows the
+    tracker it is given.
     """
 
     verify_checksum: bool = True
@@ -94,6 +103,27 @@ class DecodeOptions:
     max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
     track_schema: bool = True
     schema_sql: str | None = None
+
+
+class DdlTracker(Protocol):
+    """What the decoder asks of the tables as the DDL left them (:class:`binlake.schema.SchemaTracker`).
+
+    The :class:`~binlake.decoder.Decoder` tells it every QUERY event (:meth:`observe`) and every format
+    description (:meth:`started`: a server start ends the sessions' temporary tables); the TABLE_MAP decoder asks
+    it for the fsp of MariaDB 5.3 TIME/DATETIME/TIMESTAMP columns, which no event logs (:meth:`complete`).
+    """
+
+    def observe(self, ev: QueryEvent) -> bool:
+        """Follow the statement of ``ev``; True when the tables changed."""
+        ...
+
+    def started(self, ev: FormatDescriptionEvent | StartV3Event) -> None:
+        """Follow a format description (or a 3.23 start event)."""
+        ...
+
+    def complete(self, schema: str, name: str, columns: tuple[Column, ...]) -> tuple[Column, ...]:
+        """A table map's ``columns`` of ``schema.name`` with what only the DDL tells (the same tuple when nothing)."""
+        ...
 
 
 @dataclass(slots=True)
@@ -107,13 +137,9 @@ class DecodeContext:
     encrypted: bool = False
     # set by `binlake explain`: a list that records every field a decoder reads (see binlake.trace)
     trace: list[object] | None = None
-    # the tables as the DDL seen so far left them (DecodeOptions.track_schema/schema_sql); the Decoder feeds it
-    schema: SchemaTracker | None = None
-
-    def __post_init__(self) -> None:
-        if self.schema is None and self.options.track_schema:
-            opts = self.options
-            self.schema = SchemaTracker.from_sql(opts.schema_sql) if opts.schema_sql else SchemaTracker()
+    # the tables as the DDL seen so far left them, given by the caller (binlake.schema.schema_tracker makes the one
+    # DecodeOptions.track_schema/schema_sql ask for); the Decoder feeds it
+    schema: DdlTracker | None = None
 
     def cursor(self, body: bytes | memoryview) -> Cursor:
         """A cursor over an event body (after the common header), offsets reported from the event start.

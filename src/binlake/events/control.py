@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from binlake.errors import MalformedError
-from binlake.events.base import HEADER, Event, EventHeader, EventType, register
+from binlake.events.base import HEADER, LOG_EVENT_ARTIFICIAL_F, Event, EventHeader, EventType
 from binlake.events.context import DecodeContext
 from binlake.wire import F64, I64, U64, Cursor, crc32
 
@@ -92,13 +92,12 @@ class RotateEvent(Event):
 
     @property
     def artificial(self) -> bool:
-        return bool(self.header.flags & 0x20)
+        return bool(self.header.flags & LOG_EVENT_ARTIFICIAL_F)
 
     def summary(self) -> str:
         return f"to {self.name}:{self.position}" + (" (artificial)" if self.artificial else "")
 
 
-@register(EventType.ROTATE_EVENT)
 def decode_rotate(header: EventHeader, body: bytes, ctx: DecodeContext) -> RotateEvent:
     c = ctx.cursor(body)
     # binlog v1 has no post-header: the position is implicitly 4 (Rotate_event, control_events.cpp)
@@ -127,7 +126,6 @@ class XidEvent(Event):
         return f"COMMIT /* xid={self.xid} */"
 
 
-@register(EventType.XID_EVENT)
 def decode_xid(header: EventHeader, body: bytes, ctx: DecodeContext) -> XidEvent:
     return XidEvent(header, ctx.cursor(body).u64("xid"))
 
@@ -158,7 +156,6 @@ class IntvarEvent(Event):
         return f"SET {self.kind_name}={self.value}"
 
 
-@register(EventType.INTVAR_EVENT)
 def decode_intvar(header: EventHeader, body: bytes, ctx: DecodeContext) -> IntvarEvent:
     c = ctx.cursor(body)
     return IntvarEvent(header, c.u8("type"), c.u64("value"))
@@ -175,7 +172,6 @@ class RandEvent(Event):
         return f"SET @@RAND_SEED1={self.seed1}, @@RAND_SEED2={self.seed2}"
 
 
-@register(EventType.RAND_EVENT)
 def decode_rand(header: EventHeader, body: bytes, ctx: DecodeContext) -> RandEvent:
     c = ctx.cursor(body)
     return RandEvent(header, c.u64("seed1"), c.u64("seed2"))
@@ -189,7 +185,6 @@ class StopEvent(Event):
         return "server stopped"
 
 
-@register(EventType.STOP_EVENT)
 def decode_stop(header: EventHeader, body: bytes, ctx: DecodeContext) -> StopEvent:
     return StopEvent(header)
 
@@ -282,7 +277,6 @@ _VALUE_SIZES: dict[int, int] = {ValueType.INT_RESULT: 8, ValueType.REAL_RESULT: 
 _VALID_TYPES = (ValueType.STRING_RESULT, ValueType.REAL_RESULT, ValueType.INT_RESULT, ValueType.DECIMAL_RESULT)
 
 
-@register(EventType.USER_VAR_EVENT)
 def decode_user_var(header: EventHeader, body: bytes, ctx: DecodeContext) -> UserVarEvent:
     c = ctx.cursor(body)
     name = c.take(c.u32("name_len"), "name")
@@ -323,7 +317,6 @@ class IncidentEvent(Event):
         return f"{self.incident_name}: {self.message}" if self.message_raw else self.incident_name
 
 
-@register(EventType.INCIDENT_EVENT)
 def decode_incident(header: EventHeader, body: bytes, ctx: DecodeContext) -> IncidentEvent:
     c = ctx.cursor(body)
     incident = c.u16("incident")
@@ -350,7 +343,6 @@ HEARTBEAT_SUB_HEADER = 8
 """MariaDB's ``HB_SUB_HEADER_LEN``: the bytes of the position a heartbeat carries in its body past 4 GiB."""
 
 
-@register(EventType.HEARTBEAT_LOG_EVENT)
 def decode_heartbeat(header: EventHeader, body: bytes, ctx: DecodeContext) -> HeartbeatEvent:
     """``send_heartbeat_event`` (MariaDB ``sql/sql_repl.cc``): the header's ``log_pos`` is the position and the body
     the file name, except past 4 GiB, where ``log_pos`` does not hold the position: MariaDB then writes 0 there and
@@ -367,7 +359,6 @@ def _packed_value(value: memoryview, what: str) -> int:
     return Cursor(value).packed_int(what)
 
 
-@register(EventType.HEARTBEAT_LOG_EVENT_V2)
 def decode_heartbeat_v2(header: EventHeader, body: bytes, ctx: DecodeContext) -> HeartbeatEvent:
     """``Heartbeat_event_v2`` (control_events.cpp): OTW_HB_LOG_FILENAME_FIELD 1, OTW_HB_LOG_POSITION_FIELD 2,
     OTW_HB_HEADER_END_MARK 0; unknown fields are skipped by their length."""
@@ -395,7 +386,6 @@ class IgnorableEvent(Event):
         return f"ignorable, {len(self.body)} bytes"
 
 
-@register(EventType.IGNORABLE_LOG_EVENT)
 def decode_ignorable(header: EventHeader, body: bytes, ctx: DecodeContext) -> IgnorableEvent:
     return IgnorableEvent(header, bytes(body))
 
@@ -415,7 +405,6 @@ class RowsQueryEvent(Event):
         return text if len(text) <= 200 else text[:197] + "..."
 
 
-@register(EventType.ROWS_QUERY_LOG_EVENT)
 def decode_rows_query(header: EventHeader, body: bytes, ctx: DecodeContext) -> RowsQueryEvent:
     c = ctx.cursor(body)
     c.skip(1, "length (unused: the text runs to the end)")
@@ -438,7 +427,6 @@ class ViewChangeEvent(Event):
         return f"view {self.view_id}, seq {self.seq_number}, {len(self.certification_info)} certification entries"
 
 
-@register(EventType.VIEW_CHANGE_EVENT)
 def decode_view_change(header: EventHeader, body: bytes, ctx: DecodeContext) -> ViewChangeEvent:
     c = ctx.cursor(body)
     view_id = _text(c.take(40, "view_id").split(b"\0", 1)[0])
@@ -467,7 +455,6 @@ class TransactionContextEvent(Event):
         return f"server {self.server_uuid}, thread {self.thread_id}, {len(self.write_set)} write-set items"
 
 
-@register(EventType.TRANSACTION_CONTEXT_EVENT)
 def decode_transaction_context(header: EventHeader, body: bytes, ctx: DecodeContext) -> TransactionContextEvent:
     c = ctx.cursor(body)
     uuid_len = c.u8("server_uuid_len")
@@ -507,7 +494,6 @@ class XaPrepareEvent(Event):
 _XID_MAX = 64  # MAXGTRIDSIZE / MAXBQUALSIZE
 
 
-@register(EventType.XA_PREPARE_LOG_EVENT)
 def decode_xa_prepare(header: EventHeader, body: bytes, ctx: DecodeContext) -> XaPrepareEvent:
     c = ctx.cursor(body)
     one_phase = bool(c.u8("one_phase"))

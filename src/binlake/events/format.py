@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from binlake.events.base import Event, EventHeader, EventType, RawEvent, register
+from binlake.events.base import LOG_EVENT_BINLOG_IN_USE_F, Event, EventHeader, EventType, RawEvent
 from binlake.events.context import DEFAULT_POST_HEADER_LENGTHS, DecodeContext
 
 __all__ = [
@@ -163,7 +163,7 @@ class FormatDescriptionEvent(Event):
     @property
     def in_use(self) -> bool:
         """LOG_EVENT_BINLOG_IN_USE_F: the server had the file open (not closed cleanly, or copied while open)."""
-        return bool(self.header.flags & 0x1)
+        return bool(self.header.flags & LOG_EVENT_BINLOG_IN_USE_F)
 
     @property
     def is_mariadb(self) -> bool:
@@ -211,7 +211,6 @@ def _version(raw: bytes) -> str:
     return raw.split(b"\0", 1)[0].decode("ascii", "replace")
 
 
-@register(EventType.FORMAT_DESCRIPTION_EVENT)
 def decode_fde(header: EventHeader, body: bytes, ctx: DecodeContext) -> FormatDescriptionEvent:
     """Decode an FDE body; ``body`` still ends with ``checksum_alg`` (the decoder strips only the CRC)."""
     c = ctx.cursor(body)
@@ -233,7 +232,6 @@ def decode_fde(header: EventHeader, body: bytes, ctx: DecodeContext) -> FormatDe
     return FormatDescriptionEvent(header, binlog_version, version, created, header_len, lengths, alg, perm)
 
 
-@register(EventType.START_EVENT_V3)
 def decode_start_v3(header: EventHeader, body: bytes, ctx: DecodeContext) -> StartV3Event:
     c = ctx.cursor(body)
     return StartV3Event(header, c.u16("binlog_version"), _version(c.take(50, "server_version")), c.u32("created"))

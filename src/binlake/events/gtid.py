@@ -51,11 +51,28 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from binlake.errors import MalformedError, TruncatedError, UnsupportedError
-from binlake.events.base import Event, EventHeader, EventType, register
+from binlake.events.base import Event, EventHeader, EventType
 from binlake.events.context import DecodeContext
 from binlake.wire import Cursor
 
 __all__ = [
+    "FL_ALLOW_PARALLEL",
+    "FL_COMMIT_ALTER_E1",
+    "FL_COMPLETED_XA",
+    "FL_DDL",
+    "FL_EXTRA_MULTI_ENGINE_E1",
+    "FL_EXTRA_THREAD_ID",
+    "FL_GROUP_COMMIT_ID",
+    "FL_PREPARED_XA",
+    "FL_ROLLBACK_ALTER_E1",
+    "FL_STANDALONE",
+    "FL_START_ALTER_E1",
+    "FL_TRANSACTIONAL",
+    "FL_WAITED",
+    "GTID_FORMAT_TAGGED",
+    "MARIA_GTID_FLAGS",
+    "MARIA_GTID_FLAGS_EXTRA",
+    "SERIALIZATION_FORMAT_VERSION",
     "BinlogCheckpointEvent",
     "GtidEvent",
     "GtidInterval",
@@ -187,7 +204,6 @@ class GtidEvent(Event):
         return out
 
 
-@register(EventType.GTID_LOG_EVENT, EventType.ANONYMOUS_GTID_LOG_EVENT)
 def decode_gtid(header: EventHeader, body: bytes, ctx: DecodeContext) -> GtidEvent:
     c = ctx.cursor(body)
     flags = c.u8("gtid_flags")
@@ -217,7 +233,8 @@ def decode_gtid(header: EventHeader, body: bytes, ctx: DecodeContext) -> GtidEve
     return GtidEvent(header, flags, sid, gno, None, last, seq, imm_ts, orig_ts, length, imm_ver, orig_ver, ticket)
 
 
-_TAGGED_FORMAT_VERSION = 1
+# the format version of the mysql::serialization message a GTID_TAGGED event is (its first field): binlake reads 1
+SERIALIZATION_FORMAT_VERSION = 1
 
 
 def _uuid_field(c: Cursor) -> bytes:
@@ -240,7 +257,6 @@ _TAGGED_FIELDS: dict[int, Callable[[Cursor], object]] = {
 }
 
 
-@register(EventType.GTID_TAGGED_LOG_EVENT)
 def decode_gtid_tagged(header: EventHeader, body: bytes, ctx: DecodeContext) -> GtidEvent:
     """Decode a GTID_TAGGED_LOG_EVENT (``Gtid_event::define_fields`` in control_events.h, read by
     ``mysql::serialization``).  Absent original timestamp/server version equal the immediate ones; fields after
@@ -248,7 +264,7 @@ def decode_gtid_tagged(header: EventHeader, body: bytes, ctx: DecodeContext) -> 
     c = ctx.cursor(body)
     start = c.pos
     version = read_varlen(c, "serialization format version")
-    if version != _TAGGED_FORMAT_VERSION:
+    if version != SERIALIZATION_FORMAT_VERSION:
         raise UnsupportedError(f"GTID_TAGGED_LOG_EVENT serialization format {version} (binlake reads 1)")
     size = read_varlen(c, "payload_size")
     last_non_ignorable = read_varlen(c, "last_non_ignorable_field_id")
@@ -303,15 +319,16 @@ class PreviousGtidsEvent(Event):
         return str(self.gtid_set) or "(empty)"
 
 
-_TAGGED_FORMAT = 1
+# mysql::gtid::Gtid_format::tagged (libs/mysql/gtid/gtid_format.h): the top byte of a PREVIOUS_GTIDS' n_sids word
+# when its set holds tagged GTIDs (Gtid_set::encode_nsids_format); untagged is 0
+GTID_FORMAT_TAGGED = 1
 _MAX_ENTRIES = 1 << 20  # a count no event of this size could hold means a malformed event, not an allocation
 
 
-@register(EventType.PREVIOUS_GTIDS_LOG_EVENT)
 def decode_previous_gtids(header: EventHeader, body: bytes, ctx: DecodeContext) -> PreviousGtidsEvent:
     c = ctx.cursor(body)
     word = c.u64("n_sids")
-    tagged = word >> 56 == _TAGGED_FORMAT
+    tagged = word >> 56 == GTID_FORMAT_TAGGED
     n_sids = (word >> 8) & ((1 << 48) - 1) if tagged else word
     if n_sids * 24 > c.remaining:  # each sid takes at least 16 + 8 bytes
         raise MalformedError(f"PREVIOUS_GTIDS claims {n_sids} sids in {c.remaining} bytes")
@@ -330,23 +347,37 @@ def decode_previous_gtids(header: EventHeader, body: bytes, ctx: DecodeContext) 
 
 # -- MariaDB -------------------------------------------------------------------------------------------------------
 
-# Gtid_log_event::FL_* (flags2) and FL_EXTRA_* (flags_extra) of MariaDB sql/log_event.h
+# Gtid_log_event::FL_* (flags2) of MariaDB sql/log_event.h
+FL_STANDALONE = 0x01  # a statement alone (DDL, non-transactional): no COMMIT or XID follows
+FL_GROUP_COMMIT_ID = 0x02  # a commit_id follows: groups of one id committed together
+FL_TRANSACTIONAL = 0x04
+FL_ALLOW_PARALLEL = 0x08
+FL_WAITED = 0x10
+FL_DDL = 0x20
+FL_PREPARED_XA = 0x40  # XA PREPARE of the xid that follows
+FL_COMPLETED_XA = 0x80  # XA COMMIT/ROLLBACK of the xid that follows
 MARIA_GTID_FLAGS = {
-    0x01: "FL_STANDALONE",
-    0x02: "FL_GROUP_COMMIT_ID",
-    0x04: "FL_TRANSACTIONAL",
-    0x08: "FL_ALLOW_PARALLEL",
-    0x10: "FL_WAITED",
-    0x20: "FL_DDL",
-    0x40: "FL_PREPARED_XA",
-    0x80: "FL_COMPLETED_XA",
+    FL_STANDALONE: "FL_STANDALONE",
+    FL_GROUP_COMMIT_ID: "FL_GROUP_COMMIT_ID",
+    FL_TRANSACTIONAL: "FL_TRANSACTIONAL",
+    FL_ALLOW_PARALLEL: "FL_ALLOW_PARALLEL",
+    FL_WAITED: "FL_WAITED",
+    FL_DDL: "FL_DDL",
+    FL_PREPARED_XA: "FL_PREPARED_XA",
+    FL_COMPLETED_XA: "FL_COMPLETED_XA",
 }
+# Gtid_log_event::FL_EXTRA_* and FL_*_ALTER_E1 (flags_extra; the QUERY event's Q_GTID_FLAGS3 carries the same bits)
+FL_EXTRA_MULTI_ENGINE_E1 = 0x01
+FL_START_ALTER_E1 = 0x02  # the START of a two-phase ALTER (binlog_alter_two_phase)
+FL_COMMIT_ALTER_E1 = 0x04  # its COMMIT: the START's sequence number follows
+FL_ROLLBACK_ALTER_E1 = 0x08  # its ROLLBACK: the START's sequence number follows
+FL_EXTRA_THREAD_ID = 0x10
 MARIA_GTID_FLAGS_EXTRA = {
-    0x01: "FL_EXTRA_MULTI_ENGINE_E1",
-    0x02: "FL_START_ALTER_E1",
-    0x04: "FL_COMMIT_ALTER_E1",
-    0x08: "FL_ROLLBACK_ALTER_E1",
-    0x10: "FL_EXTRA_THREAD_ID",
+    FL_EXTRA_MULTI_ENGINE_E1: "FL_EXTRA_MULTI_ENGINE_E1",
+    FL_START_ALTER_E1: "FL_START_ALTER_E1",
+    FL_COMMIT_ALTER_E1: "FL_COMMIT_ALTER_E1",
+    FL_ROLLBACK_ALTER_E1: "FL_ROLLBACK_ALTER_E1",
+    FL_EXTRA_THREAD_ID: "FL_EXTRA_THREAD_ID",
 }
 
 
@@ -386,7 +417,7 @@ class MariaGtidEvent(Event):
     @property
     def standalone(self) -> bool:
         """FL_STANDALONE: a single statement (DDL, non-transactional), no COMMIT or XID follows."""
-        return bool(self.flags & 0x01)
+        return bool(self.flags & FL_STANDALONE)
 
     @property
     def flag_names(self) -> list[str]:
@@ -402,23 +433,23 @@ class MariaGtidEvent(Event):
             out += " trans"
         if self.commit_id is not None:
             out += f" cid={self.commit_id}"
-        if self.flags & 0x20:
+        if self.flags & FL_DDL:
             out += " ddl"
         if self.xid is not None:
             fmt, gtrid, bqual = self.xid
-            out += f" XA {'PREPARE' if self.flags & 0x40 else 'COMPLETE'} X'{gtrid.hex()}',X'{bqual.hex()}',{fmt}"
+            what = "PREPARE" if self.flags & FL_PREPARED_XA else "COMPLETE"
+            out += f" XA {what} X'{gtrid.hex()}',X'{bqual.hex()}',{fmt}"
         return out
 
 
-@register(EventType.GTID_EVENT)
 def decode_maria_gtid(header: EventHeader, body: bytes, ctx: DecodeContext) -> MariaGtidEvent:
     c = ctx.cursor(body)
     seq_no = c.u64("seq_no")
     domain_id = c.u32("domain_id")
     flags = c.u8("flags2")
-    commit_id = c.u64("commit_id") if flags & 0x02 else None
+    commit_id = c.u64("commit_id") if flags & FL_GROUP_COMMIT_ID else None
     xid = None
-    if flags & (0x40 | 0x80):
+    if flags & (FL_PREPARED_XA | FL_COMPLETED_XA):
         format_id = c.u32("xid format_id")
         gtrid_len, bqual_len = c.u8("gtrid_length"), c.u8("bqual_length")
         xid = (format_id, c.take(gtrid_len, "gtrid"), c.take(bqual_len, "bqual"))
@@ -440,7 +471,6 @@ class GtidListEvent(Event):
         return f"[{','.join(str(g) for g in self.gtids)}]"
 
 
-@register(EventType.GTID_LIST_EVENT)
 def decode_gtid_list(header: EventHeader, body: bytes, ctx: DecodeContext) -> GtidListEvent:
     c = ctx.cursor(body)
     word = c.u32("count")
@@ -465,7 +495,6 @@ class BinlogCheckpointEvent(Event):
         return self.binlog_file
 
 
-@register(EventType.BINLOG_CHECKPOINT_EVENT)
 def decode_binlog_checkpoint(header: EventHeader, body: bytes, ctx: DecodeContext) -> BinlogCheckpointEvent:
     c = ctx.cursor(body)
     return BinlogCheckpointEvent(header, c.take(c.u32("binlog_file_len"), "binlog_file"))

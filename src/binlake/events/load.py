@@ -36,7 +36,7 @@ import struct
 from dataclasses import dataclass
 
 from binlake.errors import MalformedError
-from binlake.events.base import Event, EventHeader, EventType, register
+from binlake.events.base import Event, EventHeader, EventType
 from binlake.events.context import DecodeContext
 from binlake.events.query import QueryEvent, read_query_post_header, read_query_rest
 from binlake.wire import Cursor
@@ -102,7 +102,6 @@ class LoadEvent(Event):
         return f"{fid}LOAD DATA INFILE '{self.file_name}' INTO TABLE `{self.db}`.`{self.table}`"
 
 
-@register(EventType.LOAD_EVENT, EventType.NEW_LOAD_EVENT, EventType.CREATE_FILE_EVENT)
 def decode_load(header: EventHeader, body: bytes, ctx: DecodeContext) -> LoadEvent:
     c = ctx.cursor(body)
     load_post = ctx.post_header_len(EventType.LOAD_EVENT) or _LOAD_POST.size
@@ -144,7 +143,6 @@ class FileBlockEvent(Event):
         return f"file_id {self.file_id}, {len(self.block)} bytes"
 
 
-@register(EventType.APPEND_BLOCK_EVENT, EventType.BEGIN_LOAD_QUERY_EVENT)
 def decode_file_block(header: EventHeader, body: bytes, ctx: DecodeContext) -> FileBlockEvent:
     c = ctx.cursor(body)
     return FileBlockEvent(header, c.u32("file_id"), c.rest())
@@ -160,7 +158,6 @@ class FileIdEvent(Event):
         return f"file_id {self.file_id}"
 
 
-@register(EventType.EXEC_LOAD_EVENT, EventType.DELETE_FILE_EVENT)
 def decode_file_id(header: EventHeader, body: bytes, ctx: DecodeContext) -> FileIdEvent:
     return FileIdEvent(header, ctx.cursor(body).u32("file_id"))
 
@@ -198,7 +195,6 @@ class ExecuteLoadQueryEvent(QueryEvent):
 _ELQ_EXTRA = struct.Struct("<IIIB")
 
 
-@register(EventType.EXECUTE_LOAD_QUERY_EVENT)
 def decode_execute_load_query(header: EventHeader, body: bytes, ctx: DecodeContext) -> ExecuteLoadQueryEvent:
     c = ctx.cursor(body)
     post_len = ctx.post_header_len(EventType.EXECUTE_LOAD_QUERY_EVENT)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from binlake.events.base import Event, EventHeader, EventType, register
+from binlake.events.base import Event, EventHeader
 from binlake.events.context import DecodeContext
 
 __all__ = ["CRYPTO_SCHEMES", "AnnotateRowsEvent", "StartEncryptionEvent"]
@@ -47,7 +47,6 @@ class AnnotateRowsEvent(Event):
         return text if len(text) <= 200 else text[:197] + "..."
 
 
-@register(EventType.ANNOTATE_ROWS_EVENT)
 def decode_annotate_rows(header: EventHeader, body: bytes, ctx: DecodeContext) -> AnnotateRowsEvent:
     return AnnotateRowsEvent(header, ctx.cursor(body).rest())
 
@@ -68,7 +67,6 @@ class StartEncryptionEvent(Event):
         return f"scheme {self.crypto_scheme_name}, key version {self.key_version}, nonce {self.nonce.hex()}"
 
 
-@register(EventType.START_ENCRYPTION_EVENT)
 def decode_start_encryption(header: EventHeader, body: bytes, ctx: DecodeContext) -> StartEncryptionEvent:
     c = ctx.cursor(body)
     return StartEncryptionEvent(header, c.u8("crypto_scheme"), c.u32("key_version"), c.take(12, "nonce"))

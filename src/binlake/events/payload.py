@@ -31,7 +31,7 @@ import io
 from dataclasses import dataclass
 
 from binlake.errors import DecompressionError, MalformedError, UnsupportedError
-from binlake.events.base import Event, EventHeader, EventType, register
+from binlake.events.base import Event, EventHeader
 from binlake.events.context import DecodeContext
 from binlake.wire import Cursor
 
@@ -108,7 +108,6 @@ def _field_value(value: memoryview, what: str) -> int:
     return Cursor(value).packed_int(what)
 
 
-@register(EventType.TRANSACTION_PAYLOAD_EVENT)
 def decode_transaction_payload(header: EventHeader, body: bytes, ctx: DecodeContext) -> TransactionPayloadEvent:
     c = ctx.cursor(body)
     size: int | None = None

@@ -39,8 +39,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from binlake.errors import MalformedError
-from binlake.events.base import Event, EventHeader, EventType, register
+from binlake.events.base import Event, EventHeader, EventType
 from binlake.events.context import DecodeContext
+from binlake.events.gtid import FL_COMMIT_ALTER_E1, FL_ROLLBACK_ALTER_E1
 from binlake.wire import Cursor
 
 __all__ = [
@@ -65,10 +66,6 @@ FLAGS2: dict[int, str] = {
     0x04000000: "OPTION_NO_FOREIGN_KEY_CHECKS",
     0x08000000: "OPTION_RELAXED_UNIQUE_CHECKS",
 }
-
-# Gtid_log_event::FL_COMMIT_ALTER_E1 | FL_ROLLBACK_ALTER_E1 (MariaDB sql/log_event.h): Q_GTID_FLAGS3 carries the
-# START ALTER's sequence number after them
-_ALTER_E1 = 0x04 | 0x08
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +110,9 @@ def _updated_db_names(c: Cursor) -> tuple[str, ...] | None:
 
 def _gtid_flags3(c: Cursor) -> tuple[int, int | None]:
     flags = c.u8("Q_GTID_FLAGS3")
-    return flags, (c.u64("Q_GTID_FLAGS3 start alter seq_no") if flags & _ALTER_E1 else None)
+    return flags, (
+        c.u64("Q_GTID_FLAGS3 start alter seq_no") if flags & (FL_COMMIT_ALTER_E1 | FL_ROLLBACK_ALTER_E1) else None
+    )
 
 
 def _character_set_collations(c: Cursor) -> tuple[tuple[int, int], ...]:
@@ -267,7 +266,6 @@ def read_query_rest(
     return status_vars, unparsed, db, c.rest()
 
 
-@register(EventType.QUERY_EVENT, EventType.QUERY_COMPRESSED_EVENT)
 def decode_query(header: EventHeader, body: bytes, ctx: DecodeContext) -> QueryEvent:
     """Decode a QUERY_EVENT or QUERY_COMPRESSED_EVENT (whose query is uncompressed here, bounded by
     ``ctx.options.max_decompressed``)."""

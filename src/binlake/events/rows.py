@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from binlake.errors import BinlogError, DecompressionError, MalformedError, UnsupportedError
-from binlake.events.base import Event, EventHeader, EventType, register
+from binlake.events.base import Event, EventHeader, EventType
 from binlake.events.context import DecodeContext
 from binlake.events.table_map import TableMapEvent
 from binlake.values.row import ABSENT, Image, Row
@@ -279,7 +279,6 @@ def _extra_row_info(raw: bytes, update: bool, base: int) -> ExtraRowInfo:
     return ExtraRowInfo(raw, ndb_format, ndb_data, part, source)
 
 
-@register(*_TYPES)
 def decode_rows(header: EventHeader, body: bytes, ctx: DecodeContext) -> RowsEvent:
     """Decode a rows event's fixed part; the row images stay bytes until :meth:`RowsEvent.rows`."""
     code = header.type_code

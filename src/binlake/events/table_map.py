@@ -35,17 +35,27 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from binlake.codes import CodeEnum
-from binlake.coltypes import Column, ColumnType, MetadataWriter, parse_field_metadata
+from binlake.coltypes import OLD_TEMPORAL, Column, ColumnType, MetadataWriter, parse_field_metadata
 from binlake.errors import MalformedError
-from binlake.events.base import Event, EventHeader, EventType, register
+from binlake.events.base import Event, EventHeader, EventType
 from binlake.events.context import DecodeContext
 from binlake.events.format import server_version_tuple
-from binlake.schema import OLD_TEMPORAL
 from binlake.wire import Cursor, bits_lsb_first, bits_msb_first
 
-__all__ = ["TM_FLAGS", "OptionalField", "OptionalMetadataType", "TableMapEvent", "decode_table_map", "metadata_writer"]
+__all__ = [
+    "TM_BIT_HAS_TRIGGERS_F",
+    "TM_FLAGS",
+    "OptionalField",
+    "OptionalMetadataType",
+    "TableMapEvent",
+    "decode_table_map",
+    "metadata_writer",
+]
 
 TM_FLAGS = {0x1: "TM_BIT_LEN_EXACT_F", 0x2: "TM_REFERRED_FK_DB_F", 0x4: "TM_GENERATED_INVISIBLE_PK_F"}
+# MariaDB's Table_map_log_event flag (sql/log_event.h): the table has triggers (mariadb-binlog says so; not a MySQL
+# flag, so not among the TM_FLAGS names)
+TM_BIT_HAS_TRIGGERS_F = 0x4000
 
 
 class OptionalMetadataType(CodeEnum):
@@ -140,7 +150,6 @@ def metadata_writer(server_version: str | None) -> MetadataWriter:
     return MetadataWriter(year_signedness=server_version_tuple(server_version) >= (8, 0, 21))
 
 
-@register(EventType.TABLE_MAP_EVENT)
 def decode_table_map(header: EventHeader, body: bytes, ctx: DecodeContext) -> TableMapEvent:
     """Decode a TABLE_MAP_EVENT body (post-header + payload, checksum excluded)."""
     id_len = 4 if ctx.post_header_len(EventType.TABLE_MAP_EVENT) == 6 else 6

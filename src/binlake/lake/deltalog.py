@@ -438,7 +438,7 @@ def commit(
 
 
 def _engine() -> str:
-    from binlake import __version__
+    from binlake.version import __version__
 
     return f"{_ENGINE}/{__version__}"
 

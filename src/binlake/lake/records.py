@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from binlake.errors import BinlogError, ReplicationError, UnsupportedError
+from binlake.replication.definitions import SnapshotColumn
 from binlake.replication.position import Flavor, ResumePoint
 from binlake.sql.statements import TableRef
 from binlake.sql.temporary import TemporaryState
@@ -46,7 +47,6 @@ __all__ = [
     "LakeFormatError",
     "SkipRecord",
     "SnapshotChunk",
-    "SnapshotColumn",
     "SnapshotPlan",
     "SnapshotPoint",
     "SnapshotTable",
@@ -485,35 +485,6 @@ class SnapshotPoint:
         if flavor not in ("mariadb", "mysql", None):
             raise LakeFormatError(f"a snapshot point of an unknown server flavor {flavor!r}")
         return cls(int(v["seq"]), int(v["position"]), str(v["file"]), None if gtid is None else str(gtid), flavor)
-
-
-@dataclass(frozen=True, slots=True)
-class SnapshotColumn:
-    """One column as ``information_schema.COLUMNS`` describes it (what :mod:`binlake.snapshot.columns` turns into
-    the table map's :class:`~binlake.coltypes.Column` and into the SELECT expression that reads it exactly)."""
-
-    name: str
-    data_type: str  # lower case: int, varchar, enum, inet6 ...
-    column_type: str  # the full declaration: int(10) unsigned, enum('a','b') ...
-    nullable: bool
-    precision: int | None  # NUMERIC_PRECISION (BIT: its width)
-    scale: int | None
-    fsp: int | None  # DATETIME_PRECISION
-    length: int | None  # CHARACTER_MAXIMUM_LENGTH
-    collation: int | None  # the collation's id: the table map's charset entry
-
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "data_type": self.data_type, "column_type": self.column_type,
-                "nullable": self.nullable, "precision": self.precision, "scale": self.scale, "fsp": self.fsp,
-                "length": self.length, "collation": self.collation}  # fmt: skip
-
-    @classmethod
-    def from_json(cls, v: dict[str, Any]) -> SnapshotColumn:
-        def opt(k: str) -> int | None:
-            return None if v.get(k) is None else int(v[k])
-
-        return cls(str(v["name"]), str(v["data_type"]), str(v["column_type"]), bool(v["nullable"]), opt("precision"),
-                   opt("scale"), opt("fsp"), opt("length"), opt("collation"))  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,7 +40,8 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from binlake.coltypes import ColumnType
-from binlake.decoder import Decoder, Decryptor, computed_checksum, decode_event
+from binlake.decoder import Decoder as SansIODecoder
+from binlake.decoder import Decryptor, computed_checksum, decode_event
 from binlake.errors import BinlogError, EncryptedError, MalformedError, TruncatedError
 from binlake.events.base import HEADER, HEADER_V1, LOG_EVENT_FLAGS, Event, EventHeader, EventType
 from binlake.events.context import DecodeContext, DecodeOptions
@@ -49,11 +50,12 @@ from binlake.events.mariadb import StartEncryptionEvent
 from binlake.events.payload import TransactionPayloadEvent
 from binlake.events.rows import RowsEvent
 from binlake.events.table_map import OptionalField, OptionalMetadataType, TableMapEvent
-from binlake.reader import CHUNK, opened
+from binlake.reader import CHUNK, Decoder, opened
 from binlake.render import EXIT_ERROR, add_decode_arguments, decode_options, decryptor_of, error_line
 from binlake.render.events import event_json, event_line
 from binlake.render.explain_fields import Row, column_meta, field_row, flags_text, label, n_bytes, when
 from binlake.render.explain_rows import RowImages
+from binlake.schema import schema_tracker
 from binlake.storage import binlog_source
 from binlake.trace import TlvValue, TraceField, fields_of
 from binlake.values.spatial import GEOMETRY_TYPES
@@ -303,7 +305,7 @@ def _payload_events(raw: bytes, pos: int, ctx: DecodeContext) -> tuple[Transacti
     """The TRANSACTION_PAYLOAD_EVENT ``raw`` at ``pos`` and the events inside it, as the decoder yields them (from a
     copy of ``ctx``: ``ctx`` is not changed)."""
     own = dataclasses.replace(ctx, table_maps=dict(ctx.table_maps), trace=None, encrypted=False)  # raw is decrypted
-    dec = Decoder(context=own, start_pos=pos, magic=False)
+    dec = SansIODecoder(context=own, start_pos=pos, magic=False)
     dec.feed(raw)
     events = list(dec.events())
     dec.finish()  # a TruncatedError when raw is shorter than its header says
@@ -899,7 +901,8 @@ def _from_hex(args: argparse.Namespace, options: DecodeOptions) -> tuple[bytes, 
     data = parse_hex_dump(text)
     if len(data) < 19:
         raise ValueError(f"--hex holds {len(data)} bytes, fewer than an event header")
-    ctx = DecodeContext(options, fde=synthetic_fde(args.server_version or _HEX_SERVER, checksum=not args.no_checksum))
+    fde = synthetic_fde(args.server_version or _HEX_SERVER, checksum=not args.no_checksum)
+    ctx = DecodeContext(options, fde=fde, schema=schema_tracker(options))
     size, log_pos = int.from_bytes(data[9:13], "little"), int.from_bytes(data[13:17], "little")
     if len(data) > size >= 19:
         print(f"binlake: explain: {len(data) - size} bytes after the {size}-byte event ignored", file=sys.stderr)

@@ -43,7 +43,7 @@ from binlake.errors import BinlogError, MalformedError, TruncatedError
 from binlake.events.base import Event
 from binlake.events.context import DecodeContext
 from binlake.events.rows import ROWS_FLAGS, RowsEvent
-from binlake.render.dump.rowtext import _RENDER, _line_texts
+from binlake.render.dump.rowtext import RENDER, line_texts
 from binlake.render.explain_fields import Row, column_meta, field_row, flags_text, generic, label, n_bytes, plain
 from binlake.rowdecoder import PARTIAL_JSON_UPDATES, partial_json_reader
 from binlake.trace import TraceField, TracingCursor
@@ -342,8 +342,8 @@ def vv_text(col: Column, stored: object) -> str:
     >>> vv_text(Column.build(0, ColumnType.LONG, b""), 7)
     '@1=7 /* INT meta=0 nullable=1 is_null=0 */'
     """
-    prefix, suffix, _ = _line_texts(col)
-    render = _RENDER.get(col.real_type_code)
+    prefix, suffix, _ = line_texts(col)
+    render = RENDER.get(col.real_type_code)
     value = repr(stored) if render is None else render(col, stored)
     return prefix.removeprefix("###   ") + value + suffix.rstrip("\n")
 

@@ -36,7 +36,7 @@ from binlake.events.base import Event, EventType
 from binlake.events.context import DecodeOptions
 from binlake.events.rows import RowsEvent
 from binlake.render import add_decode_arguments, decode_options, decryptor_of, open_log
-from binlake.schema import SchemaTracker
+from binlake.schema import schema_tracker
 from binlake.transactions import Transactions
 from binlake.values import typed
 
@@ -195,7 +195,7 @@ def collect(
     """Decode ``files`` whole and gather their figures; raises :class:`BinlogError` on the first bad event."""
     stats = BinlogStats()
     options = options or DecodeOptions()
-    schema = SchemaTracker.from_sql(options.schema_sql) if options.schema_sql else SchemaTracker()
+    schema = schema_tracker(options)
     for path in files:
         stats.files.append(path)
         for ev in open_log(path, options, on_error=on_error, decryptor=decryptor, schema=schema):

@@ -40,10 +40,11 @@ from binlake.errors import ConnectionLostError, ReplicationError
 from binlake.events.context import DecodeOptions
 from binlake.events.control import HeartbeatEvent, RotateEvent
 from binlake.metrics import NO_METRICS, Metrics
+from binlake.reader import binlog_order
 from binlake.replication.connection import ReplicationConnection, ServerInfo
 from binlake.replication.gtid import GtidTracker, MariaGtidPosition, encode_gtid_set, parse_gtid_set
 from binlake.replication.options import ConnectionOptions
-from binlake.replication.position import ResumePoint, StartAt, binlog_order
+from binlake.replication.position import ResumePoint, StartAt
 from binlake.replication.stream import ReplicationStream, StreamEvent
 
 __all__ = ["ReplicationClient"]

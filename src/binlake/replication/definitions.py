@@ -24,16 +24,44 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from binlake.errors import ReplicationError
-from binlake.lake.records import SnapshotColumn
 from binlake.replication.connection import ReplicationConnection, translate_errors
 from binlake.replication.options import ConnectionOptions
 from binlake.schema import TableSchema, column_from_sql
 
-__all__ = ["ServerDefinitions", "collation_ids", "quote", "read_columns", "row_key", "table_key"]
+__all__ = ["ServerDefinitions", "SnapshotColumn", "collation_ids", "quote", "read_columns", "row_key", "table_key"]
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotColumn:
+    """One column as ``information_schema.COLUMNS`` describes it (what :mod:`binlake.snapshot.columns` turns into
+    the table map's :class:`~binlake.coltypes.Column` and into the SELECT expression that reads it exactly)."""
+
+    name: str
+    data_type: str  # lower case: int, varchar, enum, inet6 ...
+    column_type: str  # the full declaration: int(10) unsigned, enum('a','b') ...
+    nullable: bool
+    precision: int | None  # NUMERIC_PRECISION (BIT: its width)
+    scale: int | None
+    fsp: int | None  # DATETIME_PRECISION
+    length: int | None  # CHARACTER_MAXIMUM_LENGTH
+    collation: int | None  # the collation's id: the table map's charset entry
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "data_type": self.data_type, "column_type": self.column_type,
+                "nullable": self.nullable, "precision": self.precision, "scale": self.scale, "fsp": self.fsp,
+                "length": self.length, "collation": self.collation}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, v: dict[str, Any]) -> SnapshotColumn:
+        def opt(k: str) -> int | None:
+            return None if v.get(k) is None else int(v[k])
+
+        return cls(str(v["name"]), str(v["data_type"]), str(v["column_type"]), bool(v["nullable"]), opt("precision"),
+                   opt("scale"), opt("fsp"), opt("length"), opt("collation"))  # fmt: skip
 
 
 def quote(name: str) -> str:

@@ -57,14 +57,14 @@ from typing import BinaryIO
 
 from binlake.decoder import MAGIC
 from binlake.errors import BinlogError, BinlogHistoryError, ReplicationError
-from binlake.events.base import EventType
+from binlake.events.base import LOG_EVENT_BINLOG_IN_USE_F, EventType
 from binlake.events.control import RotateEvent
 from binlake.metrics import NO_METRICS, Metrics, add_metrics_arguments, start_metrics
-from binlake.reader import FileHead, file_head, header_table
+from binlake.reader import FileHead, binlog_order, file_head, header_table
 from binlake.replication.client import ReplicationClient
 from binlake.replication.connection import BinlogSizes
 from binlake.replication.options import ConnectionOptions, add_connection_arguments, connection_from_args
-from binlake.replication.position import StartAt, binlog_order
+from binlake.replication.position import StartAt
 from binlake.replication.stream import StreamEvent
 from binlake.storage import Location, StoredFile, locate
 
@@ -80,7 +80,6 @@ __all__ = [
 
 log = logging.getLogger("binlake.replication")
 
-_IN_USE = 0x01  # LOG_EVENT_BINLOG_IN_USE_F, in the FORMAT_DESCRIPTION's flags (file offset 4 + 17)
 _FDE_FLAGS_AT = 4 + 17
 _FILE_ENDS = (EventType.ROTATE_EVENT, EventType.STOP_EVENT)
 _FLUSH_EVERY = 0.5  # seconds: the longest a received event waits in the write buffer (local disk)
@@ -162,7 +161,7 @@ def _stored_in_use(loc: Location) -> bool:
     with loc.open_input() as f:
         f.seek(_FDE_FLAGS_AT)
         flags = bytes(f.read(1))
-    return bool(flags) and bool(flags[0] & _IN_USE)
+    return bool(flags) and bool(flags[0] & LOG_EVENT_BINLOG_IN_USE_F)
 
 
 def _set_in_use(path: Path, in_use: bool) -> None:
@@ -176,7 +175,7 @@ def _patch_in_use(f: BinaryIO, in_use: bool) -> None:
     f.seek(_FDE_FLAGS_AT)
     flags = f.read(1)
     if len(flags) == 1:
-        new = flags[0] | _IN_USE if in_use else flags[0] & ~_IN_USE
+        new = flags[0] | LOG_EVENT_BINLOG_IN_USE_F if in_use else flags[0] & ~LOG_EVENT_BINLOG_IN_USE_F
         if new != flags[0]:
             f.seek(_FDE_FLAGS_AT)
             f.write(bytes([new]))
@@ -371,7 +370,7 @@ class Mirror:
             )
         raw = se.raw
         if se.start == 4 and ev.header.type_code == EventType.FORMAT_DESCRIPTION_EVENT:
-            raw = raw[:17] + bytes([raw[17] | _IN_USE]) + raw[18:]  # open, as the server's file is
+            raw = raw[:17] + bytes([raw[17] | LOG_EVENT_BINLOG_IN_USE_F]) + raw[18:]  # open, as the server's file is
         copy.write(raw)
         self.stats.events += 1
         self.stats.bytes += len(raw)

@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from binlake.errors import ReplicationError
 
-__all__ = ["RESUME_POINT_VERSION", "Flavor", "ResumePoint", "StartAt", "binlog_order", "load_json", "record_fields"]
+__all__ = ["RESUME_POINT_VERSION", "Flavor", "ResumePoint", "StartAt", "load_json", "record_fields"]
 
 RESUME_POINT_VERSION = 1
 Flavor = Literal["mariadb", "mysql"]
@@ -156,10 +156,3 @@ def record_fields(data: object, fields: set[str], what: str) -> dict[str, Any]:
         keys = sorted(data) if isinstance(data, dict) else type(data).__name__
         raise ReplicationError(f"{what} needs exactly the fields {sorted(fields)}, has {keys}")
     return data
-
-
-def binlog_order(name: str) -> tuple[str, int]:
-    """A sort key of binlog file names: the base name, then the numeric extension as a number (``.999999`` is
-    followed by ``.1000000``)."""
-    base, _, ext = name.rpartition(".")
-    return (base, int(ext)) if ext.isdigit() else (name, -1)

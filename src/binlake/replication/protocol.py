@@ -52,8 +52,11 @@ __all__ = [
     "COM_BINLOG_DUMP_GTID",
     "COM_QUERY",
     "COM_REGISTER_SLAVE",
+    "EOF_PACKET",
+    "ERR_PACKET",
     "MARIA_SLAVE_CAPABILITY_GTID",
     "MAX_PAYLOAD",
+    "OK_PACKET",
     "SEMI_SYNC_ACK_REQUESTED",
     "SEMI_SYNC_MAGIC",
     "PacketReader",
@@ -87,7 +90,9 @@ MAX_PAYLOAD = 0xFFFFFF  # a packet of this payload length is continued by the ne
 _HEADER = struct.Struct("<HBB")  # payload length (low 16 bits, high 8 bits), sequence id
 _U32 = struct.Struct("<I")
 
-_OK, _EOF, _ERR = 0x00, 0xFE, 0xFF
+# the first byte of a server's answer packet (MariaDB sql/protocol.cc, net_send_ok/net_send_eof/net_send_error): OK (and
+# before each binlog event of a dump), EOF (end of a result set's rows; a non-blocking dump's end), ERR
+OK_PACKET, EOF_PACKET, ERR_PACKET = 0x00, 0xFE, 0xFF
 
 
 def command_packet(payload: bytes) -> bytes:
@@ -261,7 +266,7 @@ class ServerErrorPacket:
 
 def parse_error_packet(payload: bytes | memoryview) -> ServerErrorPacket:
     """Read an ERR packet (``0xFF``, code u16, then ``#`` and a 5-character SQL state with CLIENT_PROTOCOL_41)."""
-    if len(payload) < 3 or payload[0] != _ERR:
+    if len(payload) < 3 or payload[0] != ERR_PACKET:
         raise MalformedError(f"not an ERR packet: {bytes(payload[:16])!r}")
     code = payload[1] | payload[2] << 8
     rest = bytes(payload[3:])

@@ -35,14 +35,20 @@ from dataclasses import dataclass
 
 from binlake._compiled import compiled
 from binlake.errors import MalformedError, TruncatedError
-from binlake.replication.protocol import MAX_PAYLOAD, parse_error_packet, server_error
+from binlake.replication.protocol import (
+    EOF_PACKET,
+    ERR_PACKET,
+    MAX_PAYLOAD,
+    OK_PACKET,
+    parse_error_packet,
+    server_error,
+)
 from binlake.wire import read_packed_int
 
 __all__ = ["ColumnDefinition", "RowBatch", "TextResultReader", "parse_column_definition", "text_rows"]
 
 _framing = compiled("_framing")
 
-_OK, _EOF, _ERR = 0x00, 0xFE, 0xFF
 SERVER_MORE_RESULTS_EXISTS = 0x0008  # the EOF's status flag: another result set follows (mysql_com.h)
 MORE, END, ERROR, LONG = 0, 1, 2, 3  # where text_rows stopped: see text_rows
 _FIXED = struct.Struct("<HIBHB")  # charset, length, type, flags, decimals (after the 0x0C length byte)
@@ -108,10 +114,10 @@ def text_rows(buf: bytes | bytearray | memoryview, offset: int, ncols: int) -> t
             break
         if n - end - 4 < length:
             break
-        if length and view[end + 4] == _EOF:
+        if length and view[end + 4] == EOF_PACKET:
             stop = END
             break
-        if length and view[end + 4] == _ERR:
+        if length and view[end + 4] == ERR_PACKET:
             stop = ERROR
             break
         _row_into(view[end + 4 : end + 4 + length], end, rows, valid, offsets, data)
@@ -219,15 +225,15 @@ class TextResultReader:
             with payload:
                 first = payload[0] if payload else -1
                 if self._count is None:
-                    if first == _ERR:
+                    if first == ERR_PACKET:
                         self._error(payload)
-                    if first == _OK:
+                    if first == OK_PACKET:
                         self.columns, self.done = [], True
                     else:
                         self._count = _column_count(payload)
                 elif len(self._defs) < self._count:
                     self._defs.append(parse_column_definition(payload))
-                elif first == _EOF:
+                elif first == EOF_PACKET:
                     self.columns = self._defs
                 else:
                     raise MalformedError(f"no EOF packet after {self._count} column definitions")

@@ -43,12 +43,16 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from binlake.decoder import Decoder
+from binlake.decoder import Decoder as SansIODecoder
 from binlake.errors import MalformedError
-from binlake.events.base import Event, EventType, quicken
+from binlake.events.base import LOG_EVENT_ARTIFICIAL_F, Event, EventType, quicken
 from binlake.events.context import DecodeOptions
 from binlake.events.control import RotateEvent
+from binlake.reader import Decoder
 from binlake.replication.protocol import (
+    EOF_PACKET,
+    ERR_PACKET,
+    OK_PACKET,
     SEMI_SYNC_ACK_REQUESTED,
     SEMI_SYNC_MAGIC,
     PacketReader,
@@ -58,13 +62,11 @@ from binlake.replication.protocol import (
 
 __all__ = ["ReplicationStream", "StreamEvent"]
 
-_ARTIFICIAL = 0x20  # LOG_EVENT_ARTIFICIAL_F
 _HEARTBEATS = frozenset({EventType.HEARTBEAT_LOG_EVENT, EventType.HEARTBEAT_LOG_EVENT_V2})
 # header events a dump thread sends again, with next position 0, when it starts past position 4
 _RESENT_HEADERS = frozenset({EventType.FORMAT_DESCRIPTION_EVENT, EventType.START_ENCRYPTION_EVENT})
 _ROTATE = EventType.ROTATE_EVENT
 _RUN = 256  # in-file events fed to the decoder before they are decoded and yielded (bounds the buffered bytes)
-_EVENT, _EOF, _ERR = 0x00, 0xFE, 0xFF
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +106,7 @@ class ReplicationStream:
         self,
         options: DecodeOptions | None = None,
         *,
-        decoder: Decoder | None = None,
+        decoder: SansIODecoder | None = None,
         semi_sync: bool = False,
         keep_raw: bool = False,
     ) -> None:
@@ -115,7 +117,7 @@ class ReplicationStream:
         self.position = 0
         self.ended = False
         self._packets = PacketReader()
-        self._rotates = Decoder(DecodeOptions(track_schema=False), magic=False)
+        self._rotates = SansIODecoder(magic=False)  # the artificial ROTATE events: no DDL to follow
         self._fed_end = 0  # where the bytes fed to the decoder end (its position once they are decoded)
         self._pending: deque[tuple[bytes | None, bool]] = deque()  # (raw, ack) of each event taken, not yet yielded
         self._run: list[memoryview] = []  # the bytes of those events, fed to the decoder together
@@ -151,12 +153,12 @@ class ReplicationStream:
             if self.ended:
                 continue
             kind = payload[0]
-            if kind != _EVENT:
+            if kind != OK_PACKET:  # an event follows the OK byte
                 yield from self._drain()
-                if kind == _EOF:
+                if kind == EOF_PACKET:
                     self.ended = True
                     continue
-                if kind == _ERR:
+                if kind == ERR_PACKET:
                     err = parse_error_packet(payload)
                     file, gtid = (self.file, None) if self.file is not None else self._asked
                     raise server_error(err.code, err.message, file=file, pos=self.position or None, gtid=gtid)
@@ -179,7 +181,7 @@ class ReplicationStream:
                 )
             code = ev[4]
             log_pos = ev[13] | ev[14] << 8 | ev[15] << 16 | ev[16] << 24
-            if code in _HEARTBEATS or ev[17] & _ARTIFICIAL or (log_pos == 0 and code in _RESENT_HEADERS):
+            if code in _HEARTBEATS or ev[17] & LOG_EVENT_ARTIFICIAL_F or (log_pos == 0 and code in _RESENT_HEADERS):
                 yield from self._out_of_band(ev, code)
                 continue
             if self.file is None:

@@ -28,9 +28,8 @@ import pymysql.converters
 from pymysql.constants import FIELD_TYPE
 
 from binlake.coltypes import Column, ColumnType
-from binlake.lake.records import SnapshotColumn
 from binlake.lake.tables import UTC_TS
-from binlake.replication.definitions import quote
+from binlake.replication.definitions import SnapshotColumn, quote
 from binlake.replication.position import Flavor
 from binlake.replication.resultset import ColumnDefinition
 from binlake.spark.arrow import to_lake

@@ -44,9 +44,9 @@ import pyarrow as pa
 from binlake.changes.filters import ChangeFilter
 from binlake.errors import AccessDeniedError, ConnectionLostError, ReplicationError, TableChangedError
 from binlake.lake.names import table_dir
-from binlake.lake.records import SnapshotChunk, SnapshotColumn, SnapshotPoint, SnapshotTable
+from binlake.lake.records import SnapshotChunk, SnapshotPoint, SnapshotTable
 from binlake.replication.connection import ReplicationConnection, ServerInfo, translate_errors
-from binlake.replication.definitions import collation_ids, quote, read_columns, table_key
+from binlake.replication.definitions import SnapshotColumn, collation_ids, quote, read_columns, table_key
 from binlake.replication.options import ConnectionOptions, Secret, TlsOptions, read_password
 from binlake.replication.privileges import (
     Grants,

@@ -65,14 +65,14 @@ from binlake.lake.lake import Lake
 from binlake.lake.names import decode_name, table_dir
 from binlake.lake.records import BatchDone, BatchManifest, BinlogFile, DataFile, Emptied, SkipRecord, Split
 from binlake.lake.tables import EVENTS_DIR, HISTORY_DIR, META, META_NAMES, SKIPS, SKIPS_DIR
-from binlake.reader import HeaderCache, header_table, opened, resume_decoder
+from binlake.reader import HeaderCache, binlog_order, header_table, opened, resume_decoder
 from binlake.replication.gtid import GtidTracker
-from binlake.replication.position import ResumePoint, binlog_order
+from binlake.replication.position import ResumePoint
 from binlake.schema import SchemaTracker
 from binlake.spark.arrow import EVENTS
 from binlake.spark.identity import recorded, sort_out
 from binlake.spark.layouts import HISTORY, Layout, MapLog, history_row, known_layouts, resolve_layout
-from binlake.spark.plan import DEFAULT_SPLIT_BYTES, _head, list_binlogs, plan_splits, source_exists
+from binlake.spark.plan import DEFAULT_SPLIT_BYTES, binlog_head, list_binlogs, plan_splits, source_exists
 from binlake.spark.progress import Progress
 from binlake.spark.session import context_of
 from binlake.spark.statements import ReadSpec, scan_statements, tracker_at, tracker_from_json, tracker_to_json
@@ -325,7 +325,7 @@ def _whole_transactions(
         own = mine.get(f.name, [])
         start = own[-1].end if own else max(4, positions.get(f.name, 4))
         if start < f.size:
-            closed, encrypted = _head(f.source, cut=True)
+            closed, encrypted = binlog_head(f.source, cut=True)
             end = start if encrypted and not closed else last_whole(f, start, read)
             if end > start and own:
                 own[-1] = Split(own[-1].file, own[-1].start, end)
@@ -450,7 +450,7 @@ def resume_after(splits: list[Split], before: ResumePoint, headers: HeaderCache 
     unknown = False
     for split in splits:
         source = split.file.source
-        if _head(source)[1]:  # encrypted
+        if binlog_head(source)[1]:  # encrypted
             unknown = True
             continue
         table = (

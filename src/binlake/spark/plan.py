@@ -28,7 +28,7 @@ from pathlib import Path
 
 from binlake.decoder import MAGIC
 from binlake.errors import BinlogError, TruncatedError
-from binlake.events.base import EventType
+from binlake.events.base import LOG_EVENT_BINLOG_IN_USE_F, EventType
 from binlake.lake.records import BinlogFile, Split
 from binlake.reader import HeaderCache, HeaderInfo, HeaderTable, Source, header_table, walk_headers
 from binlake.storage import Location, StorageError, locate
@@ -38,7 +38,6 @@ __all__ = ["DEFAULT_SPLIT_BYTES", "BinlogFile", "Split", "list_binlogs", "plan_s
 
 DEFAULT_SPLIT_BYTES = 64 << 20
 _EXT = re.compile(r"\.(\d+)$")
-_IN_USE = 0x1  # LOG_EVENT_BINLOG_IN_USE_F
 
 
 def _is_binlog(path: str) -> bool:
@@ -111,7 +110,7 @@ def source_exists(path: str) -> bool:
     return os.path.exists(loc.uri) if loc.is_local else loc.exists()
 
 
-def _head(source: str | Source, *, cut: bool = False) -> tuple[bool, bool]:
+def binlog_head(source: str | Source, *, cut: bool = False) -> tuple[bool, bool]:
     """(closed, encrypted) from the file's first events: the format description's LOG_EVENT_BINLOG_IN_USE_F (set
     while the server writes the file, cleared when it closes it: ``MYSQL_BIN_LOG::close``) and MariaDB's
     START_ENCRYPTION_EVENT right after it (every later header's type code is then ciphertext).  ``cut``: a file
@@ -122,7 +121,7 @@ def _head(source: str | Source, *, cut: bool = False) -> tuple[bool, bool]:
     except TruncatedError:
         if not cut:
             raise
-    closed = bool(first) and not first[0].flags & _IN_USE
+    closed = bool(first) and not first[0].flags & LOG_EVENT_BINLOG_IN_USE_F
     return closed, any(h.type_code == EventType.START_ENCRYPTION_EVENT for h in first[1:])
 
 
@@ -163,7 +162,7 @@ def plan_file(
         return [Split(file, start, None)] if file.size > start else []
     try:
         source = file.source
-        closed, encrypted = _head(source, cut=not whole_tail)
+        closed, encrypted = binlog_head(source, cut=not whole_tail)
         table = headers.table(source, start) if headers is not None else header_table(source, start)
     except BinlogError:
         return [Split(file, start, None)]  # encrypted or damaged: one task decodes (and reports) it all

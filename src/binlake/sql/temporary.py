@@ -60,6 +60,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from binlake.errors import UnsupportedError
+from binlake.events.base import LOG_EVENT_ARTIFICIAL_F, LOG_EVENT_THREAD_SPECIFIC_F
 from binlake.sql.cursor import Cursor, Unread, create_head, drop_tables
 from binlake.sql.lexer import leading_keyword, tokens
 from binlake.sql.statements import NO_TEMPORARY, Scope, folded, is_ddl, moves
@@ -74,8 +75,6 @@ Session = tuple[int, int]
 """``(server id, thread id)``: whose temporary tables."""
 
 # event header flags (sql/log_event.h, both servers)
-_THREAD_SPECIFIC_F = 0x4  # LOG_EVENT_THREAD_SPECIFIC_F: the statement used the session's temporary tables
-_ARTIFICIAL_F = 0x20  # LOG_EVENT_ARTIFICIAL_F: made up by a dump thread or a replica, not a server's own
 
 _MAY_CREATE = leading_keyword(["CREATE"])
 _MAY_RENAME = leading_keyword(["RENAME"])
@@ -132,7 +131,7 @@ class TemporaryTables:
         held = self._sessions.get((ev.header.server_id, ev.thread_id))
         if held is None:
             return NO_TEMPORARY
-        if not ev.header.flags & _THREAD_SPECIFIC_F and _MAY_RENAME.match(ev.query_raw) is None:
+        if not ev.header.flags & LOG_EVENT_THREAD_SPECIFIC_F and _MAY_RENAME.match(ev.query_raw) is None:
             return NO_TEMPORARY
         return Scope(held)
 
@@ -157,7 +156,7 @@ class TemporaryTables:
         """Follow a format description (or START_EVENT_V3): if it says the server started, every session's
         temporary tables are gone."""
         created, server_id = ev.create_timestamp, ev.header.server_id
-        if not created or ev.header.flags & _ARTIFICIAL_F or self._starts.get(server_id) == created:
+        if not created or ev.header.flags & LOG_EVENT_ARTIFICIAL_F or self._starts.get(server_id) == created:
             return
         self._starts[server_id] = created
         self._sessions.clear()

@@ -50,7 +50,9 @@ __all__ = [
     "TlsFiles",
     "WorkloadBinlogs",
     "available",
+    "die_with_parent",
     "find_tool",
+    "free_port",
     "make_certificates",
     "missing_tools",
     "run_mariadb_binlog",
@@ -133,7 +135,7 @@ def run_mariadb_binlog(args: Sequence[str], file: Path | str, *, timeout: float 
     return proc.returncode, proc.stdout, proc.stderr.decode("utf-8", "replace")
 
 
-def _free_port() -> int:
+def free_port() -> int:
     """A TCP port on 127.0.0.1 that nobody listens on now (the server start retries if it gets taken)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -141,7 +143,7 @@ def _free_port() -> int:
         return port
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Runs in the forked child before exec: SIGTERM the server when the process that started it dies."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
@@ -282,12 +284,12 @@ class MariaDBServer:
         keep_port = self.port != 0  # a restart listens where clients already connect
         for _attempt in range(3):
             if not keep_port:
-                self.port = _free_port()
+                self.port = free_port()
             log_size = self.error_log.stat().st_size if self.error_log.exists() else 0
             self._spawn(mariadbd, user)
             if self._wait_ready():
                 return
-            # the port can be taken between _free_port() and the bind: try another one
+            # the port can be taken between free_port() and the bind: try another one
             new_log = self.error_log.read_bytes()[log_size:] if self.error_log.exists() else b""
             if b"Bind on TCP/IP port" not in new_log:
                 break
@@ -324,7 +326,7 @@ class MariaDBServer:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+                preexec_fn=die_with_parent if sys.platform.startswith("linux") else None,
             )
 
     def _wait_ready(self) -> bool:

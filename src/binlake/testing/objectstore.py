@@ -28,7 +28,7 @@ import urllib.request
 from pathlib import Path
 from types import TracebackType
 
-from binlake.testing.mariadb import _die_with_parent, _free_port
+from binlake.testing.mariadb import die_with_parent, free_port
 
 __all__ = ["INSTALL_HINT", "S3Server", "available"]
 
@@ -85,13 +85,13 @@ class S3Server:
         fd, log = tempfile.mkstemp(prefix="binlake-moto-", suffix=".log")
         self._log = Path(log)
         for _ in range(3):  # the free port may be taken before the server binds it
-            self.port = _free_port()
+            self.port = free_port()
             self._proc = subprocess.Popen(
                 [*command, "-H", "127.0.0.1", "-p", str(self.port)],
                 stdout=fd,
                 stderr=fd,
                 stdin=subprocess.DEVNULL,
-                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+                preexec_fn=die_with_parent if sys.platform.startswith("linux") else None,
             )
             if self._wait_ready():
                 os.close(fd)

@@ -29,7 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from binlake.testing.mariadb import _die_with_parent, _free_port
+from binlake.testing.mariadb import die_with_parent, free_port
 
 __all__ = ["StandaloneCluster", "spark_class"]
 
@@ -79,7 +79,7 @@ class StandaloneCluster:
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+            preexec_fn=die_with_parent if sys.platform.startswith("linux") else None,
         )
         log.close()
         self._procs.append(proc)
@@ -89,7 +89,7 @@ class StandaloneCluster:
             raise RuntimeError("pyspark is not installed: its bin/spark-class starts the cluster")
         self.base = Path(tempfile.mkdtemp(prefix="binlake-spark-cluster-"))
         try:
-            self.port, self.ui_port = _free_port(), _free_port()
+            self.port, self.ui_port = free_port(), free_port()
             self._start(
                 "master",
                 ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(self.port),
@@ -100,7 +100,7 @@ class StandaloneCluster:
                 self._start(
                     f"worker-{i}",
                     ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores", str(self.cores),
-                     "--memory", self.memory, "--webui-port", str(_free_port()), "--work-dir",
+                     "--memory", self.memory, "--webui-port", str(free_port()), "--work-dir",
                      str(self.base / f"work-{i}"), self.url],
                 )  # fmt: skip
             self._wait(lambda: len(self.alive_workers()) == self.workers, f"{self.workers} workers")

@@ -507,7 +507,7 @@ class DebeziumEncoder:
     """Writes Debezium JSON lines (module docstring); one encoder per output, it keeps the generated row writers."""
 
     def __init__(self, options: DebeziumOptions | None = None) -> None:
-        from binlake import __version__
+        from binlake.version import __version__
 
         self.options = options or DebeziumOptions()
         self._head = f'"source":{{"version":{_json_str(__version__)},"connector":'

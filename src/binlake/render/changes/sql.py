@@ -63,6 +63,7 @@ from typing import TYPE_CHECKING
 
 from binlake.changes.records import RowsChange, Statement, TableInfo, Transaction
 from binlake.coltypes import Column, ColumnType
+from binlake.events.base import LOG_EVENT_SUPPRESS_USE_F
 from binlake.events.load import ExecuteLoadQueryEvent, FileBlockEvent
 from binlake.render.changes.plans import INT_SIZES, STRINGS, UTF8, PlanCache
 from binlake.render.changes.plans import speedups as _speedups
@@ -610,7 +611,7 @@ class SqlWriter:
             if load is None:
                 self._emit(f"# LOAD DATA not replayed (give --local-load DIR for its file): {_one_line(ev.query)}\n")
                 return
-        if ev.db and ev.db != st.db and not ev.header.flags & 0x8:  # LOG_EVENT_SUPPRESS_USE_F
+        if ev.db and ev.db != st.db and not ev.header.flags & LOG_EVENT_SUPPRESS_USE_F:
             out.append(f"USE `{ev.db.replace('`', '``')}`;\n")
             st.db = ev.db
         mask = 0xFFFFFFFF if trx.flavor != "mysql" else ~sum(MARIADB_OPTIONS) & 0xFFFFFFFF

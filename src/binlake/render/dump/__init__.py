@@ -23,7 +23,9 @@ the key) binlake goes on decoding correctly; a decoding error ends the dump with
 
 The modules, one per event family and per value family:
 
-- :mod:`.printer`: :class:`TextPrinter`, the output buffers, header lines and dispatch by event type;
+- :mod:`.printer`: :class:`TextPrinter`, the bounds and dispatch by event type;
+- :mod:`.output`: what the printers write to: the output buffer, the ``--flashback`` hold-back, the session state
+  printed last, the header lines;
 - :mod:`.rows`, :mod:`.query`, :mod:`.transaction`, :mod:`.control`: the event families' printers;
 - :mod:`.rowtext`: the ``###`` lines of row changes (Python printers and the C printer's plans);
 - :mod:`.tablemap`: the SQL type names (``# Columns``/``# Primary Key``, the ``TYPE`` of row lines);

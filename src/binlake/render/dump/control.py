@@ -16,98 +16,90 @@ Example (corpus-bin.000009 of the corpus)::
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
-from binlake.events.base import Event, EventType
+from binlake.events.base import LOG_EVENT_ARTIFICIAL_F, LOG_EVENT_IGNORABLE_F, Event, EventType
 from binlake.events.control import IncidentEvent, RotateEvent, StopEvent
 from binlake.events.format import FormatDescriptionEvent
 from binlake.events.gtid import BinlogCheckpointEvent, GtidListEvent
 from binlake.events.mariadb import StartEncryptionEvent
+from binlake.render.dump.output import Handler, Output
 from binlake.render.dump.quoting import DELIM
-
-if TYPE_CHECKING:
-    from binlake.render.dump.printer import Handler, TextPrinter
 
 __all__ = ["HANDLERS", "unknown_event"]
 
 E = EventType
 
-_IGNORABLE_F = 0x80  # LOG_EVENT_IGNORABLE_F (MariaDB sql/log_event.h)
 # Log_event::get_type_str of the types printed by name
 _TYPE_STR: dict[int, str] = {E.START_ENCRYPTION_EVENT: "Start_encryption"}
 
 
-def _fde(printer: TextPrinter, ev: Event) -> None:
+def _fde(out: Output, ev: Event) -> None:
     assert isinstance(ev, FormatDescriptionEvent)
-    start = printer.options.filter.start_position
+    start = out.options.filter.start_position
     if start is not None and start > 4 and ev.header.pos == 4:
         return  # read only for its format (check_header): --base64-output=DECODE-ROWS does not print it
     t = time.localtime(ev.header.timestamp)
     created = f"{t.tm_year % 100:02d}{t.tm_mon:02d}{t.tm_mday:02d} {t.tm_hour:2d}:{t.tm_min:02d}:{t.tm_sec:02d}"
     text = (
-        f"{printer._header(ev)}\tStart: binlog v {ev.binlog_version}, server v {ev.server_version} created {created}"
+        f"{out.header(ev)}\tStart: binlog v {ev.binlog_version}, server v {ev.server_version} created {created}"
         + (" at startup" if ev.create_timestamp else "")
         + "\n"
     )
     if ev.in_use:
         text += "# Warning: this binlog is either in use or was not closed properly.\n"
-    if ev.create_timestamp and not ev.header.flags & 0x20:
+    if ev.create_timestamp and not ev.header.flags & LOG_EVENT_ARTIFICIAL_F:
         text += f"ROLLBACK{DELIM}\n"
-    printer._emit(text)
+    out.emit(text)
 
 
-def _gtid_list(printer: TextPrinter, ev: Event) -> None:
+def _gtid_list(out: Output, ev: Event) -> None:
     assert isinstance(ev, GtidListEvent)
     gtids = sorted(ev.gtids, key=lambda g: (g.domain_id, g.server_id, g.seq_no))
     listed = ",\n# ".join(f"{g.domain_id}-{g.server_id}-{g.seq_no}" for g in gtids)
-    printer._emit(f"{printer._header(ev)}\tGtid list [{listed}]\n")
+    out.emit(f"{out.header(ev)}\tGtid list [{listed}]\n")
 
 
-def _checkpoint(printer: TextPrinter, ev: Event) -> None:
+def _checkpoint(out: Output, ev: Event) -> None:
     assert isinstance(ev, BinlogCheckpointEvent)
     name = ev.binlog_file_raw.decode("utf-8", "surrogateescape")
-    printer._emit(f"{printer._header(ev)}\tBinlog checkpoint {name}\n")
+    out.emit(f"{out.header(ev)}\tBinlog checkpoint {name}\n")
 
 
-def _rotate(printer: TextPrinter, ev: Event) -> None:
+def _rotate(out: Output, ev: Event) -> None:
     assert isinstance(ev, RotateEvent)
     name = ev.name_raw.decode("utf-8", "surrogateescape")
-    printer._emit(f"{printer._header(ev)}\tRotate to {name}  pos: {ev.position}\n")
+    out.emit(f"{out.header(ev)}\tRotate to {name}  pos: {ev.position}\n")
 
 
-def _stop_event(printer: TextPrinter, ev: Event) -> None:
+def _stop_event(out: Output, ev: Event) -> None:
     assert isinstance(ev, StopEvent)
-    text = f"{printer._header(ev)}\tStop\n"
-    if printer.options.flashback:
-        printer._stop = text
-    else:
-        printer._emit(text)
+    out.stop_text(f"{out.header(ev)}\tStop\n")
 
 
-def _start_encryption(printer: TextPrinter, ev: Event) -> None:
+def _start_encryption(out: Output, ev: Event) -> None:
     assert isinstance(ev, StartEncryptionEvent)
-    if ev.header.flags & _IGNORABLE_F:  # as a server sends it to replicas, the log after it decrypted
-        unknown_event(printer, ev)
+    if ev.header.flags & LOG_EVENT_IGNORABLE_F:  # as a server sends it to replicas, the log after it decrypted
+        unknown_event(out, ev)
         return
-    printer._emit(
+    out.emit(
         f"# Encryption scheme: {ev.crypto_scheme}, key_version: {ev.key_version}, nonce: {ev.nonce.hex()}\n"
         "# The rest of the binlog is encrypted!\n"
     )
 
 
-def _incident(printer: TextPrinter, ev: Event) -> None:
+def _incident(out: Output, ev: Event) -> None:
     assert isinstance(ev, IncidentEvent)
     message = ev.message_raw.decode("utf-8", "surrogateescape")
-    printer._emit(f"{printer._header(ev)}\n# Incident: {message}\nRELOAD DATABASE; # Shall generate syntax error\n")
+    out.emit(f"{out.header(ev)}\n# Incident: {message}\nRELOAD DATABASE; # Shall generate syntax error\n")
 
 
-def unknown_event(printer: TextPrinter, ev: Event) -> None:
+def unknown_event(out: Output, ev: Event) -> None:
     """``Unknown_log_event::print`` / ``Ignorable_log_event::print``."""
-    if ev.header.flags & _IGNORABLE_F:
+    if ev.header.flags & LOG_EVENT_IGNORABLE_F:
         name = _TYPE_STR.get(ev.header.type_code, ev.header.type)
-        printer._emit(f"{printer._header(ev)}\tIgnorable\n# Ignorable event type {ev.header.type_code} ({name})\n")
+        out.emit(f"{out.header(ev)}\tIgnorable\n# Ignorable event type {ev.header.type_code} ({name})\n")
     else:
-        printer._emit(f"{printer._header(ev)}\n# Unknown event\n")
+        out.emit(f"{out.header(ev)}\n# Unknown event\n")
 
 
 HANDLERS: dict[int, Handler] = {

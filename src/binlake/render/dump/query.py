@@ -3,7 +3,7 @@ statement its context (INTVAR, RAND, USER_VAR, the LOAD DATA file blocks).
 
 ``Query_log_event::print_query_header``/``print`` (``sql/log_event_client.cc``): the ``SET`` statements of the
 session state repeat only where it changed since the last statement printed (the printer's
-:class:`~binlake.render.dump.printer.Session`, ``PRINT_EVENT_INFO`` in MariaDB).  :data:`HANDLERS` is this
+:class:`~binlake.render.dump.output.Session`, ``PRINT_EVENT_INFO`` in MariaDB).  :data:`HANDLERS` is this
 family's part of the printer's dispatch table.
 
 Example (corpus-bin.000009 of the corpus, some lines left out)::
@@ -22,26 +22,29 @@ Example (corpus-bin.000009 of the corpus, some lines left out)::
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING
 
 from binlake.coltypes import Column, ColumnType
-from binlake.events.base import Event, EventType
+from binlake.events.base import (
+    LOG_EVENT_SKIP_REPLICATION_F,
+    LOG_EVENT_SUPPRESS_USE_F,
+    LOG_EVENT_THREAD_SPECIFIC_F,
+    Event,
+    EventType,
+)
 from binlake.events.control import IntvarEvent, RandEvent, UserVarEvent
+from binlake.events.gtid import (
+    FL_COMMIT_ALTER_E1,
+    FL_COMPLETED_XA,
+    FL_PREPARED_XA,
+    FL_ROLLBACK_ALTER_E1,
+    FL_START_ALTER_E1,
+)
 from binlake.events.load import ExecuteLoadQueryEvent, FileBlockEvent, FileIdEvent
 from binlake.events.query import QueryEvent
+from binlake.render.dump.output import Handler, Output, Session
 from binlake.render.dump.quoting import DELIM, backtick, pretty_str
-from binlake.render.dump.rowtext import _RENDER
-from binlake.render.dump.transaction import (
-    _FL_COMMIT_ALTER,
-    _FL_COMPLETED_XA,
-    _FL_PREPARED_XA,
-    _FL_ROLLBACK_ALTER,
-    _FL_START_ALTER,
-)
+from binlake.render.dump.rowtext import RENDER
 from binlake.values import collations, reader_for
-
-if TYPE_CHECKING:
-    from binlake.render.dump.printer import Handler, Session, TextPrinter
 
 __all__ = [
     "HANDLERS",
@@ -55,10 +58,6 @@ __all__ = [
 T = ColumnType
 E = EventType
 
-# Query flags the printer reads (MariaDB sql/log_event.h)
-_THREAD_SPECIFIC_F = 0x4
-_SUPPRESS_USE_F = 0x8
-_SKIP_REPLICATION_F = 0x400
 # (Q_FLAGS2 bit, printed inverted, session variable) in print_query_header's order
 _NOT_AUTOCOMMIT = 1 << 19
 _FLAGS2_PRINTED = (
@@ -99,16 +98,16 @@ def _c_g(value: float, precision: int) -> str:
 # Query_log_event::print_query_header / print
 
 
-def _query(printer: TextPrinter, ev: Event) -> None:
+def _query(out: Output, ev: Event) -> None:
     assert isinstance(ev, QueryEvent)
-    state = printer.session
-    is_xa = bool(state.gtid_flags2 & (_FL_PREPARED_XA | _FL_COMPLETED_XA))
+    state = out.session
+    is_xa = bool(state.gtid_flags2 & (FL_PREPARED_XA | FL_COMPLETED_XA))
     trans = _is_trans_keyword(ev.query_raw, is_xa)
-    f = printer.options.filter
+    f = out.options.filter
     if not trans and (not f.wants_database(ev.db) or not f.wants_op("statement")):
         return
-    suppress_use = trans or bool(ev.header.flags & _SUPPRESS_USE_F)
-    _skip_replication(printer, ev)
+    suppress_use = trans or bool(ev.header.flags & LOG_EVENT_SUPPRESS_USE_F)
+    _skip_replication(out, ev)
     load = isinstance(ev, ExecuteLoadQueryEvent)
     name = (
         "Execute_load_query"
@@ -116,8 +115,8 @@ def _query(printer: TextPrinter, ev: Event) -> None:
         else ("Query_compressed" if ev.header.type_code == E.QUERY_COMPRESSED_EVENT else "Query")
     )
     xid = ev.status("XID")
-    out = [
-        f"{printer._header(ev)}\t{name}\tthread_id={ev.thread_id}\texec_time={ev.exec_time}\t"
+    lines = [
+        f"{out.header(ev)}\t{name}\tthread_id={ev.thread_id}\texec_time={ev.exec_time}\t"
         f"error_code={ev.error_code}\txid={xid if isinstance(xid, int) else 0}\n"
     ]
     if suppress_use:
@@ -127,26 +126,26 @@ def _query(printer: TextPrinter, ev: Event) -> None:
         different = state.db != ev.db
         state.db = ev.db
         if ev.db and different:
-            out.append(f"use {backtick(ev.db)}{DELIM}\n")
-    out.extend(f"{stmt}{DELIM}\n" for stmt in session_statements(state, ev, printer._options_mask))
+            lines.append(f"use {backtick(ev.db)}{DELIM}\n")
+    lines.extend(f"{stmt}{DELIM}\n" for stmt in session_statements(state, ev, out.options_mask))
     query = ev.query_raw.decode("utf-8", "surrogateescape")
     gtid3 = ev.status("GTID_FLAGS3")
-    alter = isinstance(gtid3, tuple) and gtid3[0] & (_FL_START_ALTER | _FL_COMMIT_ALTER | _FL_ROLLBACK_ALTER)
+    alter = isinstance(gtid3, tuple) and gtid3[0] & (FL_START_ALTER_E1 | FL_COMMIT_ALTER_E1 | FL_ROLLBACK_ALTER_E1)
     if isinstance(ev, ExecuteLoadQueryEvent):
         local = f"{_LOAD_DIR}/{load_file_name(ev)}"
-        out.append(f"{load_query(ev, local)}\n{DELIM}\n# file_id: {ev.file_id} \n")
-        printer._emit("".join(out))  # Execute_load_query_log_event::print writes straight out, even under flashback
+        lines.append(f"{load_query(ev, local)}\n{DELIM}\n# file_id: {ev.file_id} \n")
+        out.emit("".join(lines))  # Execute_load_query_log_event::print writes straight out, even under flashback
         return
-    if printer.options.flashback:  # Query_log_event::print compares the text with "BEGIN" / "COMMIT" exactly
+    if out.options.flashback:  # Query_log_event::print compares the text with "BEGIN" / "COMMIT" exactly
         if ev.query_raw == b"BEGIN":
-            out.append(f"COMMIT\n{DELIM}\n")
+            lines.append(f"COMMIT\n{DELIM}\n")
         elif ev.query_raw == b"COMMIT":
-            out.append(f"START TRANSACTION\n{DELIM}\n")
+            lines.append(f"START TRANSACTION\n{DELIM}\n")
     elif alter:
-        out.append(f"### {query}\n")
+        lines.append(f"### {query}\n")
     else:
-        out.append(f"{query}\n{DELIM}\n")
-    printer._event_text("".join(out))
+        lines.append(f"{query}\n{DELIM}\n")
+    out.event_text("".join(lines))
 
 
 def load_file_name(ev: ExecuteLoadQueryEvent) -> str:
@@ -182,7 +181,7 @@ def session_statements(
     frac = f".{micro:06d}" if isinstance(micro, int) and 0 < micro <= 999999 else ""
     out.append(f"SET TIMESTAMP={ev.header.timestamp}{frac}")
     if pseudo_thread and (
-        state.thread_id is None or (ev.header.flags & _THREAD_SPECIFIC_F and ev.thread_id != state.thread_id)
+        state.thread_id is None or (ev.header.flags & LOG_EVENT_THREAD_SPECIFIC_F and ev.thread_id != state.thread_id)
     ):
         out.append(f"SET @@session.pseudo_thread_id={ev.thread_id}")
         state.thread_id = ev.thread_id
@@ -238,12 +237,12 @@ def session_statements(
     return out
 
 
-def _skip_replication(printer: TextPrinter, ev: Event) -> None:
+def _skip_replication(out: Output, ev: Event) -> None:
     """``print_skip_replication_statement``: only when LOG_EVENT_SKIP_REPLICATION_F changes."""
-    flag = int(bool(ev.header.flags & _SKIP_REPLICATION_F))
-    if flag != printer.session.skip_replication:
-        printer._emit(f"/*!50521 SET skip_replication={flag}*/{DELIM}\n")
-        printer.session.skip_replication = flag
+    flag = int(bool(ev.header.flags & LOG_EVENT_SKIP_REPLICATION_F))
+    if flag != out.session.skip_replication:
+        out.emit(f"/*!50521 SET skip_replication={flag}*/{DELIM}\n")
+        out.session.skip_replication = flag
 
 
 # the statement's context: Intvar_log_event, Rand_log_event, User_var_log_event ::print
@@ -273,7 +272,7 @@ def context_statement(ev: Event, *, exact: bool = False) -> str:
     elif ev.value_type == 4:  # DECIMAL_RESULT: precision, scale, then the binary decimal
         col = Column.build(0, T.NEWDECIMAL, raw[:2])
         dec, _ = reader_for(col)(raw, 2)
-        value = _RENDER[T.NEWDECIMAL](col, dec)
+        value = RENDER[T.NEWDECIMAL](col, dec)
     else:  # STRING_RESULT
         cs = collations.charset_name(ev.charset)
         coll = collations.collation_name(ev.charset, mariadb=True)
@@ -281,31 +280,31 @@ def context_statement(ev: Event, *, exact: bool = False) -> str:
     return f"SET @{backtick(name)}:={value}"
 
 
-def _intvar(printer: TextPrinter, ev: Event) -> None:
-    printer._emit(f"{printer._header(ev)}\tIntvar\n{context_statement(ev)}{DELIM}\n")
+def _intvar(out: Output, ev: Event) -> None:
+    out.emit(f"{out.header(ev)}\tIntvar\n{context_statement(ev)}{DELIM}\n")
 
 
-def _rand(printer: TextPrinter, ev: Event) -> None:
-    printer._emit(f"{printer._header(ev)}\tRand\n{context_statement(ev)}{DELIM}\n")
+def _rand(out: Output, ev: Event) -> None:
+    out.emit(f"{out.header(ev)}\tRand\n{context_statement(ev)}{DELIM}\n")
 
 
-def _user_var(printer: TextPrinter, ev: Event) -> None:
-    printer._emit(f"{printer._header(ev)}\tUser_var\n{context_statement(ev)}{DELIM}\n")
+def _user_var(out: Output, ev: Event) -> None:
+    out.emit(f"{out.header(ev)}\tUser_var\n{context_statement(ev)}{DELIM}\n")
 
 
 # LOAD DATA: Append_block_log_event::print, Delete_file_log_event::print
 
 
-def _file_block(printer: TextPrinter, ev: Event) -> None:
+def _file_block(out: Output, ev: Event) -> None:
     """``Append_block_log_event::print`` (BEGIN_LOAD_QUERY prints the same, under its own name)."""
     assert isinstance(ev, FileBlockEvent)
     name = "Begin_load_query" if ev.header.type_code == E.BEGIN_LOAD_QUERY_EVENT else "Append_block"
-    printer._emit(f"{printer._header(ev)}\n#{name}: file_id: {ev.file_id}  block_len: {len(ev.block)}\n")
+    out.emit(f"{out.header(ev)}\n#{name}: file_id: {ev.file_id}  block_len: {len(ev.block)}\n")
 
 
-def _delete_file(printer: TextPrinter, ev: Event) -> None:
+def _delete_file(out: Output, ev: Event) -> None:
     assert isinstance(ev, FileIdEvent)
-    printer._emit(f"{printer._header(ev)}\n#Delete_file: file_id={ev.file_id}\n")
+    out.emit(f"{out.header(ev)}\n#Delete_file: file_id={ev.file_id}\n")
 
 
 HANDLERS: dict[int, Handler] = {

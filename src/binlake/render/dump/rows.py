@@ -6,7 +6,7 @@ tail cache, an ANNOTATE_ROWS until the table map it belongs to; ``--flashback`` 
 statement's rows events (:mod:`binlake.render.flashback`).  The headers are ``Table_map_log_event::print`` and
 ``Rows_log_event::print_helper`` (``sql/log_event_client.cc``); the ``###`` text comes from
 :mod:`binlake.render.dump.rowtext` (the C printer where it takes the event), the ``# Columns`` lines from
-:mod:`binlake.render.dump.tablemap`.  :data:`HANDLERS` is this family's part of the printer's dispatch table.
+:mod:`binlake.render.dump.tablemap`.  :class:`RowsPrinter` keeps that state and prints the family's events.
 
 Example (corpus-bin.000009 of the corpus: ANNOTATE_ROWS, TABLE_MAP, one WRITE_ROWS)::
 
@@ -33,23 +33,22 @@ Example (corpus-bin.000009 of the corpus: ANNOTATE_ROWS, TABLE_MAP, one WRITE_RO
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+from binlake.coltypes import Column
 from binlake.events.base import Event, EventType
 from binlake.events.mariadb import AnnotateRowsEvent
 from binlake.events.rows import RowsEvent
-from binlake.events.table_map import TableMapEvent
+from binlake.events.table_map import TM_BIT_HAS_TRIGGERS_F, OptionalField, TableMapEvent
+from binlake.render.dump.output import Output
 from binlake.render.dump.quoting import backtick
-from binlake.render.dump.rowtext import _SQL, TextPlan, _RowsText, text_plan
+from binlake.render.dump.rowtext import SQL_CLAUSES, RowsText, TextPlan, text_plan
 from binlake.render.dump.tablemap import columns_lines, primary_key_line
 from binlake.render.flashback import Change, Image, invert
 from binlake.values.row import ABSENT
 
-if TYPE_CHECKING:
-    from binlake.render.dump.printer import Handler, TextPrinter
-
-__all__ = ["HANDLERS", "rows_event"]
+__all__ = ["RowsPrinter"]
 
 E = EventType
 _TEXTS_KEPT = 512  # row printers kept (one per table layout, change kind and columns present)
@@ -79,171 +78,197 @@ def _presence(image: Image | None) -> tuple[bool, ...]:
     return tuple(value is not ABSENT for value in image or ())
 
 
-def _table_map(printer: TextPrinter, ev: Event) -> None:
-    assert isinstance(ev, TableMapEvent)
-    opts = printer.options
-    if not opts.filter.wants_table(ev.schema, ev.table):
-        printer._ignored.add(ev.table_id)
-        return
-    printer._ignored.discard(ev.table_id)
-    if printer._annotate is not None:
-        printer._head.extend(printer._annotate)
-        printer._annotate = None
-    triggers = " (has triggers)" if ev.flags & 0x4000 else ""  # TM_BIT_HAS_TRIGGERS_F (MariaDB)
-    printer._head.append(
-        f"{printer._header(ev)}\tTable_map: {backtick(ev.schema)}.{backtick(ev.table)} "
-        f"mapped to number {ev.table_id}{triggers}\n"
+class RowsPrinter:
+    """``print_row_event``'s state and the printers of TABLE_MAP, ANNOTATE_ROWS and rows events, writing to ``out``.
+
+    It holds the head cache (the headers of a statement's events so far, and a kept ANNOTATE_ROWS), the tail cache
+    (their ``###`` text), the statement's row count, the table ids whose maps the filter leaves out, the rows events
+    of the statement under ``--flashback``, and the row printers made per table layout.
+    """
+
+    __slots__ = (
+        "_annotate",
+        "_head",
+        "_ignored",
+        "_meta_lines",
+        "_row_count",
+        "_stmt",
+        "_tail",
+        "_text_plans",
+        "_texts",
+        "out",
+        "row_counts",
     )
-    if opts.table_metadata:
-        printer._head.append(_metadata_lines(printer, ev))
-    printer._emit("".join(printer._head))
-    printer._head.clear()
-    printer._stmt.clear()
 
+    def __init__(self, out: Output) -> None:
+        self.out = out
+        self._head: list[str] = []  # head_cache: headers waiting for the end of a statement
+        self._tail: list[str] = []  # tail_cache: the rows text of the statement so far
+        self._annotate: list[str] | None = None  # a kept ANNOTATE_ROWS (printed with the next table map)
+        self._row_count = 0
+        self.row_counts: Counter[str] = Counter()  # row changes printed, per operation (the tail's metrics)
+        self._ignored: set[int] = set()  # table ids whose maps --database/--table filter out
+        self._stmt: list[RowsEvent] = []  # --flashback: rows events of the current statement
+        self._texts: dict[tuple[int, str, tuple[tuple[bool, ...], ...]], tuple[tuple[Column, ...], RowsText]] = {}
+        self._meta_lines: dict[tuple[int, int], tuple[tuple[Column, ...], tuple[OptionalField, ...], str]] = {}
+        self._text_plans: dict[tuple[int, str, bytes, bytes | None], tuple[tuple[Column, ...], TextPlan | None]] = {}
 
-def _metadata_lines(printer: TextPrinter, tm: TableMapEvent) -> str:
-    """``# Columns(...)`` and ``# Primary Key(...)``, made once per layout: a table map decoded again returns
-    the same ``columns`` and ``optional`` tuples (``table_map._layout`` is cached), which hold all they print."""
-    key = (id(tm.columns), id(tm.optional))
-    cached = printer._meta_lines.get(key)
-    if cached is None or cached[0] is not tm.columns or cached[1] is not tm.optional:
-        if len(printer._meta_lines) >= _TEXTS_KEPT:
-            printer._meta_lines.clear()
-        cached = (tm.columns, tm.optional, columns_lines(tm) + primary_key_line(tm))
-        printer._meta_lines[key] = cached
-    return cached[2]
+    def table_map(self, ev: Event) -> None:
+        """``Table_map_log_event::print``, after a kept ANNOTATE_ROWS (unless the filter leaves the table out)."""
+        assert isinstance(ev, TableMapEvent)
+        out = self.out
+        opts = out.options
+        if not opts.filter.wants_table(ev.schema, ev.table):
+            self._ignored.add(ev.table_id)
+            return
+        self._ignored.discard(ev.table_id)
+        if self._annotate is not None:
+            self._head.extend(self._annotate)
+            self._annotate = None
+        triggers = " (has triggers)" if ev.flags & TM_BIT_HAS_TRIGGERS_F else ""
+        self._head.append(
+            f"{out.header(ev)}\tTable_map: {backtick(ev.schema)}.{backtick(ev.table)} "
+            f"mapped to number {ev.table_id}{triggers}\n"
+        )
+        if opts.table_metadata:
+            self._head.append(self._metadata_lines(ev))
+        out.emit("".join(self._head))
+        self._head.clear()
+        self._stmt.clear()
 
+    def _metadata_lines(self, tm: TableMapEvent) -> str:
+        """``# Columns(...)`` and ``# Primary Key(...)``, made once per layout: a table map decoded again returns
+        the same ``columns`` and ``optional`` tuples (``table_map._layout`` is cached), which hold all they print."""
+        key = (id(tm.columns), id(tm.optional))
+        cached = self._meta_lines.get(key)
+        if cached is None or cached[0] is not tm.columns or cached[1] is not tm.optional:
+            if len(self._meta_lines) >= _TEXTS_KEPT:
+                self._meta_lines.clear()
+            cached = (tm.columns, tm.optional, columns_lines(tm) + primary_key_line(tm))
+            self._meta_lines[key] = cached
+        return cached[2]
 
-def _annotate_rows(printer: TextPrinter, ev: Event) -> None:
-    assert isinstance(ev, AnnotateRowsEvent)
-    text = ev.query_raw
-    lines = [f"{printer._header(ev)}\tAnnotate_rows:\n"]
-    for line in text.replace(b"\r", b"\n").split(b"\n"):
-        if line:
-            lines.append("#Q> " + line.decode("utf-8", "surrogateescape") + "\n")
-    printer._annotate = lines
+    def annotate_rows(self, ev: Event) -> None:
+        """``Annotate_rows_log_event::print``, kept until the table map it belongs to."""
+        assert isinstance(ev, AnnotateRowsEvent)
+        text = ev.query_raw
+        lines = [f"{self.out.header(ev)}\tAnnotate_rows:\n"]
+        for line in text.replace(b"\r", b"\n").split(b"\n"):
+            if line:
+                lines.append("#Q> " + line.decode("utf-8", "surrogateescape") + "\n")
+        self._annotate = lines
 
-
-def rows_event(printer: TextPrinter, ev: RowsEvent) -> None:
-    """``print_row_event``: hold each event's text until the statement ends, then print it all."""
-    stmt_end = ev.stmt_end
-    if stmt_end:
-        printer._annotate = None  # an ANNOTATE_ROWS whose table maps were all filtered away
-    if ev.table_id in printer._ignored or not printer.options.filter.wants_op(ev.kind):
-        if stmt_end:  # the statement's last event is filtered: what its other events printed goes out now
-            printer._ignored.clear()
-            printer._emit("".join(printer._head))
-            printer._emit("".join(printer._tail))
-            printer._head.clear()
-            printer._tail.clear()
-            printer._row_count = 0  # the count is not printed, and starts afresh
-        return
-    if printer.options.flashback:
-        printer._stmt.append(ev)
+    def rows_event(self, ev: RowsEvent) -> None:
+        """``print_row_event``: hold each event's text until the statement ends, then print it all."""
+        out = self.out
+        stmt_end = ev.stmt_end
         if stmt_end:
-            for i, e in enumerate(reversed(printer._stmt)):
-                _rows_text(printer, e, flashback=True, stmt_end=i == len(printer._stmt) - 1)
-            printer._stmt.clear()
-    else:
-        _rows_text(printer, ev, flashback=False, stmt_end=stmt_end)
-    if stmt_end:
-        printer._emit(f"# Number of rows: {printer._row_count}\n")
-        printer._row_count = 0
+            self._annotate = None  # an ANNOTATE_ROWS whose table maps were all filtered away
+        if ev.table_id in self._ignored or not out.options.filter.wants_op(ev.kind):
+            if stmt_end:  # the statement's last event is filtered: what its other events printed goes out now
+                self._ignored.clear()
+                out.emit("".join(self._head))
+                out.emit("".join(self._tail))
+                self._head.clear()
+                self._tail.clear()
+                self._row_count = 0  # the count is not printed, and starts afresh
+            return
+        if out.options.flashback:
+            self._stmt.append(ev)
+            if stmt_end:
+                for i, e in enumerate(reversed(self._stmt)):
+                    self._rows_text(e, flashback=True, stmt_end=i == len(self._stmt) - 1)
+                self._stmt.clear()
+        else:
+            self._rows_text(ev, flashback=False, stmt_end=stmt_end)
+        if stmt_end:
+            out.emit(f"# Number of rows: {self._row_count}\n")
+            self._row_count = 0
 
+    def _rows_text(self, ev: RowsEvent, flashback: bool, stmt_end: bool) -> None:
+        """``Rows_log_event::print_helper`` + ``print_verbose``: the header to head, the rows to tail."""
+        out = self.out
+        name = _ROWS_NAMES.get(ev.header.type_code, ev.header.type)
+        if flashback and not ev.compressed:
+            name = _FLASHBACK_NAMES.get(name, name)
+        head, tail = self._head, self._tail
+        head.append(f"{out.header(ev)}\t{name}: table id {ev.table_id}{' flags: STMT_END_F' if stmt_end else ''}\n")
+        if ev.extra is not None and ev.extra.ndb_format is not None:
+            data = ev.extra.ndb_data or b""
+            tail.append(f"### Extra row data format: {ev.extra.ndb_format}, len: {len(data)} :")
+            tail.append(("0x" + data.hex().upper() if data else "") + "\n")
+        tm = ev.table_map
+        if tm is None:
+            tail.append(f"### Row event for unknown table #{ev.table_id}")
+        elif flashback or not self._compiled_text(ev, tm):
+            changes: Sequence[Change] = ev.rows(typed=False)
+            kind: str = ev.kind
+            if flashback:
+                kind, changes = invert(kind, changes)
+            self._changes_text(tm, kind, changes)
+        if stmt_end:
+            if out.options.flashback:
+                out.event_text("".join(head) + "".join(tail))
+            else:  # the pieces themselves: joined once, when written
+                out.emit_parts(head)
+                out.emit_parts(tail)
+            head.clear()
+            tail.clear()
 
-def _rows_text(printer: TextPrinter, ev: RowsEvent, flashback: bool, stmt_end: bool) -> None:
-    """``Rows_log_event::print_helper`` + ``print_verbose``: the header to head, the rows to tail."""
-    name = _ROWS_NAMES.get(ev.header.type_code, ev.header.type)
-    if flashback and not ev.compressed:
-        name = _FLASHBACK_NAMES.get(name, name)
-    printer._head.append(
-        f"{printer._header(ev)}\t{name}: table id {ev.table_id}{' flags: STMT_END_F' if stmt_end else ''}\n"
-    )
-    tail = printer._tail
-    if ev.extra is not None and ev.extra.ndb_format is not None:
-        data = ev.extra.ndb_data or b""
-        tail.append(f"### Extra row data format: {ev.extra.ndb_format}, len: {len(data)} :")
-        tail.append(("0x" + data.hex().upper() if data else "") + "\n")
-    tm = ev.table_map
-    if tm is None:
-        tail.append(f"### Row event for unknown table #{ev.table_id}")
-    elif flashback or not _compiled_text(printer, ev, tm):
-        changes: Sequence[Change] = ev.rows(typed=False)
-        kind: str = ev.kind
-        if flashback:
-            kind, changes = invert(kind, changes)
-        _changes_text(printer, tm, kind, changes)
-    if stmt_end:
-        if printer.options.flashback:
-            printer._undo.append("".join(printer._head) + "".join(tail))
-        else:  # the pieces themselves: joined once, in flush()
-            printer._emit_parts(printer._head)
-            printer._emit_parts(tail)
-        printer._head.clear()
-        tail.clear()
+    def _compiled_text(self, ev: RowsEvent, tm: TableMapEvent) -> bool:
+        """The rows text of ``ev`` straight from its row images by the compiled printer (:func:`text_plan`), when
+        it takes the event; ``False`` leaves it to the Python path (decoded rows through :class:`RowsText`)."""
+        if TextPlan is None or ev.partial or not ev.rows_data or tm.column_count != ev.column_count:
+            return False
+        after = ev.columns_after if ev.kind == "update" else None
+        key = (id(tm.columns), ev.kind, ev.columns_before, after)
+        cached = self._text_plans.get(key)
+        if cached is None or cached[0] is not tm.columns:
+            if len(self._text_plans) >= _TEXTS_KEPT:
+                self._text_plans.clear()
+            present = (ev.columns_before,) if after is None else (ev.columns_before, after)
+            cached = (tm.columns, text_plan(tm.columns, ev.kind, present))
+            self._text_plans[key] = cached
+        plan = cached[1]
+        if plan is None:
+            return False
+        head = f"### {SQL_CLAUSES[ev.kind][0]} {backtick(tm.schema)}.{backtick(tm.table)}\n"
+        try:
+            done = plan.text(ev.rows_data, head.encode("utf-8", "surrogateescape"))
+        except UnicodeEncodeError:  # a name with a lone surrogate that is no escaped byte
+            return False
+        if done is None:
+            return False
+        self._tail.append(done[0])
+        self._row_count += done[1]
+        self.row_counts[ev.kind] += done[1]
+        return True
 
-
-def _compiled_text(printer: TextPrinter, ev: RowsEvent, tm: TableMapEvent) -> bool:
-    """The rows text of ``ev`` straight from its row images by the compiled printer (:func:`text_plan`), when
-    it takes the event; ``False`` leaves it to the Python path (decoded rows through :class:`_RowsText`)."""
-    if TextPlan is None or ev.partial or not ev.rows_data or tm.column_count != ev.column_count:
-        return False
-    after = ev.columns_after if ev.kind == "update" else None
-    key = (id(tm.columns), ev.kind, ev.columns_before, after)
-    cached = printer._text_plans.get(key)
-    if cached is None or cached[0] is not tm.columns:
-        if len(printer._text_plans) >= _TEXTS_KEPT:
-            printer._text_plans.clear()
-        present = (ev.columns_before,) if after is None else (ev.columns_before, after)
-        cached = (tm.columns, text_plan(tm.columns, ev.kind, present))
-        printer._text_plans[key] = cached
-    plan = cached[1]
-    if plan is None:
-        return False
-    head = f"### {_SQL[ev.kind][0]} {backtick(tm.schema)}.{backtick(tm.table)}\n"
-    try:
-        done = plan.text(ev.rows_data, head.encode("utf-8", "surrogateescape"))
-    except UnicodeEncodeError:  # a name with a lone surrogate that is no escaped byte
-        return False
-    if done is None:
-        return False
-    printer._tail.append(done[0])
-    printer._row_count += done[1]
-    printer.row_counts[ev.kind] += done[1]
-    return True
-
-
-def _changes_text(printer: TextPrinter, tm: TableMapEvent, kind: str, changes: Sequence[Change]) -> None:
-    tail = printer._tail
-    table = f"{backtick(tm.schema)}.{backtick(tm.table)}"
-    if kind == "insert" and not changes:
-        printer._row_count += 1
-        printer.row_counts[kind] += 1
-        tail.append(f"### INSERT INTO {table} VALUES ()\n")
-        return
-    if not changes:
-        return
-    before, after = changes[0]  # every change of an event has the same columns in its images
-    present = (
-        (_presence(after),)
-        if kind == "insert"
-        else (_presence(before),)
-        if kind == "delete"
-        else (_presence(before), _presence(after))
-    )
-    key = (id(tm.columns), kind, present)
-    cached = printer._texts.get(key)
-    if cached is None or cached[0] is not tm.columns:
-        if len(printer._texts) >= _TEXTS_KEPT:
-            printer._texts.clear()
-        cached = (tm.columns, _RowsText(tm.columns, kind, present))
-        printer._texts[key] = cached
-    printer._row_count += len(changes)
-    printer.row_counts[kind] += len(changes)
-    cached[1].text(changes, tail.append, f"### {_SQL[kind][0]} {table}\n")
-
-
-HANDLERS: dict[int, Handler] = {
-    E.TABLE_MAP_EVENT: _table_map,
-    E.ANNOTATE_ROWS_EVENT: _annotate_rows,
-}
+    def _changes_text(self, tm: TableMapEvent, kind: str, changes: Sequence[Change]) -> None:
+        tail = self._tail
+        table = f"{backtick(tm.schema)}.{backtick(tm.table)}"
+        if kind == "insert" and not changes:
+            self._row_count += 1
+            self.row_counts[kind] += 1
+            tail.append(f"### INSERT INTO {table} VALUES ()\n")
+            return
+        if not changes:
+            return
+        before, after = changes[0]  # every change of an event has the same columns in its images
+        present = (
+            (_presence(after),)
+            if kind == "insert"
+            else (_presence(before),)
+            if kind == "delete"
+            else (_presence(before), _presence(after))
+        )
+        key = (id(tm.columns), kind, present)
+        cached = self._texts.get(key)
+        if cached is None or cached[0] is not tm.columns:
+            if len(self._texts) >= _TEXTS_KEPT:
+                self._texts.clear()
+            cached = (tm.columns, RowsText(tm.columns, kind, present))
+            self._texts[key] = cached
+        self._row_count += len(changes)
+        self.row_counts[kind] += len(changes)
+        cached[1].text(changes, tail.append, f"### {SQL_CLAUSES[kind][0]} {table}\n")

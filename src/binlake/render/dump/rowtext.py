@@ -2,10 +2,10 @@
 
 One block per row change: ``### INSERT INTO `db`.`t```/``### WHERE``/``### SET`` and one ``###   @N=value /* TYPE
 meta=M nullable=N is_null=N */`` line per present column, the value text given by each value family (``RENDER`` of
-the :mod:`binlake.values` modules, see :data:`_RENDER`).  Three printers print the same text:
+the :mod:`binlake.values` modules, see :data:`RENDER`).  Three printers print the same text:
 
-- :meth:`_RowsText.plain`: value by value through ``RENDER``, the reference;
-- :meth:`_RowsText.compiled`: per layout, generated Python code that holds the constant texts (used once a layout
+- :meth:`RowsText.plain`: value by value through ``RENDER``, the reference;
+- :meth:`RowsText.compiled`: per layout, generated Python code that holds the constant texts (used once a layout
   has printed :data:`_COMPILE_AFTER` row changes);
 - :func:`text_plan`: where ``binlake._speedups`` is built (and ``BINLAKE_PURE_PYTHON`` not set), the C printer of
   the row images themselves, its constant texts made here once per layout; a layout with another column type takes
@@ -15,7 +15,7 @@ Example::
 
     >>> from binlake.coltypes import Column, ColumnType
     >>> out = []
-    >>> _RowsText((Column.build(0, ColumnType.LONG, b""),), "insert", ((True,),)).text(
+    >>> RowsText((Column.build(0, ColumnType.LONG, b""),), "insert", ((True,),)).text(
     ...     [(None, (7,))], out.append, "### INSERT INTO `db`.`t`\\n")
     >>> print(out[0], end="")
     ### INSERT INTO `db`.`t`
@@ -51,11 +51,11 @@ else:  # the compiled row printer (src/binlake/_speedups.c), when it was built a
     _speedups = compiled("_speedups")
     TextPlan = getattr(_speedups, "TextPlan", None)
 
-__all__ = ["RowsTextFn", "TextPlan", "text_plan"]
+__all__ = ["RENDER", "SQL_CLAUSES", "RowsText", "RowsTextFn", "TextPlan", "line_texts", "text_plan"]
 
 T = ColumnType
 _COMPILE_AFTER = 256  # row changes of a layout printed value by value before its printer is generated
-_SQL: dict[str, tuple[str, str, str | None]] = {
+SQL_CLAUSES: dict[str, tuple[str, str, str | None]] = {
     "insert": ("INSERT INTO", "### SET\n", None),
     "delete": ("DELETE FROM", "### WHERE\n", None),
     "update": ("UPDATE", "### WHERE\n", "### SET\n"),
@@ -82,7 +82,7 @@ def _renderers() -> dict[int, Renderer]:
     return table
 
 
-_RENDER = _renderers()
+RENDER = _renderers()
 
 
 _INT_BITS: dict[int, int] = {T.TINY: 8, T.SHORT: 16, T.INT24: 24, T.LONG: 32, T.LONGLONG: 64}
@@ -126,7 +126,7 @@ def _value_code(col: Column, v: str, ns: dict[str, object]) -> _ValueCode:
     function ``R<v>``.
     """
     code = col.real_type_code
-    render = _RENDER.get(code)
+    render = RENDER.get(code)
     if render is None:  # a type no value family renders: its Python repr, rather than nothing
         return _ValueCode((), v, "!r")
     ns[f"R{v}"] = functools.partial(render, col)
@@ -223,7 +223,7 @@ def _image_code(
     return checks, body, "".join(parts)
 
 
-class _RowsText:
+class RowsText:
     """The ``### INSERT INTO ...``/``### WHERE``/``### SET`` text of the row changes of one layout.
 
     ``Rows_log_event::print_verbose``: the statement line, the clauses and one ``###   @N=value /* TYPE meta=M
@@ -244,7 +244,7 @@ class _RowsText:
         self.source = ""
         self._lines: list[tuple[Column, Renderer | None, str, str, str]] = []
         for col in columns:
-            self._lines.append((col, _RENDER.get(col.real_type_code), *_line_texts(col)))
+            self._lines.append((col, RENDER.get(col.real_type_code), *line_texts(col)))
 
     def text(self, changes: Sequence[Change], append: Callable[[str], None], head: str) -> None:
         """Append the text of ``changes`` (each change one string), ``head`` being the ``### INSERT INTO ...`` line."""
@@ -259,7 +259,7 @@ class _RowsText:
 
     def plain(self, changes: Sequence[Change], append: Callable[[str], None], head: str) -> None:
         """:meth:`text` through the ``RENDER`` tables, value by value (a type without one prints its ``repr``)."""
-        clauses = _SQL[self.kind][1:]
+        clauses = SQL_CLAUSES[self.kind][1:]
         for before, after in changes:
             images = (after,) if self.kind == "insert" else (before,) if self.kind == "delete" else (before, after)
             out = [head]
@@ -279,7 +279,7 @@ class _RowsText:
         """Generate and compile the function :meth:`text` runs for this layout."""
         columns, kind, present = self.columns, self.kind, self.present
         ns: dict[str, object] = {"U": "utf-8", "SE": "surrogateescape", "DT": datetime.datetime, "plain": self.plain}
-        clauses = _SQL[kind][1:]
+        clauses = SQL_CLAUSES[kind][1:]
         images = ("a",) if kind == "delete" else ("b",) if kind == "insert" else ("a", "b")
         lines = ["def text(changes, append, head):", "    for a, b in changes:"]
         checks: list[str] = []
@@ -308,7 +308,7 @@ class _RowsText:
         return cast(RowsTextFn, ns["text"])
 
 
-def _line_texts(col: Column) -> tuple[str, str, str]:
+def line_texts(col: Column) -> tuple[str, str, str]:
     """The constant parts of a column's value line: ``###   @N=``, `` /* TYPE meta=M nullable=N is_null=0 */\n``
     and the whole NULL line."""
     comment = f"{value_type_name(col)} meta={col.meta} nullable={int(col.nullable)}"
@@ -337,7 +337,7 @@ def text_plan(columns: tuple[Column, ...], kind: str, present: Sequence[bytes]) 
     if TextPlan is None:
         return None
     images = []
-    for clause, bits in zip(_SQL[kind][1:], present, strict=False):
+    for clause, bits in zip(SQL_CLAUSES[kind][1:], present, strict=False):
         cols = []
         for col, here in zip(columns, bits_lsb_first(bits, len(columns)), strict=True):
             if not here:
@@ -349,7 +349,7 @@ def text_plan(columns: tuple[Column, ...], kind: str, present: Sequence[bytes]) 
                 p1, p2 = spec[1](col)
             except BinlogError:
                 return None
-            prefix, suffix, null_line = _line_texts(col)
+            prefix, suffix, null_line = line_texts(col)
             cols.append((spec[0], p1, p2, prefix.encode(), suffix.encode(), null_line.encode()))
         images.append(((clause or "").encode(), tuple(cols)))
     try:

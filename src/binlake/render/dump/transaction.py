@@ -18,24 +18,27 @@ Example (corpus-bin.000009 of the corpus, the rows events between left out)::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from binlake.events.base import Event, EventType
 from binlake.events.control import XaPrepareEvent, XidEvent
-from binlake.events.gtid import MariaGtidEvent
+from binlake.events.gtid import (
+    FL_ALLOW_PARALLEL,
+    FL_COMMIT_ALTER_E1,
+    FL_DDL,
+    FL_GROUP_COMMIT_ID,
+    FL_PREPARED_XA,
+    FL_ROLLBACK_ALTER_E1,
+    FL_STANDALONE,
+    FL_START_ALTER_E1,
+    FL_TRANSACTIONAL,
+    FL_WAITED,
+    MariaGtidEvent,
+)
+from binlake.render.dump.output import Handler, Output
 from binlake.render.dump.quoting import DELIM
-
-if TYPE_CHECKING:
-    from binlake.render.dump.printer import Handler, TextPrinter
 
 __all__ = ["HANDLERS"]
 
 E = EventType
-
-# Gtid_log_event's flags2 and flags_extra (MariaDB sql/log_event.h)
-_FL_STANDALONE, _FL_GROUP_COMMIT_ID, _FL_TRANSACTIONAL, _FL_ALLOW_PARALLEL = 0x01, 0x02, 0x04, 0x08
-_FL_WAITED, _FL_DDL, _FL_PREPARED_XA, _FL_COMPLETED_XA = 0x10, 0x20, 0x40, 0x80
-_FL_START_ALTER, _FL_COMMIT_ALTER, _FL_ROLLBACK_ALTER = 0x02, 0x04, 0x08
 
 
 def _xid_text(format_id: int, gtrid: bytes, bqual: bytes) -> str:
@@ -43,55 +46,55 @@ def _xid_text(format_id: int, gtrid: bytes, bqual: bytes) -> str:
     return f"X'{gtrid.hex()}',X'{bqual.hex()}',{format_id}"
 
 
-def _gtid(printer: TextPrinter, ev: Event) -> None:
+def _gtid(out: Output, ev: Event) -> None:
     """``Gtid_log_event::print`` (MariaDB GTID)."""
     assert isinstance(ev, MariaGtidEvent)
-    state = printer.session
-    out = []
-    flashback = printer.options.flashback
+    state = out.session
+    lines: list[str] = []
+    flashback = out.options.flashback
     if not flashback:
-        words = [f"{printer._header(ev)}\tGTID {ev.domain_id}-{ev.header.server_id}-{ev.seq_no}"]
-        if ev.flags & _FL_GROUP_COMMIT_ID:
+        words = [f"{out.header(ev)}\tGTID {ev.domain_id}-{ev.header.server_id}-{ev.seq_no}"]
+        if ev.flags & FL_GROUP_COMMIT_ID:
             words.append(f" cid={ev.commit_id}")
-        for bit, word in ((_FL_DDL, " ddl"), (_FL_TRANSACTIONAL, " trans"), (_FL_WAITED, " waited")):
+        for bit, word in ((FL_DDL, " ddl"), (FL_TRANSACTIONAL, " trans"), (FL_WAITED, " waited")):
             if ev.flags & bit:
                 words.append(word)
-        if ev.flags_extra & _FL_START_ALTER:
+        if ev.flags_extra & FL_START_ALTER_E1:
             words.append(" START ALTER")
-        if ev.flags_extra & _FL_COMMIT_ALTER:
+        if ev.flags_extra & FL_COMMIT_ALTER_E1:
             words.append(f" COMMIT ALTER id= {ev.sa_seq_no}")
-        if ev.flags_extra & _FL_ROLLBACK_ALTER:
+        if ev.flags_extra & FL_ROLLBACK_ALTER_E1:
             words.append(f" ROLLBACK ALTER id= {ev.sa_seq_no}")
-        out.append("".join(words) + "\n")
-        parallel = bool(ev.flags & _FL_ALLOW_PARALLEL)
+        lines.append("".join(words) + "\n")
+        parallel = bool(ev.flags & FL_ALLOW_PARALLEL)
         if state.allow_parallel is None or state.allow_parallel != parallel:
-            out.append(f"/*M!100101 SET @@session.skip_parallel_replication={int(not parallel)}*/{DELIM}\n")
+            lines.append(f"/*M!100101 SET @@session.skip_parallel_replication={int(not parallel)}*/{DELIM}\n")
             state.allow_parallel = parallel
         if state.domain_id != ev.domain_id:
-            out.append(f"/*M!100001 SET @@session.gtid_domain_id={ev.domain_id}*/{DELIM}\n")
+            lines.append(f"/*M!100001 SET @@session.gtid_domain_id={ev.domain_id}*/{DELIM}\n")
             state.domain_id = ev.domain_id
         if state.server_id != ev.header.server_id:
-            out.append(f"/*M!100001 SET @@session.server_id={ev.header.server_id}*/{DELIM}\n")
+            lines.append(f"/*M!100001 SET @@session.server_id={ev.header.server_id}*/{DELIM}\n")
             state.server_id = ev.header.server_id
-        out.append(f"/*M!100001 SET @@session.gtid_seq_no={ev.seq_no}*/{DELIM}\n")
-    if ev.flags & _FL_PREPARED_XA and not flashback and ev.xid is not None:
-        out.append(f"XA START {_xid_text(*ev.xid)}{DELIM}\n")
-    elif not ev.flags & _FL_STANDALONE:
-        out.append(f"COMMIT\n{DELIM}\n" if flashback else f"START TRANSACTION\n{DELIM}\n")
+        lines.append(f"/*M!100001 SET @@session.gtid_seq_no={ev.seq_no}*/{DELIM}\n")
+    if ev.flags & FL_PREPARED_XA and not flashback and ev.xid is not None:
+        lines.append(f"XA START {_xid_text(*ev.xid)}{DELIM}\n")
+    elif not ev.flags & FL_STANDALONE:
+        lines.append(f"COMMIT\n{DELIM}\n" if flashback else f"START TRANSACTION\n{DELIM}\n")
     state.gtid_flags2 = ev.flags
-    printer._event_text("".join(out))
+    out.event_text("".join(lines))
 
 
-def _xid(printer: TextPrinter, ev: Event) -> None:
+def _xid(out: Output, ev: Event) -> None:
     assert isinstance(ev, XidEvent)
-    end = "START TRANSACTION" if printer.options.flashback else "COMMIT"
-    printer._event_text(f"{printer._header(ev)}\tXid = {ev.xid}\n{end}{DELIM}\n")
+    end = "START TRANSACTION" if out.options.flashback else "COMMIT"
+    out.event_text(f"{out.header(ev)}\tXid = {ev.xid}\n{end}{DELIM}\n")
 
 
-def _xa_prepare(printer: TextPrinter, ev: Event) -> None:
+def _xa_prepare(out: Output, ev: Event) -> None:
     assert isinstance(ev, XaPrepareEvent)
     xid = _xid_text(ev.format_id, ev.gtrid, ev.bqual)
-    printer._event_text(f"{printer._header(ev)}\tXID = {xid}\nXA PREPARE {xid}\n{DELIM}\n")
+    out.event_text(f"{out.header(ev)}\tXID = {xid}\nXA PREPARE {xid}\n{DELIM}\n")
 
 
 HANDLERS: dict[int, Handler] = {

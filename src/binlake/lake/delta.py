@@ -131,6 +131,12 @@ def _commit(batch: int, app_id: str = APP_ID) -> CommitProperties:
 _ATTEMPTS = 8  # a lost race reads the table again; more than a few in a row means something else is wrong
 
 
+def _pause(attempt: int) -> None:
+    """The wait after failed commit attempt ``attempt`` (0 first): 50 ms doubling, at most 2 s, so that racing
+    writers and a store failing now and then are not met again at once (about 5 s over every attempt)."""
+    time.sleep(min(0.05 * 2**attempt, 2.0))
+
+
 def txn_version(loc: Location, app_id: str = APP_ID) -> int:
     """The last batch committed to the table at ``loc`` (-1 when the table does not exist or has none)."""
     if not is_table(loc):
@@ -196,6 +202,7 @@ def commit_files(
         except (DeltaError, OSError) as e:  # another writer committed first (or created the table): read it again
             if attempt == _ATTEMPTS - 1:
                 raise _commit_error(loc, e) from e
+            _pause(attempt)
     raise AssertionError("unreachable")
 
 
@@ -232,6 +239,7 @@ def resolve_rollbacks(loc: Location, outcomes: dict[str, bool], batch: int) -> b
         except (DeltaError, OSError) as e:
             if attempt == _ATTEMPTS - 1:
                 raise _commit_error(loc, e) from e
+            _pause(attempt)
     raise AssertionError("unreachable")
 
 
@@ -243,11 +251,28 @@ def read_table_before(loc: Location, batch: int) -> pa.Table | None:
     version = delta_table(loc).version()
     while version >= 0 and (delta_table(loc, version).transaction_version(APP_ID) or -1) >= batch:
         version -= 1
-    return delta_table(loc, version).to_pyarrow_table() if version >= 0 else None
+    return _content(delta_table(loc, version), loc) if version >= 0 else None
 
 
 def read_table(loc: Location) -> pa.Table | None:
     """The current content of a Delta table (through its log: never the folder's files), or ``None``."""
     if not is_table(loc):
         return None
-    return delta_table(loc).to_pyarrow_table()
+    return _content(delta_table(loc), loc)
+
+
+def _content(dt: DeltaTable, loc: Location) -> pa.Table:
+    """The rows of ``dt`` (the table at ``loc``), its files read through binlake's own filesystem of ``loc``
+    (:mod:`binlake.storage`: pyarrow's, in C++), the one way every table of the lake is read.
+
+    Not deltalake's default, a filesystem written in Python (``pyarrow.fs.PyFileSystem`` over delta-rs): the
+    Parquet reader prefetches column chunks on Arrow's I/O threads, and a prefetch still running when the scan
+    is done holds a buffer owned by Python.  When such a thread drops it while the interpreter exits, it asks for
+    the GIL, Python ends the thread (``pthread_exit``), and the unwinding meets a C++ destructor that may not
+    throw: ``terminate called without an active exception``, exit status 134, in about one run of ``binlake
+    tables LAKE TABLE`` in 60 (one of two of a bare ``DeltaTable(...).to_pyarrow_table()``).  Buffers of a C++
+    filesystem need no GIL.  (A scheme that only fsspec serves is a Python filesystem again: there, rarely, the
+    abort remains; pyarrow serves local disks, S3, GCS, Azure and HDFS in C++.)"""
+    import pyarrow.fs as pafs
+
+    return dt.to_pyarrow_dataset(filesystem=pafs.SubTreeFileSystem(loc.path, loc.fs)).to_table()

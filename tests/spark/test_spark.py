@@ -542,6 +542,7 @@ def test_tables_command_lists_and_shows(corpus_lake: Location) -> None:
     import io
 
     from binlake.cli import build_parser
+    from binlake.errors import BinlogError
     from binlake.lake.show import tables_main
 
     out = io.StringIO()
@@ -560,8 +561,10 @@ def test_tables_command_lists_and_shows(corpus_lake: Location) -> None:
     assert shown[1].split()[:3] == ["id", "owner", "balance"]
     assert shown[2].split()[:2] == [str(first["id"]), first["owner"]] and len(shown) == 6
     assert shown[-1] == f"... {current.num_rows - 3} more rows (--limit N)"
-    assert tables_main(argparse.Namespace(lake=corpus_lake.uri, table="no.such", limit=3), io.StringIO()) == 2
-    assert tables_main(argparse.Namespace(lake=corpus_lake.uri, table=None, limit=3), io.StringIO()) == 2  # no TABLE
+    with pytest.raises(BinlogError, match=r"no table 'no\.such' in .*binlake tables LAKE"):
+        tables_main(argparse.Namespace(lake=corpus_lake.uri, table="no.such", limit=3), io.StringIO())
+    with pytest.raises(BinlogError, match="--limit N is the rows shown of a TABLE"):
+        tables_main(argparse.Namespace(lake=corpus_lake.uri, table=None, limit=3), io.StringIO())
     # the command is registered without importing Spark
     code = "import sys; from binlake.cli import build_parser; build_parser(['tables']); print('pyspark' in sys.modules)"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2] / "src"), *sys.path])}

@@ -44,7 +44,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import sys
 import tempfile
 import threading
 import time
@@ -53,7 +52,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from binlake.decoder import MAGIC
-from binlake.errors import BinlogError, ReplicationError
+from binlake.errors import BinlogError, Interrupted, ReplicationError
 from binlake.events.base import EventType
 from binlake.events.control import RotateEvent
 from binlake.reader import header_table
@@ -414,19 +413,17 @@ def add_mirror_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def mirror_main(args: argparse.Namespace) -> int:
-    """Run ``binlake mirror``: 0 when the copy reached the server's end (or was stopped), 2 on an error."""
+    """Run ``binlake mirror``: 0 when the copy reached the server's end; a :class:`BinlogError` or Ctrl-C
+    (:class:`~binlake.errors.Interrupted`) as the command line reports them."""
     start = StartAt.oldest() if args.from_start else StartAt.at(args.from_file) if args.from_file else None
     try:
         options = connection_from_args(args, follow=args.follow)
         stats = Mirror(args.directory, options, start=start, follow=args.follow).run()
     except KeyboardInterrupt:
-        return 0
-    except BinlogError as e:
-        print(f"binlake mirror: {e}", file=sys.stderr)
-        return 2
+        done = f"{args.directory} holds every event copied so far; the next run goes on from there"
+        raise Interrupted(done) from None
     except OSError as e:
-        print(f"binlake mirror: {args.directory}: {e.strerror or e}", file=sys.stderr)
-        return 2
+        raise BinlogError(e.strerror or str(e), file=args.directory) from None
     files = f" ({stats.first} .. {stats.last})" if stats.first else ""
     print(f"mirrored {stats.events} events, {stats.bytes} bytes into {args.directory}{files}")
     return 0

@@ -176,6 +176,17 @@ def test_run_turns_each_ending_into_its_status(capsys: pytest.CaptureFixture[str
     assert run("x", raising(BinlogError("bad", file="f", pos=4)), args) == 2
     assert capsys.readouterr().err == "binlake x: f: at 4: bad\n"
 
+    def unwinding(_: argparse.Namespace) -> int:  # a library failing again on its way out of a Ctrl-C (py4j)
+        try:
+            raise KeyboardInterrupt
+        finally:
+            raise ConnectionError("Answer from Java side is empty")
+
+    assert run("x", unwinding, args) == 130
+    assert capsys.readouterr().err == "binlake x: interrupted\n"
+    with pytest.raises(ConnectionError):  # the same error without a Ctrl-C behind it is a bug's traceback
+        run("x", raising(ConnectionError("Answer from Java side is empty")), args)
+
 
 def test_ctrl_c_on_a_following_command_is_one_line_and_130(tmp_path: Path) -> None:
     """SIGINT to the process group of ``binlake events --follow`` (what a terminal's Ctrl-C sends) while it waits

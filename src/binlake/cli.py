@@ -22,7 +22,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from binlake.errors import BinlogError, ExitStatus, Interrupted
+from binlake.errors import BinlogError, ExitStatus, Interrupted, after_ctrl_c
 
 __all__ = ["COMMANDS", "Command", "build_parser", "main", "run", "version"]
 
@@ -142,25 +142,28 @@ def run(command: str, fn: Callable[[argparse.Namespace], int], args: argparse.Na
     """``fn(args)``, the command ``binlake COMMAND`` names, and the one place where the way it ends becomes an exit
     status (:class:`~binlake.errors.ExitStatus`) and at most one line on stderr, prefixed ``binlake COMMAND:`` as
     every line a command writes there: a :class:`~binlake.errors.BinlogError` its line (with ``--on-error``'s way
-    past a damaged event where the command has it) and its status; Ctrl-C ``interrupted``, with what is safe when
-    the command said it (:class:`~binlake.errors.Interrupted`), and 130; a closed pipe (``binlake events big.bin |
-    head``) nothing, and 0, as ``cat`` does.  Any other exception is a bug: Python's traceback and 1."""
+    past a damaged event where the command has it) and its status; Ctrl-C (or a library's error on its way out of
+    one: :func:`~binlake.errors.after_ctrl_c`) ``interrupted``, with what is safe when the command said it
+    (:class:`~binlake.errors.Interrupted`), and 130; a closed pipe (``binlake events big.bin | head``) nothing, and
+    0, as ``cat`` does.  Any other exception is a bug: Python's traceback and 1."""
     from binlake.render import error_line
 
     _log_to_stderr(command)
     try:
         return int(fn(args))
-    except BinlogError as e:
-        print(error_line(command, e, on_error=getattr(args, "on_error", None)), file=sys.stderr)
-        return e.exit_status
-    except KeyboardInterrupt as e:
-        what = f": {e}" if isinstance(e, Interrupted) and str(e) else ""
-        print(f"binlake {command}: interrupted{what}", file=sys.stderr)
-        return ExitStatus.INTERRUPTED
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return ExitStatus.OK
+    except BaseException as e:
+        if after_ctrl_c(e):
+            what = f": {e}" if isinstance(e, Interrupted) and str(e) else ""
+            print(f"binlake {command}: interrupted{what}", file=sys.stderr)
+            return ExitStatus.INTERRUPTED
+        if not isinstance(e, BinlogError):
+            raise
+        print(error_line(command, e, on_error=getattr(args, "on_error", None)), file=sys.stderr)
+        return e.exit_status
 
 
 def _log_to_stderr(command: str) -> None:

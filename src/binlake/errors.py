@@ -34,6 +34,7 @@ __all__ = [
     "TruncatedError",
     "UnknownEventError",
     "UnsupportedError",
+    "after_ctrl_c",
 ]
 
 
@@ -63,6 +64,19 @@ class Interrupted(KeyboardInterrupt):
     """A Ctrl-C, turned by the command that met it into what is safe (``"batch 3 is not finished: the next run
     finishes it"``): the command line prints ``binlake COMMAND: interrupted: <that>`` and exits
     :attr:`ExitStatus.INTERRUPTED`.  A :class:`KeyboardInterrupt`, so that nothing catching errors stops it."""
+
+
+def after_ctrl_c(e: BaseException) -> bool:
+    """Whether ``e`` is a Ctrl-C, or an error raised while one unwound (py4j's "Answer from Java side is empty" when
+    pyspark talks to the JVM again on its way out of an interrupted call): the command was interrupted."""
+    seen: set[int] = set()
+    cause: BaseException | None = e
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 class BinlogError(Exception):

@@ -130,7 +130,7 @@ def ingest_main(args: argparse.Namespace) -> int:
     """Run the ingest described by ``args``; print the summary; 0 on success.  A problem is a
     :class:`~binlake.errors.BinlogError`, Ctrl-C an :class:`~binlake.errors.Interrupted` saying what the lake holds
     (the command line prints them)."""
-    from binlake.errors import BinlogError, Interrupted
+    from binlake.errors import BinlogError, Interrupted, after_ctrl_c
     from binlake.spark.session import (
         build_context,
         finish_class_sharing,
@@ -157,12 +157,12 @@ def ingest_main(args: argparse.Namespace) -> int:
             if args.host is not None:
                 return _live(args, spark, local_cores(args.master))
             return _ingest(args, spark, local_cores(args.master))
-        except KeyboardInterrupt:
-            interrupted = True
-            raise Interrupted(_interrupted(args.lake, live=args.host is not None)) from None
-        except BinlogError:
-            raise
-        except Exception as e:
+        except BaseException as e:
+            if after_ctrl_c(e):  # (pyspark may fail again on its way out of the interrupted call)
+                interrupted = True
+                raise Interrupted(_interrupted(args.lake, live=args.host is not None)) from None
+            if isinstance(e, BinlogError) or not isinstance(e, Exception):
+                raise
             if spark.done() and spark.exception() is e:  # Java too old, a bad master URL, ...
                 java = java_problem()
                 if java is not None:

@@ -590,7 +590,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "Ctrl-C (which stops it and deletes its data).",
     )
     parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` stops it as Ctrl-C does: its data deleted
+    # Ctrl-C and `kill` stop it, its data deleted: even where it was started with SIGINT ignored (in the background
+    # of a script), which Python would otherwise keep
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         with MariaDBServer() as server:
             user, grants = THROWAWAY_USER

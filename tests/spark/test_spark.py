@@ -607,3 +607,26 @@ def test_progress_bar_on_a_tty_log_lines_otherwise() -> None:
     lines = log.getvalue().splitlines()
     assert lines[0].startswith("binlake ingest: decode: 3/8 tasks") and len(lines) == 2  # one line per change
     assert "\r" not in log.getvalue() and lines[-1].startswith("binlake ingest: decode: done in ")
+
+
+def test_a_quiet_progress_says_nothing_while_nothing_happens() -> None:
+    """``ingest --follow`` (``Progress(quiet=True)``): a batch with nothing new shows nothing (it logged "plan: done"
+    and "nothing new" every interval); a batch that lands something shows its lines, in order."""
+    import io
+
+    from binlake.spark.progress import Progress
+
+    stream = io.StringIO()
+    progress = Progress(None, stream, quiet=True)
+    for _ in range(3):
+        progress.timed("plan", lambda: None)
+        progress.detail("nothing new")
+        progress.idle()
+    assert stream.getvalue() == ""
+    progress.timed("plan", lambda: None)
+    progress.log("batch 4: 1 splits of 1 files")
+    progress.timed("scan", lambda: None)
+    progress.run("decode", lambda: None)
+    lines = [line.split(" in ")[0] for line in stream.getvalue().splitlines()]
+    assert lines == [f"binlake ingest: {t}" for t in ("plan: done", "batch 4: 1 splits of 1 files", "scan: done",
+                                                      "decode: done")]  # fmt: skip

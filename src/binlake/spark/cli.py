@@ -160,7 +160,8 @@ def ingest_main(args: argparse.Namespace) -> int:
         except BaseException as e:
             if after_ctrl_c(e):  # (pyspark may fail again on its way out of the interrupted call)
                 interrupted = True
-                raise Interrupted(_interrupted(args.lake, live=args.host is not None)) from None
+                snapshot = args.host is not None and not args.no_snapshot
+                raise Interrupted(_interrupted(args.lake, snapshot=snapshot)) from None
             if isinstance(e, BinlogError) or not isinstance(e, Exception):
                 raise
             if spark.done() and spark.exception() is e:  # Java too old, a bad master URL, ...
@@ -182,8 +183,9 @@ def ingest_main(args: argparse.Namespace) -> int:
                 os.unlink(log)
 
 
-def _interrupted(lake_uri: str, *, live: bool) -> str:
-    """What the lake holds after a Ctrl-C, and what the next run does (:class:`~binlake.errors.Interrupted`'s text)."""
+def _interrupted(lake_uri: str, *, snapshot: bool) -> str:
+    """What the lake holds after a Ctrl-C, and what the next run does (:class:`~binlake.errors.Interrupted`'s text);
+    ``snapshot``: an empty lake's run starts with a snapshot (``--host`` without ``--no-snapshot``)."""
     from binlake.errors import BinlogError
     from binlake.lake.lake import Lake
 
@@ -192,11 +194,12 @@ def _interrupted(lake_uri: str, *, live: bool) -> str:
     except BinlogError:
         return "the lake could not be read to say what it holds"
     if manifest is None:
-        first = "a snapshot goes on with the chunks it read, then " if live else ""
-        return f"no batch was landed; the next run starts again: {first}batch 1"
+        chunks = " (a snapshot goes on with the chunks it read)" if snapshot else ""
+        return f"no batch is landed; the next run starts again{chunks}"
     if not done:
         return f"batch {manifest.batch} is not finished; the next run finishes it"
-    return f"batches 1 to {manifest.batch} are landed; the next run goes on after batch {manifest.batch}"
+    landed = "batch 1 is" if manifest.batch == 1 else f"batches 1 to {manifest.batch} are"
+    return f"{landed} landed; the next run goes on after batch {manifest.batch}"
 
 
 def _jvm_log() -> str:

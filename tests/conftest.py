@@ -9,6 +9,9 @@ Fixtures
     ``s3_server``         one private S3-compatible server for the session (moto in server mode on 127.0.0.1,
                           :class:`binlake.testing.objectstore.S3Server`); skips when moto is not installed.  It
                           sets no environment: a test or fixture puts ``s3_server.env()`` in place for itself.
+    ``read_only_dir``     a folder that cannot be written, and the command prefix that runs a program where that
+                          is so (a read-only tmpfs mounted over it in a private mount namespace); skips where
+                          neither that nor a folder's mode can make one.
     ``workload_binlogs``  runs ``tests/workloads/*.sql`` once on that server and returns a
                           :class:`binlake.testing.mariadb.WorkloadBinlogs` (the server, the binlogs written, and
                           which workload wrote which), so tests can decode the files and ``SELECT`` the tables'
@@ -32,6 +35,8 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import subprocess
 from collections.abc import Generator, Iterator
 from pathlib import Path
 
@@ -107,6 +112,27 @@ def s3_server() -> Iterator[S3Server]:
         pytest.skip(f"moto not installed: {S3_INSTALL_HINT}")
     with S3Server() as server:
         yield server
+
+
+@pytest.fixture
+def read_only_dir(tmp_path: Path) -> Iterator[tuple[Path, list[str]]]:
+    """A folder that cannot be written and the command prefix under which that holds: ``unshare -rm`` (a user and
+    mount namespace of the command's own: no root needed, nothing seen outside it) mounting a read-only tmpfs over
+    the folder, so that root cannot write it either; where user namespaces are off, a folder of mode 0555 for a
+    test that does not run as root (no prefix)."""
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    prefix = ["unshare", "-rm", "sh", "-c", 'mount -t tmpfs -o ro tmpfs "$0" && exec "$@"', str(folder)]
+    if shutil.which("unshare") and subprocess.run([*prefix, "true"], capture_output=True).returncode == 0:
+        yield folder, prefix
+        return
+    if os.geteuid() == 0:
+        pytest.skip("no read-only folder here: root writes any folder, and unshare -rm (user namespaces) is off")
+    folder.chmod(0o555)
+    try:
+        yield folder, []
+    finally:
+        folder.chmod(0o755)
 
 
 # The Spark helper's session fixture (``spark``) plugs in here; it is defined in its own module.

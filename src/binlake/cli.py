@@ -16,14 +16,15 @@ from __future__ import annotations
 import argparse
 import importlib
 import io
+import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from binlake.errors import BinlogError
+from binlake.errors import BinlogError, ExitStatus, Interrupted, after_ctrl_c
 
-__all__ = ["COMMANDS", "Command", "build_parser", "main"]
+__all__ = ["COMMANDS", "Command", "build_parser", "main", "run", "version"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +85,17 @@ def _chosen(argv: Sequence[str]) -> str | None:
     return next((a for a in argv if not a.startswith("-")), None)
 
 
+def version() -> str:
+    """``binlake X.Y.Z``: the installed package's version (its metadata, as ``pip`` sees it)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return f"binlake {installed('binlake')}"
+    except PackageNotFoundError:  # run from a source tree that was never installed (PYTHONPATH=src)
+        return "binlake (not installed: no version)"
+
+
 def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     """The parser for ``argv``: every subcommand is listed; only the chosen one's module is imported.
 
@@ -92,8 +104,11 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="binlake",
         description="Decode MySQL and MariaDB binary logs exactly, explain them, land them in a lake.",
+        epilog="Exit status: 0 done, 1 an unexpected failure (a traceback), 2 an error (one line says it), "
+        "3 a temporary failure (the same command run later goes on), 130 interrupted (Ctrl-C).",
         allow_abbrev=False,
     )
+    parser.add_argument("--version", action="version", version=version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     chosen = _chosen(argv)
     for name, cmd in COMMANDS.items():
@@ -104,29 +119,66 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
             module = importlib.import_module(cmd.module)
             getattr(module, cmd.add_arguments)(p)
             run: Callable[[argparse.Namespace], int] = getattr(module, cmd.run)
-            p.set_defaults(run=run)
+            p.set_defaults(run=run, parser=p)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``binlake``; return the exit status (0 ok, 2 for bad arguments or a binlog error)."""
+    """Run ``binlake``; return the exit status (:class:`~binlake.errors.ExitStatus`)."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     _tolerate_unencodable_output()
     try:
         parser = build_parser(args_list)
     except ImportError as e:
         print(f"binlake: {_chosen(args_list)} is not available here: {e}", file=sys.stderr)
-        return 2
-    args = parser.parse_args(args_list)
+        return ExitStatus.ERROR
+    args, unknown = parser.parse_known_args(args_list)
+    if unknown:  # the subcommand's usage, not the top level's: it is the one that did not know them
+        args.parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    return run(args.command, args.run, args)
+
+
+def run(command: str, fn: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """``fn(args)``, the command ``binlake COMMAND`` names, and the one place where the way it ends becomes an exit
+    status (:class:`~binlake.errors.ExitStatus`) and at most one line on stderr, prefixed ``binlake COMMAND:`` as
+    every line a command writes there: a :class:`~binlake.errors.BinlogError` its line (with ``--on-error``'s way
+    past a damaged event where the command has it) and its status; Ctrl-C (or a library's error on its way out of
+    one: :func:`~binlake.errors.after_ctrl_c`) ``interrupted``, with what is safe when the command said it
+    (:class:`~binlake.errors.Interrupted`), and 130; a closed pipe (``binlake events big.bin | head``) nothing, and
+    0, as ``cat`` does.  Any other exception is a bug: Python's traceback and 1."""
+    from binlake.render import error_line
+
+    _log_to_stderr(command)
     try:
-        return int(args.run(args))
-    except BinlogError as e:
-        print(f"binlake: {e}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:  # `binlake events big.bin | head`: stop quietly, as cat does
+        return int(fn(args))
+    except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return 0
+        return ExitStatus.OK
+    except BaseException as e:
+        if after_ctrl_c(e):
+            what = f": {e}" if isinstance(e, Interrupted) and str(e) else ""
+            print(f"binlake {command}: interrupted{what}", file=sys.stderr)
+            return ExitStatus.INTERRUPTED
+        if not isinstance(e, BinlogError):
+            raise
+        print(error_line(command, e, on_error=getattr(args, "on_error", None)), file=sys.stderr)
+        return e.exit_status
+
+
+def _log_to_stderr(command: str) -> None:
+    """binlake's log lines (connections, each reconnection attempt, a store's retried write, a cut-back output) on
+    stderr, timestamped and prefixed ``binlake COMMAND:``; only binlake's loggers, not a library's (py4j's
+    "Closing down clientserver connection").  Called again (tests run commands in one process), it replaces its
+    handler: one line per record, on the stderr of the time."""
+    root = logging.getLogger("binlake")
+    for old in [h for h in root.handlers if h.get_name() == "binlake-cli"]:
+        root.removeHandler(old)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.set_name("binlake-cli")
+    handler.setFormatter(logging.Formatter(f"binlake {command}: %(asctime)s %(message)s"))
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
 
 
 def _tolerate_unencodable_output() -> None:

@@ -15,6 +15,8 @@ Example::
 from __future__ import annotations
 
 import copy
+import enum
+from typing import ClassVar
 
 __all__ = [
     "AccessDeniedError",
@@ -25,6 +27,8 @@ __all__ = [
     "ConnectionLostError",
     "DecompressionError",
     "EncryptedError",
+    "ExitStatus",
+    "Interrupted",
     "MalformedError",
     "ReplicationError",
     "ReplicationTimeoutError",
@@ -32,7 +36,49 @@ __all__ = [
     "TruncatedError",
     "UnknownEventError",
     "UnsupportedError",
+    "after_ctrl_c",
 ]
+
+
+class ExitStatus(enum.IntEnum):
+    """The exit status of every ``binlake`` command: the one table (README, "Exit status").
+
+    ``binlake dump`` prints ``mariadb-binlog``'s text, but its errors are binlake's: where the tool prints an
+    ``ERROR:`` line and exits 1, ``dump`` prints a ``binlake dump:`` line and exits :attr:`ERROR`.
+    """
+
+    OK = 0
+    """Done (nothing new to do is done too)."""
+    FAILED = 1
+    """An unexpected failure: a traceback, not a one-line message (a bug of binlake, or a library failing in a
+    way binlake does not know).  Python's own status for an uncaught exception."""
+    ERROR = 2
+    """Stopped with one line saying why: bad arguments (argparse's own status), bad binlog bytes, a lake, store,
+    file or server that cannot be used.  Running the same command again gives the same error."""
+    TEMPORARY = 3
+    """Stopped with one line, for a reason that passes: another ingest holds the lake, the writer lease was lost,
+    the server stayed unreachable through every retry.  Nothing is lost: the same command run later goes on."""
+    INTERRUPTED = 130
+    """Ctrl-C (SIGINT; 128 + 2, as shells report a process a signal ended), with one line saying what is safe."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """A Ctrl-C, turned by the command that met it into what is safe (``"batch 3 is not finished: the next run
+    finishes it"``): the command line prints ``binlake COMMAND: interrupted: <that>`` and exits
+    :attr:`ExitStatus.INTERRUPTED`.  A :class:`KeyboardInterrupt`, so that nothing catching errors stops it."""
+
+
+def after_ctrl_c(e: BaseException) -> bool:
+    """Whether ``e`` is a Ctrl-C, or an error raised while one unwound (py4j's "Answer from Java side is empty" when
+    pyspark talks to the JVM again on its way out of an interrupted call): the command was interrupted."""
+    seen: set[int] = set()
+    cause: BaseException | None = e
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 class BinlogError(Exception):
@@ -40,7 +86,10 @@ class BinlogError(Exception):
 
     ``file`` is the path the bytes came from (``None`` for bytes fed directly to the sans-IO decoder), ``pos`` the
     byte position of the event in that file (or stream), ``offset`` the offset inside the event when known.
+    ``exit_status``: the command's exit status when this error stops it (:class:`ExitStatus`).
     """
+
+    exit_status: ClassVar[ExitStatus] = ExitStatus.ERROR
 
     def __init__(
         self, message: str, *, file: str | None = None, pos: int | None = None, offset: int | None = None
@@ -143,6 +192,8 @@ class TableChangedError(ReplicationError):
 class ConnectionLostError(ReplicationError):
     """The connection dropped: the server restarted or was killed, the connection was killed, the network failed.
     The replication client reconnects after this (with backoff) and raises it only when its retries run out."""
+
+    exit_status = ExitStatus.TEMPORARY
 
 
 class ReplicationTimeoutError(ConnectionLostError):

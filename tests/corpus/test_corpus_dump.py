@@ -19,6 +19,7 @@ Where the tool fails (``reference/STATUS.tsv``) the test says what binlake does 
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import io
 import os
@@ -29,6 +30,7 @@ from pathlib import Path
 
 import pytest
 
+from binlake.cli import run
 from binlake.crypto import load_key_file, mariadb_decryptor
 from binlake.decoder import Decryptor
 from binlake.render.dump import DumpOptions, dump
@@ -58,8 +60,10 @@ def utc() -> Iterator[None]:
 
 
 def _dump(path: Path, decryptor: Decryptor | None = None, **options: object) -> tuple[int, bytes]:
+    """``binlake dump`` of ``path``: its exit status (an error printed on stderr as the command prints it) and text."""
     out = io.BytesIO()
-    rc = dump([str(path)], DumpOptions(**options), out, decryptor=decryptor)  # type: ignore[arg-type]
+    opts = DumpOptions(**options)  # type: ignore[arg-type]
+    rc = run("dump", lambda _: dump([str(path)], opts, out, decryptor=decryptor), argparse.Namespace(on_error="stop"))
     return rc, out.getvalue()
 
 
@@ -205,9 +209,9 @@ def test_flashback_is_the_undo_of_the_dump(corpus_dir: Path, name: str) -> None:
 def test_encrypted_needs_the_key_and_then_decodes(corpus_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = corpus_dir / "mariadb" / "binlogs" / "corpus-bin.000022"
     rc, text = _dump(path)
-    assert rc == 1  # like the tool: the text up to the encryption event, then an error
+    assert rc == 2  # like the tool: the text up to the encryption event, then an error (binlake's line)
     assert text.endswith(b"# The rest of the binlog is encrypted!\n")
-    assert "ERROR" in capsys.readouterr().err
+    assert capsys.readouterr().err.startswith(f"binlake dump: {path}: ")
     rc, text = _dump(path, mariadb_decryptor(load_key_file(corpus_dir / "workloads" / "keys.txt")))
     assert rc == 0
     rc, raw = _dump(corpus_dir / "mariadb" / "reference" / "remote-raw-corpus-bin.000022")
@@ -228,7 +232,8 @@ def test_every_corpus_file_dumps_or_fails_cleanly(
     corpus_dir: Path, flashback: bool, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Every file of ``mysql/`` and ``mariadb/binlogs/`` (damaged, truncated, prototype and non-binlog files
-    included) dumps with exit status 0, or ends with status 1 and one ``ERROR:`` line: no other exception escapes."""
+    included) dumps with exit status 0, or ends with status 2 and one ``binlake dump:`` line: no other exception
+    escapes."""
     files = _corpus_logs(corpus_dir)
     assert len(files) > 80
     failed = []
@@ -236,8 +241,8 @@ def test_every_corpus_file_dumps_or_fails_cleanly(
         rc, _ = _dump(path, flashback=flashback, table_metadata=not flashback)
         err = capsys.readouterr().err
         if rc:
-            assert rc == 1
-            assert err.startswith("ERROR: ") and err.count("\n") == 1, (path, err)
+            assert rc == 2
+            assert err.startswith("binlake dump: ") and err.count("\n") == 1, (path, err)
             failed.append(path.name)
         else:
             assert err == "", (path, err)

@@ -218,7 +218,11 @@ def test_cli_options(capsysbinary: pytest.CaptureFixture[bytes]) -> None:
     assert b"# Columns(" not in out and b"### DELETE FROM `shop`.`orders`" in out
     assert dump_main(parser.parse_args([str(EXAMPLE), "--start-datetime", "2100-01-01 00:00:00"])) == 0
     assert b"###" not in capsysbinary.readouterr().out
-    assert dump_main(parser.parse_args([str(EXAMPLE), "--key-file", "/nonexistent/keys.txt"])) == 1
+    from binlake.cli import main
+
+    assert main(["dump", str(EXAMPLE), "--key-file", "/nonexistent/keys.txt"]) == 2
+    err = capsysbinary.readouterr().err
+    assert err == b"binlake dump: /nonexistent/keys.txt: cannot read key file: No such file or directory\n"
 
 
 def test_json_diffs_print_as_mysqlbinlog() -> None:

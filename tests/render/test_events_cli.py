@@ -82,7 +82,7 @@ def test_events_filters(corpus_dir: Path, capsys: pytest.CaptureFixture[str]) ->
     assert [json.loads(line)["pos"] for line in out.splitlines()] == [312, 374]
     status, out, err = run(capsys, "events", "--type", "NO_SUCH", path)
     assert (status, out) == (2, "")
-    assert err.startswith("binlake: unknown event type 'NO_SUCH'")
+    assert err.startswith("binlake events: unknown event type 'NO_SUCH'")
 
 
 def test_parse_types() -> None:
@@ -114,12 +114,15 @@ def test_events_error_is_one_line_and_status_2(corpus_dir: Path, capsys: pytest.
     status, out, err = run(capsys, "events", path)
     assert status == 2
     assert out.split()[:2] == ["4", "FORMAT_DESCRIPTION_EVENT"]
-    assert err == f"binlake: {path}: at 120: the input ends inside an event header (9 bytes present)\n"
+    assert err == (
+        f"binlake events: {path}: at 120: the input ends inside an event header (9 bytes present) (--on-error "
+        "skip-event or skip-transaction reads on past it)\n"
+    )
 
 
 def test_events_missing_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = str(tmp_path / "nofile")
-    assert run(capsys, "events", path) == (2, "", f"binlake: {path}: cannot read: No such file or directory\n")
+    assert run(capsys, "events", path) == (2, "", f"binlake events: {path}: cannot read: No such file or directory\n")
 
 
 @pytest.mark.corpus
@@ -130,7 +133,8 @@ def test_events_checksum_mismatch(corpus_dir: Path, capsys: pytest.CaptureFixtur
     damaged.write_bytes(bytes(data))
     status, out, err = run(capsys, "events", str(damaged))
     assert status == 2 and len(out.splitlines()) == 4
-    assert err.startswith(f"binlake: {damaged}: at 312: CRC32 mismatch in TABLE_MAP_EVENT: stored 0x08e46868,")
+    assert err.startswith(f"binlake events: {damaged}: at 312: CRC32 mismatch in TABLE_MAP_EVENT: stored 0x08e46868,")
+    assert err.endswith(" (--on-error skip-event or skip-transaction reads on past it)\n")
     status, out, err = run(capsys, "events", "--no-verify-checksum", str(damaged))
     assert (status, err) == (0, "")
     assert "`moria`.`t1`" in out
@@ -150,7 +154,7 @@ def test_events_unknown_types(corpus_dir: Path, capsys: pytest.CaptureFixture[st
     assert out.splitlines()[1].split() == ["126", "UNKNOWN_EVENT_99", "26", "3", "bytes", "not", "decoded"]
     status, _, err = run(capsys, "events", "--unknown-events", "error", str(path))
     assert status == 2
-    assert err == f"binlake: {path}: at 126: unknown event type 99\n"
+    assert err == f"binlake events: {path}: at 126: unknown event type 99\n"  # (no --on-error: --unknown-events asked)
 
 
 @pytest.mark.corpus
@@ -190,7 +194,10 @@ def test_python_dash_m_explain_seed_hex_from_stdin(repo_root: Path) -> None:
     assert done.returncode == 2
     assert done.stdout.startswith("Position 847: TABLE_MAP_EVENT, 45 bytes")
     assert "CRC32 stored 0xbe3c6b05, computed 0xa7275a44: MISMATCH" in done.stdout
-    assert done.stderr == "binlake: at 847: CRC32 mismatch in TABLE_MAP_EVENT: stored 0xbe3c6b05, computed 0xa7275a44\n"
+    assert (
+        done.stderr
+        == "binlake explain: at 847: CRC32 mismatch in TABLE_MAP_EVENT: stored 0xbe3c6b05, computed 0xa7275a44\n"
+    )
 
 
 def test_console_script_points_at_main(repo_root: Path) -> None:

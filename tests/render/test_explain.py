@@ -273,7 +273,7 @@ def test_explain_file_subcommand(corpus_dir: Path, capsys: pytest.CaptureFixture
 def test_explain_not_an_event_start(corpus_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = str(corpus_dir / MINIMAL)
     assert main(["explain", path, "--at", "313"]) == 2
-    assert capsys.readouterr().err == f"binlake: {path}: no event starts at 313: the event at 312 ends at 374\n"
+    assert capsys.readouterr().err == f"binlake explain: {path}: no event starts at 313: the event at 312 ends at 374\n"
 
 
 def test_explain_hex_json(capsys: pytest.CaptureFixture[str]) -> None:

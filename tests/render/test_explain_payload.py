@@ -289,8 +289,8 @@ def test_explain_inner_event_subprocess(corpus_dir: Path) -> None:
     bad = _binlake("explain", path, "--at", "274+72")
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr == (
-        f"binlake: {path}: at 274: no event starts at offset 72 of the transaction payload: its events start at "
-        "offsets 0, 71, 116, 152\n"
+        f"binlake explain: {path}: at 274: no event starts at offset 72 of the transaction payload: its events start "
+        "at offsets 0, 71, 116, 152\n"
     )
     usage = _binlake("explain", path, "--at", "274:71")
     assert usage.returncode == 2 and "is not POS or POS+OFFSET" in usage.stderr

@@ -168,13 +168,15 @@ def test_dump_honours_unknown_events_and_checksums(tmp_path: Path, capfd: pytest
     unknown = tmp_path / "unknown.000001"
     unknown.write_bytes(bytes(data))
     assert main(["dump", str(unknown)]) == 0
-    assert main(["dump", str(unknown), "--unknown-events", "error"]) == 1
-    assert "unknown event type 200" in capfd.readouterr().err
+    assert main(["dump", str(unknown), "--unknown-events", "error"]) == 2
+    assert capfd.readouterr().err == f"binlake dump: {unknown}: at {xid.pos}: unknown event type 200\n"
     data[end - 1] ^= 0xFF
     damaged = tmp_path / "damaged.000001"
     damaged.write_bytes(bytes(data))
-    assert main(["dump", str(damaged)]) == 1
-    assert "CRC32 mismatch" in capfd.readouterr().err
+    assert main(["dump", str(damaged)]) == 2
+    err = capfd.readouterr().err
+    assert err.startswith(f"binlake dump: {damaged}: at {xid.pos}: CRC32 mismatch") and err.count("\n") == 1
+    assert err.endswith(" (--on-error skip-event or skip-transaction reads on past it)\n")
     assert main(["dump", str(damaged), "--no-verify-checksum"]) == 0
     capfd.readouterr()
 

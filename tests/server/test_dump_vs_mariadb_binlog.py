@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from binlake.errors import BinlogError
 from binlake.render.dump import DumpOptions, dump
 from binlake.testing.mariadb import WorkloadBinlogs
 
@@ -31,7 +32,10 @@ FLASHBACK = ["--flashback", "--base64-output=DECODE-ROWS", "-vv"]
 
 def _binlake(path: Path, flashback: bool) -> tuple[int, bytes]:
     out = io.BytesIO()
-    rc = dump([str(path)], DumpOptions(flashback=flashback, table_metadata=not flashback), out)
+    try:
+        rc = dump([str(path)], DumpOptions(flashback=flashback, table_metadata=not flashback), out)
+    except BinlogError as e:
+        rc = e.exit_status
     return rc, LOAD_FILE.sub(b"'LOADFILE'", out.getvalue())
 
 

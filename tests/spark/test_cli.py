@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import io
 import os
+import queue
 import re
+import signal
 import subprocess
 import sys
 import threading
+import time
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -60,13 +63,111 @@ def test_a_source_that_is_not_there_is_an_error(tmp_path: Path) -> None:
 
 
 def test_spark_that_cannot_start_is_a_clear_error(tmp_path: Path) -> None:
-    done = _run(str(EXAMPLE), "--lake", str(tmp_path / "lake"), "--master", "local[1]", JAVA_HOME=str(tmp_path))
-    assert done.returncode == 2
-    assert "binlake ingest: cannot start Spark on local[1]: " in done.stderr
-    assert "Traceback" not in done.stderr
-    log = Path(re.search(r"\(Spark's own output: (\S+\.log)\)", done.stderr)[1])  # type: ignore[index]
-    assert "java" in log.read_text()  # spark-submit's complaint about the missing Java, kept for the user
+    """Without Java (a ``JAVA_HOME`` holding none, or none on ``PATH``) or with one older than Spark 4's 17, one line
+    says so and what to do (it said "cannot start Spark" and named a log file); another failure to start names the
+    log of the JVM's own output."""
+    hint = "install a JRE 17 (Debian: openjdk-17-jre-headless) or set JAVA_HOME"
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    nowhere = _run(str(EXAMPLE), "--lake", str(tmp_path / "lake"), "--master", "local[1]", JAVA_HOME=str(tmp_path))
+    assert (nowhere.returncode, nowhere.stderr) == (
+        2, f"binlake ingest: Java not found (JAVA_HOME={tmp_path} holds no bin/java): {hint}\n"
+    )  # fmt: skip
+    no_path = subprocess.run(
+        [sys.executable, "-m", "binlake", "ingest", str(EXAMPLE), "--lake", str(tmp_path / "lake")],
+        capture_output=True, text=True, timeout=600,
+        env={**env, "PATH": str(tmp_path / "no-bin"), "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(REPO / "src")},
+    )  # fmt: skip
+    assert (no_path.returncode, no_path.stderr) == (2, f"binlake ingest: Java not found (PATH): {hint}\n")
+    old = tmp_path / "jdk11"
+    (old / "bin").mkdir(parents=True)
+    (old / "bin" / "java").write_text("#!/bin/sh\necho 'openjdk version \"11.0.2\" 2019-01-15' >&2\nexit 1\n")
+    (old / "bin" / "java").chmod(0o755)
+    assert not (tmp_path / "lake").exists()  # (found missing before the lake is touched)
+    eleven = _run(str(EXAMPLE), "--lake", str(tmp_path / "lake"), "--master", "local[1]", JAVA_HOME=str(old))
+    assert eleven.returncode == 2 and "Traceback" not in eleven.stderr
+    assert eleven.stderr.splitlines()[-1] == (
+        f"binlake ingest: Java 11 at {old / 'bin' / 'java'}: Spark 4 needs 17 or later: {hint} to one"
+    )
+    bad_master = _run(str(EXAMPLE), "--lake", str(tmp_path / "lake"), "--master", "no-such-master")
+    assert bad_master.returncode == 2 and "Traceback" not in bad_master.stderr
+    assert "binlake ingest: cannot start Spark on no-such-master: " in bad_master.stderr
+    log = Path(re.search(r"\(Spark's own output: (\S+\.log)\)", bad_master.stderr)[1])  # type: ignore[index]
+    assert log.read_text()  # the JVM's own complaint, kept for the user
     log.unlink()
+
+
+def _sigint_as_a_terminal() -> None:
+    """(In the child) SIGINT's default disposition: a process started in the background with SIGINT ignored would
+    pass that on, and Python would not turn a Ctrl-C into KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def test_ctrl_c_mid_decode_is_one_line_and_the_next_run_finishes_the_batch(tmp_path: Path) -> None:
+    """SIGINT to the process group (a terminal's Ctrl-C: Python, the JVM and Spark's Python workers) while the
+    batch's tasks decode: one line that says what is safe, status 130 (it printed 34-65 lines of py4j's and
+    binlake's tracebacks, then "decode: done"); the next run finishes the batch, and the lake is a clean run's."""
+    lake = str(tmp_path / "lake")
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYTHONPATH=str(REPO / "src"))
+    command = [sys.executable, "-m", "binlake", "ingest", str(EXAMPLE), "--lake", lake, "--master", "local[1]"]
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, preexec_fn=_sigint_as_a_terminal)  # fmt: skip
+    lines = []
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.append(line)
+            if line.startswith("binlake ingest: decode: 0/1 tasks"):  # the task runs
+                os.killpg(proc.pid, signal.SIGINT)
+                break
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    err = "".join(lines) + err
+    assert proc.returncode == 130, err
+    assert err.splitlines()[-1] == "binlake ingest: interrupted: batch 1 is not finished; the next run finishes it"
+    assert all(line.startswith("binlake ingest: ") for line in err.splitlines()), err
+    assert "decode: done" not in err and out == ""
+    again = _run(str(EXAMPLE), "--lake", lake, "--master", "local[1]")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "binlake ingest: finishing interrupted batch 1\n" in again.stderr and "866 row changes" in again.stdout
+    current = Lake(lake).read(Lake(lake).current("shop/orders"))
+    assert current is not None and current.num_rows == 292
+
+
+def test_a_lake_that_cannot_be_written_is_one_line_at_once(
+    tmp_path: Path, read_only_dir: tuple[Path, list[str]]
+) -> None:
+    """``binlake ingest examples/ --lake F``, F a file or in a read-only folder: it ran at full CPU, silently, for
+    ever (the lease took the store's error for a lost race)."""
+    in_the_way = tmp_path / "a-file"
+    in_the_way.write_text("not a lake\n")
+    folder, prefix = read_only_dir
+    read_only = "Read-only file system" if prefix else "Permission denied"  # (a mount, or the folder's mode)
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYTHONPATH=str(REPO / "src"))
+    for lake, reason, under in ((in_the_way, "Not a directory", []), (folder / "lake", read_only, prefix)):
+        command = [*under, sys.executable, "-m", "binlake", "ingest", str(EXAMPLE), "--lake", str(lake)]
+        t0 = time.monotonic()
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+        assert (done.returncode, done.stderr) == (
+            2, f"binlake ingest: {lake}: cannot write the lake (its writer lease, _binlake/lease): {reason}\n"
+        )  # fmt: skip
+        assert time.monotonic() - t0 < 60
+
+
+def test_a_damaged_binlog_exits_as_in_the_other_commands(tmp_path: Path) -> None:
+    """The data error ``events``, ``dump``, ``stats`` and ``changes`` exit 2 with (``tests/test_cli.py``) is the
+    ingest's too: the same line, from a Spark task."""
+    data = bytearray(EXAMPLE.read_bytes())
+    data[11954 + 31 - 1] ^= 0xFF  # the CRC32 of the XID_EVENT at 11954 (31 bytes)
+    damaged = tmp_path / "damaged-bin.000001"
+    damaged.write_bytes(bytes(data))
+    done = _run(str(damaged), "--lake", str(tmp_path / "lake"), "--master", "local[1]")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == (
+        f"binlake ingest: {damaged}: at 11954: CRC32 mismatch in XID_EVENT: stored 0x39f96a5d, computed 0xc6f96a5d "
+        "(--on-error skip-event or skip-transaction reads on past it)"
+    )
+    assert "decode: done" not in done.stderr
 
 
 def test_a_first_ingest_shows_only_binlakes_lines(tmp_path: Path) -> None:
@@ -167,3 +268,89 @@ def test_a_snapshot_needs_a_password_its_tasks_can_read(monkeypatch: pytest.Monk
     with pytest.raises(ReplicationError, match="--password-file or \\$BINLAKE_PASSWORD") as err:
         first(Lake(str(tmp_path / "lake")), options)
     assert "typed-at-prompt" not in str(err.value)
+
+
+class _Lines:
+    """The lines a process writes, read by a thread as they come, so that a test can wait for one with a timeout."""
+
+    def __init__(self, stream: Any) -> None:
+        self.seen: list[str] = []
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: Any) -> None:
+        for line in stream:
+            self._queue.put(line)
+        self._queue.put(None)
+
+    def wait_for(self, wanted: str, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not any(wanted in line for line in self.seen):
+            line = self._queue.get(timeout=max(0.1, deadline - time.monotonic()))
+            assert line is not None, f"ended before {wanted!r}: {''.join(self.seen)}"
+            self.seen.append(line)
+
+    def all(self) -> str:
+        """Every line, once the stream ended."""
+        while (line := self._queue.get(timeout=60)) is not None:
+            self.seen.append(line)
+        return "".join(self.seen)
+
+
+def test_the_readme_recipe_a_throwaway_server_then_ingest_host(tmp_path: Path) -> None:
+    """README, "Getting started": ``python -m binlake.testing.mariadb`` prints how to connect; the SQL and the
+    ``binlake ingest --host`` it prints land the rows.  A following ingest is quiet while nothing happens (it logged
+    "plan: done" and "nothing new" every interval, and py4j's "Closing down clientserver connection"), lands a new
+    row, and Ctrl-C ends it in one line with 130; Ctrl-C stops the server, its data deleted."""
+    from binlake.testing.mariadb import missing_tools
+
+    if missing_tools():
+        pytest.skip(f"MariaDB server not installed ({', '.join(missing_tools())} not found)")
+    assert "python -m binlake.testing.mariadb" in (REPO / "README.md").read_text(encoding="utf-8")
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYTHONPATH=str(REPO / "src"))
+    server = subprocess.Popen([sys.executable, "-m", "binlake.testing.mariadb"], env=env, stdout=subprocess.PIPE,
+                              text=True, start_new_session=True, preexec_fn=_sigint_as_a_terminal)  # fmt: skip
+    assert server.stdout is not None
+    base: Path | None = None
+    try:
+        said = [server.stdout.readline() for _ in range(3)]
+        base = Path(re.search(r"its data in (\S+) ", said[0])[1])  # type: ignore[index]
+        sql = said[1].split("SQL, as root:", 1)[1].split()
+        ingest = [str(tmp_path / "lake") if a == "LAKE" else a for a in said[2].split("binlake:", 1)[1].split()]
+        assert sql[0] == "mariadb" and ingest[:2] == ["binlake", "ingest"]
+        rows = (
+            "CREATE DATABASE shop; CREATE TABLE shop.t (id INT PRIMARY KEY, v TEXT); INSERT INTO shop.t VALUES (1, 'a')"
+        )
+        subprocess.run([*sql, "-e", rows], check=True, timeout=60)
+        first = subprocess.run([sys.executable, "-m", "binlake", *ingest[1:]], env=env, capture_output=True, text=True,
+                               timeout=600)  # fmt: skip
+        assert first.returncode == 0, first.stderr[-3000:]
+        assert "snapshot: shop.t: 1 rows landed" in first.stderr
+
+        follow = subprocess.Popen([sys.executable, "-m", "binlake", *ingest[1:], "--follow", "--interval", "1"],
+                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  start_new_session=True, preexec_fn=_sigint_as_a_terminal)  # fmt: skip
+        try:
+            lines = _Lines(follow.stdout)
+            lines.wait_for("reading from")
+            time.sleep(5)  # five batches with nothing new
+            subprocess.run([*sql, "-e", "INSERT INTO shop.t VALUES (2, 'b')"], check=True, timeout=60)
+            lines.wait_for("ingested 1 batch")
+            os.killpg(follow.pid, signal.SIGINT)
+            out = lines.all()
+            follow.wait(120)
+        finally:
+            follow.kill()
+        assert follow.returncode == 130, out
+        assert out.splitlines()[-1] == "binlake ingest: interrupted: batches 1 to 2 are landed; the next run goes on " \
+            "after batch 2"  # fmt: skip
+        assert out.count("plan: done") == 1 and "nothing new" not in out and "Closing down" not in out, out
+        assert all(line.startswith("binlake ingest: ") for line in out.splitlines()), out
+        current = Lake(tmp_path / "lake").read(Lake(tmp_path / "lake").current("shop/t"))
+        assert current is not None and sorted(current["v"].to_pylist()) == ["a", "b"]
+    finally:
+        os.killpg(server.pid, signal.SIGINT)
+        rest, _ = server.communicate(timeout=120)
+    assert (server.returncode, rest) == (0, "stopped; its data deleted\n")
+    assert base is not None and not base.exists()

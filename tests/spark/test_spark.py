@@ -542,6 +542,7 @@ def test_tables_command_lists_and_shows(corpus_lake: Location) -> None:
     import io
 
     from binlake.cli import build_parser
+    from binlake.errors import BinlogError
     from binlake.lake.show import tables_main
 
     out = io.StringIO()
@@ -560,8 +561,10 @@ def test_tables_command_lists_and_shows(corpus_lake: Location) -> None:
     assert shown[1].split()[:3] == ["id", "owner", "balance"]
     assert shown[2].split()[:2] == [str(first["id"]), first["owner"]] and len(shown) == 6
     assert shown[-1] == f"... {current.num_rows - 3} more rows (--limit N)"
-    assert tables_main(argparse.Namespace(lake=corpus_lake.uri, table="no.such", limit=3), io.StringIO()) == 2
-    assert tables_main(argparse.Namespace(lake=corpus_lake.uri, table=None, limit=3), io.StringIO()) == 2  # no TABLE
+    with pytest.raises(BinlogError, match=r"no table 'no\.such' in .*binlake tables LAKE"):
+        tables_main(argparse.Namespace(lake=corpus_lake.uri, table="no.such", limit=3), io.StringIO())
+    with pytest.raises(BinlogError, match="--limit N is the rows shown of a TABLE"):
+        tables_main(argparse.Namespace(lake=corpus_lake.uri, table=None, limit=3), io.StringIO())
     # the command is registered without importing Spark
     code = "import sys; from binlake.cli import build_parser; build_parser(['tables']); print('pyspark' in sys.modules)"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2] / "src"), *sys.path])}
@@ -604,3 +607,26 @@ def test_progress_bar_on_a_tty_log_lines_otherwise() -> None:
     lines = log.getvalue().splitlines()
     assert lines[0].startswith("binlake ingest: decode: 3/8 tasks") and len(lines) == 2  # one line per change
     assert "\r" not in log.getvalue() and lines[-1].startswith("binlake ingest: decode: done in ")
+
+
+def test_a_quiet_progress_says_nothing_while_nothing_happens() -> None:
+    """``ingest --follow`` (``Progress(quiet=True)``): a batch with nothing new shows nothing (it logged "plan: done"
+    and "nothing new" every interval); a batch that lands something shows its lines, in order."""
+    import io
+
+    from binlake.spark.progress import Progress
+
+    stream = io.StringIO()
+    progress = Progress(None, stream, quiet=True)
+    for _ in range(3):
+        progress.timed("plan", lambda: None)
+        progress.detail("nothing new")
+        progress.idle()
+    assert stream.getvalue() == ""
+    progress.timed("plan", lambda: None)
+    progress.log("batch 4: 1 splits of 1 files")
+    progress.timed("scan", lambda: None)
+    progress.run("decode", lambda: None)
+    lines = [line.split(" in ")[0] for line in stream.getvalue().splitlines()]
+    assert lines == [f"binlake ingest: {t}" for t in ("plan: done", "batch 4: 1 splits of 1 files", "scan: done",
+                                                      "decode: done")]  # fmt: skip

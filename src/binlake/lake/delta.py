@@ -130,6 +130,12 @@ def _commit(batch: int, app_id: str = APP_ID) -> CommitProperties:
 _ATTEMPTS = 8  # a lost race reads the table again; more than a few in a row means something else is wrong
 
 
+def _pause(attempt: int) -> None:
+    """The wait after failed commit attempt ``attempt`` (0 first): 50 ms doubling, at most 2 s, so that racing
+    writers and a store failing now and then are not met again at once (about 5 s over every attempt)."""
+    time.sleep(min(0.05 * 2**attempt, 2.0))
+
+
 def txn_version(loc: Location, app_id: str = APP_ID) -> int:
     """The last batch committed to the table at ``loc`` (-1 when the table does not exist or has none)."""
     if not is_table(loc):
@@ -195,6 +201,7 @@ def commit_files(
         except (DeltaError, OSError) as e:  # another writer committed first (or created the table): read it again
             if attempt == _ATTEMPTS - 1:
                 raise _commit_error(loc, e) from e
+            _pause(attempt)
     raise AssertionError("unreachable")
 
 
@@ -231,6 +238,7 @@ def resolve_rollbacks(loc: Location, outcomes: dict[str, bool], batch: int) -> b
         except (DeltaError, OSError) as e:
             if attempt == _ATTEMPTS - 1:
                 raise _commit_error(loc, e) from e
+            _pause(attempt)
     raise AssertionError("unreachable")
 
 
@@ -291,7 +299,13 @@ def read_table(loc: Location, version: int | None = None, columns: Sequence[str]
     """The content of the Delta table at ``loc`` (as of ``version``; only ``columns``), or ``None`` when there is
     none.  Through its log, never the folder's files, with each data file's deletion vector applied
     (:func:`binlake.lake.deltalog.scan_file`: deltalake's ``to_pyarrow_table`` refuses a table that has them), the
-    files read side by side in threads."""
+    files read side by side in threads, through binlake's own filesystem of ``loc`` (:mod:`binlake.storage`:
+    pyarrow's, in C++).  Not deltalake's Python filesystem (``pyarrow.fs.PyFileSystem`` over delta-rs): the Parquet
+    reader prefetches column chunks on Arrow's I/O threads, and a prefetch still running at the end holds a buffer
+    owned by Python; when such a thread drops it while the interpreter exits, Python ends the thread and the
+    unwinding meets a C++ destructor that may not throw (``terminate called without an active exception``, exit
+    status 134, in about one run of ``binlake tables LAKE TABLE`` in 60).  Buffers of a C++ filesystem need no GIL
+    (a scheme only fsspec serves is a Python filesystem again: there, rarely, the abort remains)."""
     snap = deltalog.read_snapshot(loc, version)
     if snap is None:
         return None

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import threading
 import time
@@ -45,9 +46,9 @@ from deltalake import DeltaTable, Schema
 from deltalake.exceptions import DeltaError
 from deltalake.transaction import CommitProperties, create_table_with_add_actions
 
-from binlake.errors import BinlogError
+from binlake.errors import BinlogError, ExitStatus
 from binlake.lake.records import LakeFormatError
-from binlake.storage import Location
+from binlake.storage import Location, StorageError
 
 __all__ = ["LakeBusy", "LeaseLost", "LeaseRecord", "WriterLease"]
 
@@ -56,14 +57,40 @@ _SCHEMA = pa.schema([("holder", pa.string())])  # the lease table holds no rows:
 # old commits go at the checkpoints delta-rs writes every 100 commits: the log of a lease renewed for months stays
 # small (a long-running ingest renews it every 20 s)
 _CONFIG = {"delta.logRetentionDuration": "interval 1 hour"}
+_RACES = 10  # lost races for the lease in a row, each followed by a pause, before a run gives up
+
+
+def _reason(e: Exception) -> str:
+    """The store's reason in one line: the OS's message of a delta-rs error (``Os { code: 20, kind: NotADirectory,
+    message: "Not a directory" }`` -> ``Not a directory``), an object store's error code and message (S3's XML
+    ``<Code>``/``<Message>``), else the error's text on one line.
+
+    >>> _reason(OSError('Could not create local directory\\nError: Os { code: 30, message: "Read-only file system" }'))
+    'Read-only file system'
+    >>> _reason(OSError("404 Not Found <Error><Code>NoSuchBucket</Code><Message>No bucket</Message></Error>"))
+    'NoSuchBucket: No bucket'
+    """
+    text = str(e)
+    found = re.search(r'message: "([^"]*)"', text)
+    if found:
+        return found[1]
+    code, message = re.search(r"<Code>([^<]*)</Code>", text), re.search(r"<Message>([^<]*)</Message>", text)
+    if code and message:
+        return f"{code[1]}: {message[1]}"
+    return " ".join(re.sub(r"\x1b\[[0-9;]*m|↳", " ", text).split())[:500]
 
 
 class LakeBusy(BinlogError):
-    """Another ingest holds the lake's writer lease (and ``wait`` ran out)."""
+    """Another ingest holds the lake's writer lease (and ``wait`` ran out): a later run goes on."""
+
+    exit_status = ExitStatus.TEMPORARY
 
 
 class LeaseLost(BinlogError):
-    """This ingest's writer lease expired or was taken over: it must not commit anything more."""
+    """This ingest's writer lease expired or was taken over: it must not commit anything more (a later run goes on
+    where it stopped)."""
+
+    exit_status = ExitStatus.TEMPORARY
 
 
 def _process_space() -> str:
@@ -132,6 +159,7 @@ class WriterLease:
         if seconds <= 0:
             raise ValueError("a lease lasts a positive number of seconds")
         self.loc = root / "_binlake" / "lease"
+        self.lake_uri = root.uri
         self.seconds = seconds
         self.epoch = -1  # the version of our last commit to the lease table
         self.waited = 0.0  # seconds spent waiting for another holder
@@ -143,16 +171,30 @@ class WriterLease:
     # -- the lease table -------------------------------------------------------------------------------------------
 
     def _latest(self) -> tuple[DeltaTable | None, LeaseRecord | None]:
-        """The lease table at its latest version and the record committed there (``None``, ``None``: no table)."""
-        if not DeltaTable.is_deltatable(self.loc.delta_uri, storage_options=self.loc.delta_options()):
-            return None, None
-        dt = DeltaTable(self.loc.delta_uri, storage_options=self.loc.delta_options())
-        text = dt.history(1)[0].get(_KEY)
+        """The lease table at its latest version and the record committed there (``None``, ``None``: no table); a
+        store that cannot be read is a :class:`~binlake.storage.StorageError`."""
+        try:
+            if not DeltaTable.is_deltatable(self.loc.delta_uri, storage_options=self.loc.delta_options()):
+                return None, None
+            dt = DeltaTable(self.loc.delta_uri, storage_options=self.loc.delta_options())
+            text = dt.history(1)[0].get(_KEY)
+        except (DeltaError, OSError) as e:
+            raise self._unusable("read", e) from None
         return dt, LeaseRecord.from_json(text) if text else None
+
+    def _unusable(self, verb: str, e: Exception) -> StorageError:
+        """The error of a lake whose lease table cannot be read or written, naming the lake and the store's
+        reason."""
+        return StorageError(
+            f"cannot {verb} the lake (its writer lease, _binlake/lease): {_reason(e)}", file=self.lake_uri
+        )
 
     def _put(self, dt: DeltaTable | None, record: LeaseRecord) -> bool:
         """Commit ``record`` as the version after ``dt``'s (the first one when ``dt`` is ``None``), only if no one
-        else committed that version; whether it did."""
+        else committed that version; whether it did.  A commit that fails while no other version appeared is no
+        lost race but a store that cannot be written (a lake path that is a file or lies in /proc, a read-only
+        disk, a bucket that refuses writes): a :class:`~binlake.storage.StorageError` at once, naming the lake and
+        the store's reason."""
         props = CommitProperties(custom_metadata={_KEY: record.to_json()}, max_commit_retries=0)
         try:
             if dt is None:
@@ -164,10 +206,22 @@ class WriterLease:
                 target = dt.version() + 1
                 dt.create_write_transaction([], mode="append", schema=_SCHEMA, commit_properties=props)
                 self.epoch = target
-        except (DeltaError, OSError):
-            return False  # another writer committed that version first (or the store failed: read again)
+        except (DeltaError, OSError) as e:
+            if self._moved_past(dt):
+                return False  # another writer committed that version first (or ours went through: the caller looks)
+            raise self._unusable("write", e) from None
         self._record = record
         return True
+
+    def _moved_past(self, dt: DeltaTable | None) -> bool:
+        """Whether the lease table has a version after ``dt``'s now (after none: whether it exists)."""
+        try:
+            if not DeltaTable.is_deltatable(self.loc.delta_uri, storage_options=self.loc.delta_options()):
+                return False
+            now = DeltaTable(self.loc.delta_uri, storage_options=self.loc.delta_options()).version()
+        except (DeltaError, OSError):
+            return False
+        return dt is None or now > dt.version()
 
     def _mine(self, expires: float) -> LeaseRecord:
         old = self._record
@@ -187,20 +241,34 @@ class WriterLease:
         that is); :class:`LakeBusy` when it is still held then.  Starts the renewals."""
         t0 = time.monotonic()
         told, waited = False, False
-        while True:
+        tried: LeaseRecord | None = None
+        races = 0
+        while True:  # each turn sleeps; lost races are bounded by _RACES, waiting for a holder by ``wait``
             dt, held = self._latest()
             now = time.time()
+            if held is not None and tried is not None and held.holder == tried.holder and dt is not None:
+                self.epoch, self._record = dt.version(), held  # our commit went through though the store said not
+                break
             if held is None or held.free(now):
-                if self._put(dt, self._mine(now + self.seconds)):
+                tried = self._mine(now + self.seconds)
+                if self._put(dt, tried):
                     break
-                continue  # another writer took it between our read and our commit: look again
+                races += 1  # another writer took it between our read and our commit: look again, after a pause
+                if races > _RACES:
+                    raise LakeBusy(
+                        f"the lake's writer lease changed hands {_RACES} times in a row while this ingest tried to "
+                        "take it: stopping (another writer takes it and hands it back as fast)",
+                        file=self.lake_uri,
+                    )
+                time.sleep(min(0.02 * 2**races, 1.0))
+                continue
             left = wait - (time.monotonic() - t0)
             if left <= 0:
                 after = f" after waiting {wait:.0f} s" if wait > 0 else ""
                 raise LakeBusy(
                     f"another binlake ingest is writing this lake ({held.describe()}){after}: stopping "
                     "(--wait SECONDS waits for it)",
-                    file=self.loc.parent.parent.uri,
+                    file=self.lake_uri,
                 )
             if not told and on_wait is not None:
                 on_wait(f"waiting up to {left:.0f} s for another ingest writing this lake ({held.describe()})")
@@ -243,14 +311,14 @@ class WriterLease:
         """The fence before a commit: :class:`LeaseLost` unless the lease is held and a quarter of its duration at
         least is left."""
         if self._lost:
-            raise LeaseLost(self._lost, file=self.loc.parent.parent.uri)
+            raise LeaseLost(self._lost, file=self.lake_uri)
         record = self._record
         if record is None or self._thread is None:
-            raise LeaseLost("the lake's writer lease is not held", file=self.loc.parent.parent.uri)
+            raise LeaseLost("the lake's writer lease is not held", file=self.lake_uri)
         if time.time() > record.expires - self.seconds / 4:
             raise LeaseLost(
                 "the lake's writer lease expires before a commit could finish (its renewals failed): stopping",
-                file=self.loc.parent.parent.uri,
+                file=self.lake_uri,
             )
 
     def release(self) -> None:
@@ -263,7 +331,7 @@ class WriterLease:
             try:
                 dt = DeltaTable(self.loc.delta_uri, version=self.epoch, storage_options=self.loc.delta_options())
                 self._put(dt, self._mine(0.0))
-            except (DeltaError, OSError):
+            except (DeltaError, OSError, BinlogError):
                 pass  # it expires by itself
         self._record = None
 

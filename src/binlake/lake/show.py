@@ -104,23 +104,17 @@ def add_tables_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def tables_main(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    """List the tables of ``args.lake``, or show ``args.table``; 0 on success, 2 when there is nothing to show."""
+    """List the tables of ``args.lake``, or show ``args.table``; 0 on success, a
+    :class:`~binlake.errors.BinlogError` when there is nothing to show."""
     out = out or sys.stdout
     if args.limit is not None and not args.table:
-        print("binlake tables: --limit N is the rows shown of a TABLE: give TABLE too", file=sys.stderr)
-        return 2
-    try:
-        lake = Lake(args.lake)
-        tables = lake.tables()
-    except BinlogError as e:
-        print(f"binlake tables: {e}", file=sys.stderr)
-        return 2
+        raise BinlogError("--limit N is the rows shown of a TABLE: give TABLE too")
+    lake = Lake(args.lake)
+    tables = lake.tables()
     if args.table:
         found = lake.find(args.table, tables)
         if found is None:
-            print(f"binlake tables: no table {args.table!r} in {lake.root} (run `binlake tables LAKE` to list them)",
-                  file=sys.stderr)  # fmt: skip
-            return 2
+            raise BinlogError(f"no table {args.table!r} in {lake.root} (run `binlake tables LAKE` to list them)")
         show_table(lake, found, max(0, _LIMIT if args.limit is None else args.limit), out)
         return 0
     sources = len({t.name for t in tables if t.kind in KINDS})

@@ -1,6 +1,7 @@
 """Command-line renderers of decoded events (``binlake events``, ``binlake explain``, ``dump``, ``stats``).
 
-What every subcommand shares lives here: the decoding options they all accept and the one error line they print.
+What every subcommand shares lives here: the decoding options they all accept and the one error line they print
+(``binlake COMMAND: ...``: every line a command writes on stderr starts with its name).
 
 Example::
 
@@ -10,8 +11,8 @@ Example::
     >>> o = decode_options(p.parse_args(["--no-verify-checksum", "--unknown-events", "error"]))
     >>> o.verify_checksum, o.unknown_events, o.schema_sql
     (False, 'error', None)
-    >>> error_line(BinlogError("CRC32 mismatch", pos=620), "binlog.000024")
-    'binlake: binlog.000024: at 620: CRC32 mismatch'
+    >>> error_line("events", BinlogError("CRC32 mismatch", pos=620), "binlog.000024")
+    'binlake events: binlog.000024: at 620: CRC32 mismatch'
 """
 
 from __future__ import annotations
@@ -23,7 +24,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from binlake.decoder import Decryptor
-from binlake.errors import BinlogError
+from binlake.errors import (
+    BinlogError,
+    ChecksumError,
+    MalformedError,
+    TruncatedError,
+    UnknownEventError,
+    UnsupportedError,
+)
 from binlake.events.base import Event
 from binlake.events.context import DecodeOptions
 from binlake.reader import read_events
@@ -31,7 +39,6 @@ from binlake.schema import SchemaTracker
 from binlake.storage import binlog_source
 
 __all__ = [
-    "EXIT_ERROR",
     "FILE_KEY_ENV",
     "add_decode_arguments",
     "decode_options",
@@ -39,10 +46,6 @@ __all__ = [
     "error_line",
     "open_log",
 ]
-
-EXIT_ERROR = 2
-"""Exit status of a subcommand that met a :class:`~binlake.errors.BinlogError` (or a usage error, as argparse)."""
-
 
 FILE_KEY_ENV = "BINLAKE_FILE_KEY"
 """The environment variable holding the secret of an encrypted ``--key-file`` (``file_key_management_filekey``),
@@ -128,6 +131,7 @@ def open_log(
     path: str,
     options: DecodeOptions,
     *,
+    command: str,
     on_error: str = "stop",
     start: int | None = None,
     stop: int | None = None,
@@ -138,7 +142,7 @@ def open_log(
 ) -> Iterator[Event]:
     """The events of ``path`` (a local path, or a URI of :mod:`binlake.storage`: ``s3://bucket/binlog.000042``) for
     a subcommand: :func:`~binlake.reader.read_events`, or under ``--on-error skip-*`` the recovering reader, which
-    reports each skip and a closing summary on stderr (never a silent skip)."""
+    reports each skip and a closing summary on stderr, prefixed ``binlake COMMAND:`` (never a silent skip)."""
     source = binlog_source(path)
     if on_error == "stop":
         yield from read_events(
@@ -159,7 +163,7 @@ def open_log(
     events = read_events_recovering(
         source,
         on_error=on_error,  # type: ignore[arg-type]
-        on_skip=lambda skip: print(f"binlake: skipped {skip}", file=sys.stderr),
+        on_skip=lambda skip: print(f"binlake {command}: skipped {skip}", file=sys.stderr),
         options=options,
         decryptor=decryptor,
         schema=schema,
@@ -170,11 +174,26 @@ def open_log(
             break
         if start is None or pos >= start:
             yield ev
-    print(f"binlake: {events.summary}", file=sys.stderr)
+    print(f"binlake {command}: {events.summary}", file=sys.stderr)
 
 
-def error_line(err: BinlogError, file: str | None = None) -> str:
-    """``binlake: <file>: at <pos>: <message>``, the line every subcommand prints on stderr for a BinlogError."""
+#: What ``--on-error skip-event|skip-transaction`` reads on past: an event that does not decode (the errors the
+#: recovering reader of :mod:`binlake.recovery` skips, met at a position of the file); an unknown event type is an
+#: error only when ``--unknown-events error`` asked for it.
+_SKIPPABLE = (TruncatedError, ChecksumError, MalformedError, UnsupportedError)
+
+
+def error_line(command: str, err: BinlogError, file: str | None = None, *, on_error: str | None = None) -> str:
+    """``binlake COMMAND: <file>: at <pos>: <message>``, the line a command prints on stderr for a BinlogError; a
+    damaged event met under ``--on-error stop`` (``on_error``: the command's option, ``None`` where it has none)
+    says how to read on past it.
+
+    >>> error_line("dump", TruncatedError("the event ends early", pos=620), "b.000001", on_error="stop")
+    'binlake dump: b.000001: at 620: the event ends early (--on-error skip-event or skip-transaction reads on past it)'
+    """
     if file is not None and err.file is None:
         err = err.at_file(file)
-    return f"binlake: {err}"
+    hint = ""
+    if on_error == "stop" and isinstance(err, _SKIPPABLE) and not isinstance(err, UnknownEventError) and err.pos:
+        hint = " (--on-error skip-event or skip-transaction reads on past it)"
+    return f"binlake {command}: {err}{hint}"

@@ -21,7 +21,7 @@ from typing import TextIO
 
 from binlake.errors import BinlogError
 from binlake.events.base import Event, EventType
-from binlake.render import EXIT_ERROR, add_decode_arguments, decode_options, decryptor_of, error_line, open_log
+from binlake.render import add_decode_arguments, decode_options, decryptor_of, error_line, open_log
 
 __all__ = ["add_events_arguments", "event_json", "event_line", "events_main", "parse_types"]
 
@@ -102,16 +102,15 @@ def add_events_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def events_main(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    """Run ``binlake events``; return the exit status (2 when any file stopped at a BinlogError)."""
+    """Run ``binlake events``; return the exit status (:attr:`~binlake.errors.ExitStatus.ERROR` when any file stopped
+    at a BinlogError: the others are listed still)."""
     out = sys.stdout if out is None else out
     if getattr(args, "idle_timeout", None) is not None and not getattr(args, "follow", False):
-        print("binlake: --idle-timeout: only with --follow (it bounds the wait for new bytes)", file=sys.stderr)
-        return EXIT_ERROR
+        raise BinlogError("--idle-timeout: only with --follow (it bounds the wait for new bytes)")
     try:
         wanted = parse_types(args.types)
     except ValueError as e:
-        print(f"binlake: {e}", file=sys.stderr)
-        return EXIT_ERROR
+        raise BinlogError(str(e)) from None
     options = decode_options(args)
     status = 0
     for i, path in enumerate(args.files):
@@ -122,6 +121,7 @@ def events_main(args: argparse.Namespace, out: TextIO | None = None) -> int:
             for ev in open_log(
                 path,
                 options,
+                command="events",
                 on_error=args.on_error,
                 start=args.start_position,
                 stop=args.stop_position,
@@ -136,6 +136,6 @@ def events_main(args: argparse.Namespace, out: TextIO | None = None) -> int:
                     out.flush()
         except BinlogError as e:
             out.flush()
-            print(error_line(e, path), file=sys.stderr)
-            status = EXIT_ERROR
+            print(error_line("events", e, path, on_error=args.on_error), file=sys.stderr)
+            status = e.exit_status
     return status

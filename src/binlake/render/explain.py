@@ -51,7 +51,7 @@ from binlake.events.payload import TransactionPayloadEvent
 from binlake.events.rows import RowsEvent
 from binlake.events.table_map import OptionalField, OptionalMetadataType, TableMapEvent
 from binlake.reader import CHUNK, Decoder, opened
-from binlake.render import EXIT_ERROR, add_decode_arguments, decode_options, decryptor_of, error_line
+from binlake.render import add_decode_arguments, decode_options, decryptor_of, error_line
 from binlake.render.events import event_json, event_line
 from binlake.render.explain_fields import Row, column_meta, field_row, flags_text, label, n_bytes, when
 from binlake.render.explain_rows import RowImages
@@ -852,8 +852,7 @@ def explain_main(args: argparse.Namespace, out: TextIO | None = None) -> int:
     place: InPayload | None = None
     usage = _usage_error(args)
     if usage is not None:
-        print(f"binlake: explain: {usage}", file=sys.stderr)
-        return EXIT_ERROR
+        raise BinlogError(usage)
     try:
         options = decode_options(args)
         if args.hex is not None:
@@ -868,17 +867,15 @@ def explain_main(args: argparse.Namespace, out: TextIO | None = None) -> int:
                 raw, ctx, place = inner_event_at(args.file, pos, offset, options, decryptor)
                 pos = offset
         ex = explain_event(raw, pos, ctx, place, args.rows)
-    except BinlogError as e:
-        print(error_line(e, source), file=sys.stderr)
-        return EXIT_ERROR
+    except BinlogError as e:  # (the command line prints it, naming the file)
+        raise (e.at_file(source) if source is not None and e.file is None else e) from None
     except ValueError as e:
-        print(f"binlake: explain: {e}", file=sys.stderr)
-        return EXIT_ERROR
+        raise BinlogError(str(e)) from None
     out.write(json.dumps(render_json(ex), ensure_ascii=False) + "\n" if args.json else render_text(ex))
     if ex.error is not None:
         out.flush()
-        print(error_line(ex.error, source), file=sys.stderr)
-        return EXIT_ERROR
+        print(error_line("explain", ex.error, source), file=sys.stderr)
+        return ex.error.exit_status
     return 0
 
 
@@ -905,7 +902,7 @@ def _from_hex(args: argparse.Namespace, options: DecodeOptions) -> tuple[bytes, 
     ctx = DecodeContext(options, fde=fde, schema=schema_tracker(options))
     size, log_pos = int.from_bytes(data[9:13], "little"), int.from_bytes(data[13:17], "little")
     if len(data) > size >= 19:
-        print(f"binlake: explain: {len(data) - size} bytes after the {size}-byte event ignored", file=sys.stderr)
+        print(f"binlake explain: {len(data) - size} bytes after the {size}-byte event ignored", file=sys.stderr)
         data = data[:size]
     if args.at is not None and args.at[1] is not None:
         raise ValueError("--at POS+OFFSET addresses an event inside a transaction payload of FILE; not with --hex")

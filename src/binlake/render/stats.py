@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 
 from binlake.coltypes import Column, ColumnType
 from binlake.decoder import Decryptor
-from binlake.errors import BinlogError
 from binlake.events.base import Event, EventType
 from binlake.events.context import DecodeOptions
 from binlake.events.rows import RowsEvent
@@ -198,7 +197,7 @@ def collect(
     schema = schema_tracker(options)
     for path in files:
         stats.files.append(path)
-        for ev in open_log(path, options, on_error=on_error, decryptor=decryptor, schema=schema):
+        for ev in open_log(path, options, command="stats", on_error=on_error, decryptor=decryptor, schema=schema):
             stats.add(ev)
         stats.end_file()
     return stats
@@ -212,11 +211,8 @@ def add_stats_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def stats_main(args: argparse.Namespace) -> int:
-    """Run ``binlake stats``: 0 when every file decodes whole, 1 (and the error on stderr) when one does not."""
-    try:
-        stats = collect(args.files, decode_options(args), decryptor_of(args), args.on_error)
-    except (BinlogError, OSError) as e:
-        print(f"binlake stats: {e}", file=sys.stderr)
-        return 1
+    """Run ``binlake stats``: 0 when every file decodes whole; a :class:`~binlake.errors.BinlogError` when one does
+    not (the command line prints it)."""
+    stats = collect(args.files, decode_options(args), decryptor_of(args), args.on_error)
     sys.stdout.write(json.dumps(stats.as_dict(), indent=2) + "\n" if args.json else stats.as_text())
     return 0

@@ -47,7 +47,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import sys
 import tempfile
 import threading
 import time
@@ -56,7 +55,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from binlake.decoder import MAGIC
-from binlake.errors import BinlogError, BinlogHistoryError, ReplicationError
+from binlake.errors import BinlogError, BinlogHistoryError, Interrupted, ReplicationError
 from binlake.events.base import LOG_EVENT_BINLOG_IN_USE_F, EventType
 from binlake.events.control import RotateEvent
 from binlake.metrics import NO_METRICS, Metrics, add_metrics_arguments, start_metrics
@@ -441,26 +440,20 @@ def add_mirror_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def mirror_main(args: argparse.Namespace) -> int:
-    """Run ``binlake mirror``: 0 when the copy reached the server's end (or was stopped), 2 on an error."""
+    """Run ``binlake mirror``: 0 when the copy reached the server's end; a :class:`BinlogError` or Ctrl-C
+    (:class:`~binlake.errors.Interrupted`) as the command line reports them."""
     start = StartAt.oldest() if args.from_start else StartAt.at(args.from_file) if args.from_file else None
-    try:
-        watch = start_metrics(args, "mirror", stages=("stream",))
-    except BinlogError as e:
-        print(f"binlake mirror: {e}", file=sys.stderr)
-        return 2
+    watch = start_metrics(args, "mirror", stages=("stream",))
     try:
         options = connection_from_args(args, follow=args.follow)
         sizes = BinlogSizes(options)
         watch.poll_server(sizes, sizes.close)
         stats = Mirror(args.directory, options, start=start, follow=args.follow, metrics=watch.metrics).run()
     except KeyboardInterrupt:
-        return 0
-    except BinlogError as e:
-        print(f"binlake mirror: {e}", file=sys.stderr)
-        return 2
+        done = f"{args.directory} holds every event copied so far; the next run goes on from there"
+        raise Interrupted(done) from None
     except OSError as e:
-        print(f"binlake mirror: {args.directory}: {e.strerror or e}", file=sys.stderr)
-        return 2
+        raise BinlogError(e.strerror or str(e), file=args.directory) from None
     finally:
         watch.close()
     files = f" ({stats.first} .. {stats.last})" if stats.first else ""

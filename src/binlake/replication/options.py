@@ -221,7 +221,12 @@ def add_connection_arguments(parser: argparse.ArgumentParser, *, required: bool 
     )
     g.add_argument("--ssl-mode", choices=[m.upper() for m in SSL_MODES], type=str.upper, help="default PREFERRED,"
                    " or VERIFY_CA when --ssl-ca is given")  # fmt: skip
-    g.add_argument("--ssl-ca", type=Path, metavar="FILE", help="certificate authority that signed the server's")
+    g.add_argument(
+        "--ssl-ca",
+        type=Path,
+        metavar="FILE",
+        help="the certificate authority (PEM) that signed the server's certificate",
+    )
     g.add_argument("--ssl-cert", type=Path, metavar="FILE", help="client certificate")
     g.add_argument("--ssl-key", type=Path, metavar="FILE", help="client certificate's key")
     g.add_argument("--heartbeat", type=float, default=15.0, metavar="SECONDS", help="server heartbeat period (15)")

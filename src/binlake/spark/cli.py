@@ -13,6 +13,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import tempfile
@@ -129,25 +130,34 @@ def add_ingest_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def ingest_main(args: argparse.Namespace) -> int:
-    """Run the ingest described by ``args``; print the summary; 0 on success, 2 on a binlog error."""
-    from binlake.errors import BinlogError
+    """Run the ingest described by ``args``; print the summary; 0 on success.  A problem is a
+    :class:`~binlake.errors.BinlogError`, Ctrl-C an :class:`~binlake.errors.Interrupted` saying what the lake holds
+    (the command line prints them)."""
+    from binlake.errors import BinlogError, Interrupted, after_ctrl_c
     from binlake.metrics import start_metrics
-    from binlake.render import EXIT_ERROR
-    from binlake.spark.session import build_context, finish_class_sharing, local_cores, resolved_master
+    from binlake.spark.session import (
+        build_context,
+        finish_class_sharing,
+        java_missing,
+        java_problem,
+        local_cores,
+        resolved_master,
+    )
 
     conflict = _conflicting_start(args)
     if conflict:  # (before Spark starts)
-        print(f"binlake ingest: {conflict}", file=sys.stderr)
-        return EXIT_ERROR
-    try:  # (before Spark starts too: a port taken is said at once)
-        watch = start_metrics(
-            args, "ingest --host" if args.host else "ingest", stages=("stream", "commit") if args.host else ()
-        )
-    except BinlogError as e:
-        print(f"binlake ingest: {e}", file=sys.stderr)
-        return EXIT_ERROR
+        raise BinlogError(conflict)
+    missing = None if "PYSPARK_GATEWAY_PORT" in os.environ else java_missing()  # (spark-submit's JVM runs already)
+    if missing is not None:  # (before the lake is touched)
+        raise BinlogError(missing)
+    # (before Spark starts too: a port taken is said at once)
+    watch = start_metrics(
+        args, "ingest --host" if args.host else "ingest", stages=("stream", "commit") if args.host else ()
+    )
     log = None if args.verbose else _jvm_log()
-    keep_log = False
+    if log is not None:  # nor the Python side's: py4j logs a Ctrl-C in a call as a traceback on the root logger
+        logging.getLogger().addHandler(logging.NullHandler())
+    keep_log = interrupted = False
     # the JVM starts first, in a thread: the imports below, the plan and the scan of the binlogs run meanwhile
     with ThreadPoolExecutor(1) as starter:
         spark = starter.submit(build_context, args.master, jvm_log=log)
@@ -155,20 +165,50 @@ def ingest_main(args: argparse.Namespace) -> int:
             if args.host is not None:
                 return _live(args, spark, local_cores(args.master), watch)
             return _ingest(args, spark, local_cores(args.master), watch.metrics)
-        except Exception as e:
-            keep_log = True
-            if spark.done() and spark.exception() is e:  # Java missing, a bad master URL, ...
+        except BaseException as e:
+            if after_ctrl_c(e):  # (pyspark may fail again on its way out of the interrupted call)
+                interrupted = True
+                snapshot = args.host is not None and not args.no_snapshot
+                raise Interrupted(_interrupted(args.lake, snapshot=snapshot)) from None
+            if isinstance(e, BinlogError) or not isinstance(e, Exception):
+                raise
+            if spark.done() and spark.exception() is e:  # Java too old, a bad master URL, ...
+                java = java_problem()
+                if java is not None:
+                    raise BinlogError(java) from None
+                keep_log = True
                 where = resolved_master(args.master) or "spark-submit's master"
-                print(f"binlake ingest: cannot start Spark on {where}: {e}{_see(log)}", file=sys.stderr)
-                return EXIT_ERROR
+                raise BinlogError(f"cannot start Spark on {where}: {e}{_see(log)}") from None
+            keep_log = True
             print(f"binlake ingest: Spark failed{_see(log)}", file=sys.stderr)
             raise
         finally:
             watch.close()
-            if spark.exception() is None:  # (a JVM that failed to start has already raised, where it was needed)
+            # (a JVM that failed to start has already raised, where it was needed; one interrupted in the middle of
+            # a call may not answer another)
+            if not interrupted and spark.exception() is None:
                 finish_class_sharing(spark.result())
             if log is not None and not keep_log:
                 os.unlink(log)
+
+
+def _interrupted(lake_uri: str, *, snapshot: bool) -> str:
+    """What the lake holds after a Ctrl-C, and what the next run does (:class:`~binlake.errors.Interrupted`'s text);
+    ``snapshot``: an empty lake's run starts with a snapshot (``--host`` without ``--no-snapshot``)."""
+    from binlake.errors import BinlogError
+    from binlake.lake.lake import Lake
+
+    try:
+        manifest, done = Lake(lake_uri).last_manifest()
+    except BinlogError:
+        return "the lake could not be read to say what it holds"
+    if manifest is None:
+        chunks = " (a snapshot goes on with the chunks it read)" if snapshot else ""
+        return f"no batch is landed; the next run starts again{chunks}"
+    if not done:
+        return f"batch {manifest.batch} is not finished; the next run finishes it"
+    landed = "batch 1 is" if manifest.batch == 1 else f"batches 1 to {manifest.batch} are"
+    return f"{landed} landed; the next run goes on after batch {manifest.batch}"
 
 
 def _jvm_log() -> str:
@@ -184,22 +224,17 @@ def _see(log: str | None) -> str:
 
 def _ingest(args: argparse.Namespace, spark: Future[Any], cores: int | None, metrics: Metrics) -> int:
     from binlake.errors import BinlogError
-    from binlake.render import EXIT_ERROR, decode_options, decryptor_of, error_line
+    from binlake.render import decode_options, decryptor_of
     from binlake.spark.ingest import ingest, summary
     from binlake.spark.progress import Progress
     from binlake.spark.statements import ReadSpec
 
     if not args.sources:
-        print("binlake ingest: give binlog files (SOURCE...) or a server (--host)", file=sys.stderr)
-        return EXIT_ERROR
-    try:
-        read = ReadSpec(decode_options(args), decryptor_of(args), args.on_error)
-        result = ingest(spark, list(args.sources), args.lake, split_bytes=args.split_mb << 20,
-                        progress=Progress(spark), read=read, cores=cores, wait=args.wait,
-                        lease_seconds=args.lease_seconds)  # fmt: skip
-    except BinlogError as e:
-        print(error_line(e), file=sys.stderr)
-        return EXIT_ERROR
+        raise BinlogError("give binlog files (SOURCE...) or a server (--host)")
+    read = ReadSpec(decode_options(args), decryptor_of(args), args.on_error)
+    result = ingest(spark, list(args.sources), args.lake, split_bytes=args.split_mb << 20,
+                    progress=Progress(spark), read=read, cores=cores, wait=args.wait,
+                    lease_seconds=args.lease_seconds)  # fmt: skip
     if result.batches and metrics.enabled:
         from binlake.spark.live import tell_batches
 
@@ -209,10 +244,8 @@ def _ingest(args: argparse.Namespace, spark: Future[Any], cores: int | None, met
 
 
 def _live(args: argparse.Namespace, spark: Future[Any], cores: int | None, watch: MetricsRun) -> int:
-    import logging
-
     from binlake.errors import BinlogError
-    from binlake.render import EXIT_ERROR, decode_options, decryptor_of, error_line
+    from binlake.render import decode_options, decryptor_of
     from binlake.replication.connection import BinlogSizes
     from binlake.replication.options import connection_from_args
     from binlake.replication.position import ResumePoint
@@ -222,44 +255,36 @@ def _live(args: argparse.Namespace, spark: Future[Any], cores: int | None, watch
     from binlake.spark.statements import ReadSpec
 
     if args.sources:
-        print("binlake ingest: --host reads a server: give no SOURCE with it", file=sys.stderr)
-        return EXIT_ERROR
+        raise BinlogError("--host reads a server: give no SOURCE with it")
     if args.interval <= 0 or (args.batch_mib is not None and args.batch_mib <= 0) or args.chunk_rows <= 0:
-        print("binlake ingest: --interval, --batch-mib and --chunk-rows are positive", file=sys.stderr)
-        return EXIT_ERROR
-    logging.basicConfig(format="binlake: %(message)s", level=logging.INFO)  # the reconnection lines
-    progress = Progress(spark)
+        raise BinlogError("--interval, --batch-mib and --chunk-rows are positive")
+    start = None
+    if args.from_point:
+        file, _, pos = args.from_point.partition(":")
+        if pos and not pos.isdigit():
+            raise BinlogError(f"--from {args.from_point}: not FILE[:POS]")
+        start = ResumePoint(file, int(pos) if pos else 4)
+    progress = Progress(spark, quiet=args.follow)  # months of batches with nothing new say nothing
 
     def batch_done(r: IngestResult) -> None:
         if r.batches:
             where = f" -> {r.resume.file}:{r.resume.position}" if r.resume else ""
             gtid = f" (GTID {r.resume.gtid})" if r.resume and r.resume.gtid else ""
             progress.log(f"{summary(r).splitlines()[0]}{where}{gtid}")
+        else:
+            progress.idle()
 
-    try:
-        start = None
-        if args.from_point:
-            file, _, pos = args.from_point.partition(":")
-            start = ResumePoint(file, int(pos) if pos else 4)
-        options = connection_from_args(args, follow=args.follow)
-        sizes = BinlogSizes(options)
-        watch.poll_server(sizes, sizes.close)
-        read = ReadSpec(decode_options(args), decryptor_of(args), args.on_error)
-        first, again = _snapshots(args, spark, progress)
-        result = live_ingest(spark, options, args.lake, start=start, from_start=args.from_start, snapshot=first,
-                             snapshot_again=again, check=_snapshot_check(args), follow=args.follow,
-                             interval=args.interval, batch_bytes=args.batch_mib << 20 if args.batch_mib else None,
-                             split_bytes=args.split_mb << 20, progress=progress, read=read, cores=cores,
-                             wait=args.wait, lease_seconds=args.lease_seconds, on_batch=batch_done,
-                             metrics=watch.metrics)  # fmt: skip
-    except KeyboardInterrupt:
-        return 0
-    except ValueError as e:
-        print(f"binlake ingest: --from {args.from_point}: not FILE[:POS] ({e})", file=sys.stderr)
-        return EXIT_ERROR
-    except BinlogError as e:
-        print(error_line(e), file=sys.stderr)
-        return EXIT_ERROR
+    options = connection_from_args(args, follow=args.follow)
+    sizes = BinlogSizes(options)
+    watch.poll_server(sizes, sizes.close)
+    read = ReadSpec(decode_options(args), decryptor_of(args), args.on_error)
+    first, again = _snapshots(args, spark, progress)
+    result = live_ingest(spark, options, args.lake, start=start, from_start=args.from_start, snapshot=first,
+                         snapshot_again=again, check=_snapshot_check(args), follow=args.follow,
+                         interval=args.interval, batch_bytes=args.batch_mib << 20 if args.batch_mib else None,
+                         split_bytes=args.split_mb << 20, progress=progress, read=read, cores=cores,
+                         wait=args.wait, lease_seconds=args.lease_seconds, on_batch=batch_done,
+                         metrics=watch.metrics)  # fmt: skip
     where = f", going on at {result.resume.file}:{result.resume.position}" if result.resume else ""
     print(f"ingested {result.batches} batches from {args.host}: {result.mirrored} bytes mirrored, {result.events}"
           f" events, {sum(result.changes.values())} row changes in {result.seconds:.1f} s{where}")  # fmt: skip
@@ -350,11 +375,9 @@ def _snapshots(
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m binlake.spark.cli SOURCE... --lake DIR`` (the same as ``binlake ingest``)."""
-    parser = argparse.ArgumentParser(
-        prog="binlake ingest", description=__doc__.splitlines()[0] if __doc__ else None, allow_abbrev=False
-    )
-    add_ingest_arguments(parser)
-    return ingest_main(parser.parse_args(argv))
+    from binlake.cli import main as binlake
+
+    return binlake(["ingest", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

@@ -304,7 +304,7 @@ def _ingest(
         lake.write_manifest(manifest)
         _run_batch(spark, lake, manifest, progress, result, read, maps)
     elif result.batches == 0:
-        progress.log("nothing new")
+        progress.detail("nothing new")
 
 
 def _whole_transactions(

@@ -46,21 +46,41 @@ def profiled(label: str) -> Iterator[None]:
 class Progress:
     """What a run is doing, on ``stream`` (stderr): on a terminal one redrawn line per stage (a bar of Spark's task
     counts, tasks done/total, seconds so far), otherwise plain log lines (a stage's start, each change of its task
-    count at most every ``interval`` seconds, its end with the time it took)."""
+    count at most every ``interval`` seconds, its end with the time it took).
 
-    def __init__(self, spark: Any, stream: Any = None, *, interval: float = 0.5) -> None:
+    ``quiet``: a run that goes on for months (``ingest --follow``) is quiet while it has nothing to do: its
+    :meth:`detail` lines (the stages' times, "nothing new") are held, shown before the next line that says something
+    happens (a :meth:`log` line, a Spark job starting), and dropped by :meth:`idle` when nothing did."""
+
+    def __init__(self, spark: Any, stream: Any = None, *, interval: float = 0.5, quiet: bool = False) -> None:
         self.spark = spark  # a session or context, or a Future of one still starting (session.context_of)
         self.stream = stream or sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.interval = interval
+        self.quiet = quiet
+        self._held: list[str] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def log(self, text: str) -> None:
+        """Show a line (after the :meth:`detail` lines held before it)."""
+        held, self._held = self._held, []
         if self.tty:
             self.stream.write("\r\x1b[K")
-        self.stream.write(f"binlake ingest: {text}\n")
+        for line in [*held, text]:
+            self.stream.write(f"binlake ingest: {line}\n")
         self.stream.flush()
+
+    def detail(self, text: str) -> None:
+        """A line worth showing only when the run does something: shown at once, or held while :attr:`quiet`."""
+        if self.quiet:
+            self._held.append(text)
+        else:
+            self.log(text)
+
+    def idle(self) -> None:
+        """The end of a step that did nothing: drop the :meth:`detail` lines held since the last shown line."""
+        self._held.clear()
 
     def _tasks(self) -> tuple[int, int]:
         """(completed, total) tasks of the active stages."""
@@ -102,20 +122,23 @@ class Progress:
         t0 = time.monotonic()
         with profiled(f"driver-{label.replace(' ', '-')}"):
             out = fn()
-        self.log(f"{label}: done in {time.monotonic() - t0:.1f} s")
+        self.detail(f"{label}: done in {time.monotonic() - t0:.1f} s")
         return out
 
     def run(self, label: str, fn: Callable[[], Any]) -> Any:
-        """``fn()`` with the progress of its Spark jobs shown as ``label``."""
+        """``fn()`` with the progress of its Spark jobs shown as ``label`` ("done" only when it is)."""
         t0 = time.monotonic()
+        if self._held:
+            self.log(self._held.pop())  # a Spark job is something happening: the lines held before it show
         self._stop.clear()
         self._thread = threading.Thread(target=self._poll, args=(label, t0), daemon=True)
         self._thread.start()
         try:
-            return fn()
+            out = fn()
         finally:
             self._stop.set()
             self._thread.join()
             if self.tty:
                 self.stream.write("\r\x1b[K")
-            self.log(f"{label}: done in {time.monotonic() - t0:.1f} s")
+        self.log(f"{label}: done in {time.monotonic() - t0:.1f} s")
+        return out

@@ -21,7 +21,21 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-__all__ = ["build_context", "build_session", "context_of", "finish_class_sharing", "local_cores", "resolved_master"]
+__all__ = [
+    "JAVA_HINT",
+    "build_context",
+    "build_session",
+    "context_of",
+    "finish_class_sharing",
+    "java_missing",
+    "java_path",
+    "java_problem",
+    "local_cores",
+    "resolved_master",
+]
+
+JAVA_HINT = "install a JRE 17 (Debian: openjdk-17-jre-headless) or set JAVA_HOME"
+"""What a user without a Java that Spark 4 runs on does about it."""
 
 
 def _worker_pythonpath() -> None:
@@ -32,6 +46,47 @@ def _worker_pythonpath() -> None:
     parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if root not in parts:
         os.environ["PYTHONPATH"] = os.pathsep.join([root, *parts])
+
+
+def java_path() -> Path | None:
+    """The ``java`` Spark's launcher runs (``bin/spark-class``: ``$JAVA_HOME/bin/java`` when ``JAVA_HOME`` is set,
+    else ``java`` on ``PATH``), or ``None`` when it is not there."""
+    import shutil
+
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home:
+        java = Path(java_home, "bin", "java")
+        return java if java.is_file() and os.access(java, os.X_OK) else None
+    found = shutil.which("java")
+    return None if found is None else Path(found)
+
+
+def java_missing() -> str | None:
+    """What to say when there is no ``java`` for Spark's launcher (:func:`java_path`), without running anything: a
+    command asks before it starts, so that it changes nothing where Spark cannot run."""
+    if java_path() is not None:
+        return None
+    where = f"JAVA_HOME={os.environ['JAVA_HOME']} holds no bin/java" if os.environ.get("JAVA_HOME") else "PATH"
+    return f"Java not found ({where}): {JAVA_HINT}"
+
+
+def java_problem() -> str | None:
+    """Why Spark's JVM cannot start here when Java is the reason (none found, or one older than 17, which Spark 4
+    needs), said with what to do; ``None`` when Java is fine.  Asked after a failed start only: it runs
+    ``java -version``."""
+    import subprocess
+
+    java = java_path()
+    if java is None:
+        return java_missing()
+    try:
+        said = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=60).stderr
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"Java at {java} does not run ({e}): {JAVA_HINT}"
+    found = re.search(r'version "(?:1\.)?(\d+)', said)
+    if found is not None and int(found[1]) < 17:
+        return f"Java {found[1]} at {java}: Spark 4 needs 17 or later: {JAVA_HINT} to one"
+    return None
 
 
 _PENDING: list[tuple[Path, Path]] = []  # (temporary, final) class-sharing archives our JVM writes at its exit
@@ -50,15 +105,12 @@ def _class_sharing() -> list[str]:
     if os.environ.get("BINLAKE_SPARK_CDS", "1") == "0":
         return []
     import hashlib
-    import shutil
 
     import pyspark
 
     spark_home = Path(pyspark.__file__).resolve().parent
-    java_home = os.environ.get("JAVA_HOME")
-    java = Path(java_home, "bin", "java") if java_home else Path(shutil.which("java") or "java")
     try:
-        java = java.resolve()
+        java = (java_path() or Path("java")).resolve()
         parts = [str(java), str(java.stat().st_mtime_ns), str(spark_home), pyspark.__version__]
         parts += sorted(p.name for p in (spark_home / "jars").iterdir())
         cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "binlake"

@@ -12,6 +12,10 @@ It never outlives its owner: ``__exit__`` stops it (and a failed start stops it 
 is started with ``PR_SET_PDEATHSIG`` so even a killed test runner takes it down.  Only the standard library
 is used, so the helpers work wherever the ``binlake`` package does.
 
+``python -m binlake.testing.mariadb`` starts one for a person trying binlake: it prints how to connect (the
+``mariadb`` client as root, and ``binlake ingest --host`` as a replica user whose password is in a file) and runs
+until Ctrl-C, which stops it and deletes its data (:func:`main`; the README's "Getting started").
+
 Example::
 
     with MariaDBServer() as server:
@@ -53,6 +57,7 @@ __all__ = [
     "die_with_parent",
     "find_tool",
     "free_port",
+    "main",
     "make_certificates",
     "missing_tools",
     "run_mariadb_binlog",
@@ -568,3 +573,56 @@ def make_certificates(directory: Path) -> TlsFiles:
         directory / "client.pem",
         directory / "client.key",
     )
+
+
+#: The replica user :func:`main` creates, and what it may do: read the binlog as a replica (``REPLICATION SLAVE``,
+#: ``BINLOG MONITOR`` for the server's current end) and ``SELECT`` the tables a first ``ingest --host`` snapshots.
+THROWAWAY_USER = ("binlake", ("REPLICATION SLAVE", "BINLOG MONITOR", "SELECT"))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m binlake.testing.mariadb``: a throw-away server for trying binlake, until Ctrl-C (or SIGTERM)
+    stops it and deletes its data; 0 then, 2 when MariaDB is not installed or does not start."""
+    import argparse
+    import secrets
+
+    parser = argparse.ArgumentParser(
+        prog="python -m binlake.testing.mariadb",
+        description="Start a throw-away MariaDB on 127.0.0.1 that writes binlogs, print how to connect, run until "
+        "Ctrl-C (which stops it and deletes its data).",
+    )
+    parser.parse_args(argv)
+    # Ctrl-C and `kill` stop it, its data deleted: even where it was started with SIGINT ignored (in the background
+    # of a script), which Python would otherwise keep
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        with MariaDBServer() as server:
+            user, grants = THROWAWAY_USER
+            password = server.base_dir / f"{user}.password"
+            password.write_text(secrets.token_urlsafe(16) + "\n", "ascii")
+            password.chmod(0o600)
+            server.create_user(user, password.read_text("ascii").strip(), grants=grants)
+            version = server.query("SELECT VERSION()")[0][0]
+            print(
+                f"a throw-away MariaDB {version} on 127.0.0.1:{server.port}, its data in {server.base_dir} (deleted "
+                "when it stops); Ctrl-C stops it\n"
+                f"  SQL, as root:   mariadb --no-defaults -h 127.0.0.1 -P {server.port} -u root\n"
+                f"  binlake:        binlake ingest --host 127.0.0.1 --port {server.port} --user {user} "
+                f"--password-file {password} --server-id 4242 --lake LAKE",
+                flush=True,
+            )
+            while server.running:
+                time.sleep(0.5)
+            print(f"mariadbd stopped by itself; its log: {_tail(server.error_log)}", file=sys.stderr)
+            return 2
+    except KeyboardInterrupt:
+        print("stopped; its data deleted", flush=True)
+        return 0
+    except MariaDBError as e:
+        print(f"python -m binlake.testing.mariadb: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

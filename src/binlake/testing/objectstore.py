@@ -34,6 +34,9 @@ __all__ = ["INSTALL_HINT", "S3Server", "available"]
 
 INSTALL_HINT = "pip install 'moto[server]' (the S3 tests start a local S3 server)"
 REGION = "us-east-1"
+#: The requests an ``iam=True`` server takes unchecked, in order (:meth:`S3Server._set_up_iam`): a user, its access
+#: key and its policy, for the administrator and the reader.
+_IAM_SETUP = ("CreateUser", "CreateAccessKey", "PutUserPolicy") * 2
 
 
 def _command() -> list[str] | None:
@@ -53,13 +56,20 @@ def available() -> bool:
 
 
 class S3Server:
-    """One ``moto_server -H 127.0.0.1 -p PORT`` process with made-up credentials (see the module docstring)."""
+    """One ``moto_server -H 127.0.0.1 -p PORT`` process with made-up credentials (see the module docstring).
 
-    def __init__(self, *, start_timeout: float = 60.0) -> None:
+    ``iam=True``: the server checks every request against the IAM policies of the credentials that signed it
+    (moto's ``INITIAL_NO_AUTH_ACTION_COUNT``: only the setup's first requests go unchecked), so that a test can
+    hold credentials that may read but not write (:meth:`read_only_env`); :meth:`env` then gives an administrator's.
+    """
+
+    def __init__(self, *, start_timeout: float = 60.0, iam: bool = False) -> None:
         self.port = 0
         self.access_key = "binlake-test-" + secrets.token_hex(4)
         self.secret_key = "binlake-secret-" + secrets.token_hex(16)
         self.start_timeout = start_timeout
+        self.iam = iam
+        self._read_only: tuple[str, str] | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: Path | None = None
 
@@ -91,10 +101,13 @@ class S3Server:
                 stdout=fd,
                 stderr=fd,
                 stdin=subprocess.DEVNULL,
+                env={**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": str(len(_IAM_SETUP))} if self.iam else None,
                 preexec_fn=die_with_parent if sys.platform.startswith("linux") else None,
             )
             if self._wait_ready():
                 os.close(fd)
+                if self.iam:
+                    self._set_up_iam()
                 return self
             self._stop()
         os.close(fd)
@@ -113,6 +126,37 @@ class S3Server:
             except OSError:
                 time.sleep(0.1)
         return False
+
+    def _set_up_iam(self) -> None:
+        """An administrator (whose keys :meth:`env` gives) and a reader, each with an access key: the unchecked
+        requests of :data:`_IAM_SETUP`, in its order."""
+        import json
+
+        import boto3  # type: ignore[import-untyped,unused-ignore]  # (moto's own dependency)
+
+        iam = boto3.client(
+            "iam",
+            endpoint_url=self.endpoint,
+            region_name=REGION,
+            aws_access_key_id=self.access_key,
+            aws_secret_access_key=self.secret_key,
+        )
+        keys = {}
+        for user, actions in (("admin", ["*"]), ("reader", ["s3:GetObject", "s3:ListBucket", "s3:GetBucketLocation"])):
+            iam.create_user(UserName=user)
+            key = iam.create_access_key(UserName=user)["AccessKey"]
+            policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": actions, "Resource": "*"}]}
+            iam.put_user_policy(UserName=user, PolicyName=user, PolicyDocument=json.dumps(policy))
+            keys[user] = (key["AccessKeyId"], key["SecretAccessKey"])
+        self.access_key, self.secret_key = keys["admin"]
+        self._read_only = keys["reader"]
+
+    def read_only_env(self) -> dict[str, str]:
+        """With ``iam=True``: :meth:`env` with the credentials of a user who may list and read objects, not write."""
+        if self._read_only is None:
+            raise RuntimeError("read-only credentials need S3Server(iam=True)")
+        key, secret = self._read_only
+        return {**self.env(), "AWS_ACCESS_KEY_ID": key, "AWS_SECRET_ACCESS_KEY": secret}
 
     def bucket(self, prefix: str = "binlake") -> str:
         """Create a new empty bucket; its name."""

@@ -175,7 +175,7 @@ def _file_source(args: argparse.Namespace) -> EventSource:
     on_error = args.on_error
 
     def opener(path: str, **kw: object) -> Iterator[Event]:
-        return open_log(path, kw.pop("options"), on_error=on_error, **kw)  # type: ignore[arg-type]
+        return open_log(path, kw.pop("options"), command="changes", on_error=on_error, **kw)  # type: ignore[arg-type]
 
     return FileSource(
         files,
@@ -213,27 +213,21 @@ def write_changes(transactions: Iterator[Transaction], fmt: str, out: BinaryIO, 
 def changes_main(args: argparse.Namespace) -> int:
     """Run ``binlake changes`` with parsed arguments."""
     if args.flashback and args.format != "sql":
-        print("binlake: --flashback writes SQL: give --format sql", file=sys.stderr)
-        return 2
+        raise BinlogError("--flashback writes SQL: give --format sql")
     try:
         change_filter = filter_from_args(args)
         source = _server_source(args) if args.host else _file_source(args)
-    except (BinlogError, ValueError) as e:
-        print(f"binlake: {e}", file=sys.stderr)
-        return 2
+    except ValueError as e:
+        raise BinlogError(str(e)) from None
     stream = ChangeStream(source, change_filter)
     out = sys.stdout.buffer
     try:
         write_changes(iter(stream), args.format, out, args)
-    except BinlogError as e:
-        out.flush()
-        print(f"binlake: {e}", file=sys.stderr)
-        return 1
     finally:
         out.flush()
         if stream.dropped:
             print(
-                f"binlake: {stream.dropped} transaction(s) left out: not whole in what was read "
+                f"binlake changes: {stream.dropped} transaction(s) left out: not whole in what was read "
                 "(a start or stop inside a transaction, or a log cut short)",
                 file=sys.stderr,
             )

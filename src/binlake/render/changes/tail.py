@@ -50,7 +50,7 @@ from binlake.changes.filters import add_filter_arguments, filter_from_args
 from binlake.changes.records import Transaction
 from binlake.changes.sources import EventSource, Located, ServerSource
 from binlake.changes.stream import ChangeStream
-from binlake.errors import BinlogError, ReplicationError
+from binlake.errors import BinlogError, ExitStatus, Interrupted, ReplicationError
 from binlake.events.base import Event
 from binlake.metrics import add_metrics_arguments, start_metrics
 from binlake.render import add_decode_arguments, decode_options
@@ -366,30 +366,16 @@ def _check_state(state: TailState, args: argparse.Namespace) -> None:
         )
 
 
-def _log_to_stderr() -> None:
-    """binlake's log lines (connections, each reconnection attempt, a cut-back output) on stderr, timestamped."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("binlake tail: %(asctime)s %(message)s"))
-    root = logging.getLogger("binlake")
-    root.addHandler(handler)
-    root.setLevel(logging.INFO)
-
-
 def tail_main(args: argparse.Namespace) -> int:
-    """Run ``binlake tail``: 0 at the server's end (``--no-follow``) or on Ctrl-C, 1 when reading fails, 2 for bad
-    arguments."""
+    """Run ``binlake tail``: 0 at the server's end (``--no-follow``), else the status of the error
+    (:class:`~binlake.errors.ExitStatus`); Ctrl-C is :class:`~binlake.errors.Interrupted`."""
     from binlake.replication.client import ReplicationClient
     from binlake.replication.connection import BinlogSizes
     from binlake.replication.definitions import ServerDefinitions
     from binlake.replication.options import connection_from_args
 
-    _log_to_stderr()
     follow = not args.no_follow
-    try:
-        watch = start_metrics(args, "tail", stages=("stream", "commit"))  # before the run: a port taken is said now
-    except BinlogError as e:
-        print(f"binlake tail: {e}", file=sys.stderr)
-        return 2
+    watch = start_metrics(args, "tail", stages=("stream", "commit"))  # before the run: a port taken is said now
     try:
         if args.key_file is not None:
             raise BinlogError("a server sends its binlogs decrypted: --key-file reads files")
@@ -403,13 +389,13 @@ def tail_main(args: argparse.Namespace) -> int:
     except (BinlogError, ValueError) as e:
         watch.close()
         print(f"binlake tail: {e}", file=sys.stderr)
-        return 2
+        return ExitStatus.ERROR
     try:
         out = _Output(args.output, state.output_offset if state is not None else None)
     except (BinlogError, OSError) as e:
         watch.close()
         print(f"binlake tail: {e}", file=sys.stderr)
-        return 2
+        return ExitStatus.ERROR
     fmt_name = cast(Format, args.format)
     debezium = _debezium_settings(args)
 
@@ -447,13 +433,15 @@ def tail_main(args: argparse.Namespace) -> int:
                 counted = rows.copy()
         out.deliver(fmt.finish())  # not in the state: a restart cuts it off and goes on after the last transaction
     except KeyboardInterrupt:
-        pass
+        if args.state is None:
+            raise Interrupted("no --state: a next run starts where its options say") from None
+        raise Interrupted(f"the next run with --state {args.state} goes on after the last transaction saved") from None
     except BinlogError as e:
         print(f"binlake tail: {e}", file=sys.stderr)
-        status = 1
+        status = e.exit_status
     except OSError as e:  # the output or the state cannot be written (a full disk): the state is still whole
         print(f"binlake tail: {e.filename or 'output'}: {e.strerror or e}", file=sys.stderr)
-        status = 1
+        status = ExitStatus.ERROR
     finally:
         client.close()
         out.close()

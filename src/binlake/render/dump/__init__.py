@@ -19,7 +19,8 @@ ANNOTATE_ROWS until the table map it belongs to, and ``--flashback`` prints the 
 event's text in reverse order, each statement's rows events reversed and inverted (:mod:`binlake.render.flashback`).
 
 Where the tool fails (old MariaDB 5.3 temporal columns, MINIMAL images under ``--flashback``, encrypted logs without
-the key) binlake goes on decoding correctly; a decoding error ends the dump with the text so far and exit code 1.
+the key) binlake goes on decoding correctly; a decoding error ends the dump with the text so far, then the error
+as every command reports it (``binlake dump: FILE: at POS: ...``, exit status 2: :class:`binlake.errors.ExitStatus`).
 
 The modules, one per event family and per value family:
 
@@ -64,7 +65,8 @@ def dump(
     decryptor: Decryptor | None = None,
 ) -> int:
     """Print ``files`` in order to ``out``, decoded with ``decode`` (and ``decryptor`` for MariaDB encrypted logs);
-    0 on success, 1 when a file cannot be decoded (the error on stderr)."""
+    0 on success.  A file that cannot be decoded raises its :class:`~binlake.errors.BinlogError` after the text up
+    to it is printed (as the tool prints it: no closing lines)."""
 
     def write(text: str) -> None:
         out.write(text.encode("utf-8", "surrogateescape"))
@@ -79,15 +81,15 @@ def dump(
         last = n == len(files) - 1
         try:
             for ev in open_log(
-                path, decode, on_error=options.on_error, start=start, decryptor=decryptor, schema=schema
-            ):
+                path, decode, command="dump", on_error=options.on_error, start=start, decryptor=decryptor,
+                schema=schema,
+            ):  # fmt: skip
                 if not printer.feed(ev) and last:
                     break
-        except BinlogError as e:
+        except BinlogError:
             printer.flush()  # like the tool: the text so far, no closing lines
             out.flush()
-            print(f"ERROR: {e}", file=sys.stderr)
-            return 1
+            raise
     printer.finish()
     out.flush()
     return 0
@@ -95,15 +97,14 @@ def dump(
 
 def dump_main(args: argparse.Namespace) -> int:
     """Run ``binlake dump`` with parsed arguments."""
+    if args.verbose == 1:
+        raise BinlogError(
+            "-v prints values without their types, which binlake dump does not offer: give -vv, its text, or nothing"
+        )
     options = DumpOptions(
         filter=filter_from_args(args),
         flashback=args.flashback,
         table_metadata=not args.flashback if args.table_metadata is None else args.table_metadata,
         on_error=args.on_error,
     )
-    try:
-        decode, decryptor = decode_options(args), decryptor_of(args)
-    except BinlogError as e:
-        print(f"ERROR: {e}", file=sys.stderr)
-        return 1
-    return dump(args.files, options, sys.stdout.buffer, decode, decryptor)
+    return dump(args.files, options, sys.stdout.buffer, decode_options(args), decryptor_of(args))

@@ -19,12 +19,13 @@ from pathlib import Path
 import pytest
 
 from binlake.changes import ChangeStream, FileSource
+from binlake.cli.metrics import add_metrics_arguments, metrics_options
 from binlake.metrics import (
     FIGURES,
     NO_METRICS,
     MetricsError,
+    MetricsOptions,
     Recorder,
-    add_metrics_arguments,
     bytes_after,
     start_metrics,
 )
@@ -44,10 +45,10 @@ class Clock:
         return self.now
 
 
-def args(*argv: str) -> argparse.Namespace:
+def args(*argv: str) -> MetricsOptions:
     parser = argparse.ArgumentParser()
     add_metrics_arguments(parser)
-    return parser.parse_args(list(argv))
+    return metrics_options(parser.parse_args(list(argv)))
 
 
 def scrape(url: str) -> dict[str, float]:

@@ -254,9 +254,9 @@ def test_a_snapshot_needs_a_password_its_tasks_can_read(monkeypatch: pytest.Monk
     at the prompt would stay on the driver, so the snapshot refuses before it starts, without naming the password."""
     import argparse
 
+    from binlake.cli.ingest import _snapshots
     from binlake.errors import ReplicationError
     from binlake.replication.options import ConnectionOptions, Secret
-    from binlake.spark.cli import _snapshots
 
     monkeypatch.delenv("BINLAKE_PASSWORD", raising=False)
     args = argparse.Namespace(snapshot=None, no_snapshot=False, tables=None, password_file=None, chunk_rows=1000)

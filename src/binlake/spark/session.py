@@ -1,6 +1,7 @@
 """The one way binlake builds a SparkSession (the CLI and the test fixture share it).
 
-Settings follow the measured facts of ``design/SPARK-NOTES.md``: loopback networking, no UI or console progress,
+Settings follow the measured facts the documentation's Architecture page lists (``docs/architecture.md``, "Spark:
+the measured facts behind the session's settings"): loopback networking, no UI or console progress,
 UTC, Parquet timestamps as TIMESTAMP_MICROS (readable by delta-rs, DuckDB, pyiceberg), Arrow batches in Python
 data sources, and the ``binlake`` data source registered.  Executors import ``binlake`` by name, so the package's
 parent folder is put on the workers' ``PYTHONPATH`` when it is not installed.

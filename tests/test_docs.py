@@ -1,0 +1,98 @@
+"""The documentation: ``mkdocs build --strict`` is green (every page in the navigation, every link and anchor
+found, the API pages generated from the docstrings), each command's page shows what its ``--help`` prints (the
+pages are generated from the parsers at build time: they cannot drift), the lake page lists the record versions
+this binlake writes.
+
+The build needs the ``docs`` extra (``pip install -e '.[docs]'``); without it the build's tests skip saying so,
+which CI (``BINLAKE_STRICT_SKIPS=1``) turns into a failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from binlake.cli import COMMANDS, command_parser
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = REPO / "docs"
+WIDTH = 100  # the width the command pages show --help at (docs/hooks.py)
+
+
+def _help(command: str | None) -> str:
+    parser = command_parser(command)
+    parser.formatter_class = lambda prog: argparse.HelpFormatter(prog, width=WIDTH)
+    return parser.format_help()
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site, built strictly into a temporary folder (about 20 s)."""
+    missing = [
+        m for m in ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers") if not importlib.util.find_spec(m)
+    ]
+    if missing:
+        pytest.skip(f"mkdocs not installed ({', '.join(missing)} missing: pip install -e '.[docs]'): docs not built")
+    out = tmp_path_factory.mktemp("site")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--config-file",
+            str(REPO / "mkdocs.yml"),
+            "--site-dir",
+            str(out),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return out
+
+
+def _text(page: Path) -> str:
+    """A built page's text: tags dropped, entities read."""
+    return html.unescape(re.sub(r"<[^>]+>", "", page.read_text(encoding="utf-8")))
+
+
+@pytest.mark.parametrize("command", [None, *COMMANDS])
+def test_each_command_page_shows_its_help(site: Path, command: str | None) -> None:
+    page = site / "commands" / (command or "") / "index.html"
+    text = _text(page)
+    for line in _help(command).splitlines():
+        assert line.rstrip() in text, f"{page}: {line!r} of binlake {command or ''} --help is not on the page"
+
+
+def test_every_command_has_a_page() -> None:
+    assert sorted(p.stem for p in (DOCS / "commands").glob("*.md") if p.stem != "index") == sorted(COMMANDS)
+    for name in COMMANDS:
+        assert f"<!-- binlake:help {name} -->" in (DOCS / "commands" / f"{name}.md").read_text(encoding="utf-8")
+
+
+def test_the_lake_page_lists_the_record_versions(site: Path) -> None:
+    from binlake.lake.records import BatchDone, BatchManifest
+    from binlake.render.changes.tail import TAIL_STATE_VERSION
+
+    text = _text(site / "formats" / "lake" / "index.html")
+    for name, version in (("BatchManifest", BatchManifest.VERSION), ("BatchDone", BatchDone.VERSION),
+                          ("TailState", TAIL_STATE_VERSION)):  # fmt: skip
+        assert re.search(rf"{name}\s.*?\s{version}\s", text, re.DOTALL), name
+
+
+def test_the_api_pages_are_generated_from_the_docstrings(site: Path) -> None:
+    text = _text(site / "api" / "index.html")
+    assert "read_events" in text and "Yield the events of the binlog at" in text  # read_events' own docstring

@@ -1,7 +1,7 @@
 """The documentation: ``mkdocs build --strict`` is green (every page in the navigation, every link and anchor
 found, the API pages generated from the docstrings), each command's page shows what its ``--help`` prints (the
 pages are generated from the parsers at build time: they cannot drift), the lake page lists the record versions
-this binlake writes.
+this binlake writes, and the README stays a README (under 20 KB, its two commands first).
 
 The build needs the ``docs`` extra (``pip install -e '.[docs]'``); without it the build's tests skip saying so,
 which CI (``BINLAKE_STRICT_SKIPS=1``) turns into a failure.
@@ -24,6 +24,7 @@ from binlake.cli import COMMANDS, command_parser
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
+README = REPO / "README.md"
 WIDTH = 100  # the width the command pages show --help at (docs/hooks.py)
 
 
@@ -96,3 +97,18 @@ def test_the_lake_page_lists_the_record_versions(site: Path) -> None:
 def test_the_api_pages_are_generated_from_the_docstrings(site: Path) -> None:
     text = _text(site / "api" / "index.html")
     assert "read_events" in text and "Yield the events of the binlog at" in text  # read_events' own docstring
+
+
+def test_the_readme_is_a_readme() -> None:
+    """Under 20 KB, its first lines the two commands that set up and test a fresh checkout, and every link into the
+    documentation points at a page that exists."""
+    data = README.read_bytes()
+    assert len(data) < 20_000, f"README.md is {len(data)} bytes: move the detail into docs/"
+    text = data.decode("utf-8")
+    first = text.split("```sh\n", 1)[1].split("```", 1)[0]
+    assert "pip install -e '.[spark]' && binlake ingest examples/ --lake lake && binlake tables lake" in first
+    assert "pip install -e '.[test,spark,bench]' && python -m pytest" in first
+    links = re.findall(r"\]\((docs/[^)#]+)", text)
+    assert links, "the README links into docs/"
+    for link in links:
+        assert (REPO / link).is_file(), link

@@ -274,7 +274,7 @@ def test_the_tails_formats_count_the_row_changes_they_write() -> None:
     assert printer.row_counts == printed == encoder.counts
 
 
-def test_the_readme_lists_every_figure_with_its_type() -> None:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+def test_the_docs_list_every_figure_with_its_type() -> None:
+    text = (REPO / "docs" / "reference" / "metrics.md").read_text(encoding="utf-8")
     listed = dict(re.findall(r"^\| `(binlake_\w+)` \| (counter|gauge) \|", text, re.MULTILINE))
     assert listed == {f.name: f.kind for f in FIGURES}

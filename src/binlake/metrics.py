@@ -9,7 +9,7 @@ run without the options pays one empty call per event.  A :class:`Recorder` keep
 lags when asked (:meth:`Recorder.snapshot`), so a scrape reads them as of its own moment.  This module imports the
 standard library only; ``prometheus_client`` is imported by :func:`start_metrics` when ``--metrics-port`` is given.
 
-Where lag is measured (the README's "Metrics" section says the same to users):
+Where lag is measured (``docs/reference/metrics.md`` says the same to users):
 
 - **stream**: the replication stream, as events arrive.  Seconds: now minus the timestamp of the last event read
   (the event header's, whole seconds), and **0 once the stream is known to hold everything the server wrote**: a
@@ -23,7 +23,8 @@ Where lag is measured (the README's "Metrics" section says the same to users):
   not committed yet; when every event read is committed, the stream's figure (0 on an idle server).  Bytes: the
   server's binlog bytes past the last commit's resume point.
 
-The figures, their names and labels are :data:`FIGURES` (the README's table lists the same; a test compares them).
+The figures, their names and labels are :data:`FIGURES` (``docs/reference/metrics.md`` lists the same;
+a test compares them).
 
 Example::
 

@@ -21,7 +21,7 @@ __all__ = ["add_metrics_arguments", "metrics_options"]
 
 def add_metrics_arguments(parser: argparse.ArgumentParser) -> None:
     """``--metrics-port``, ``--metrics-host`` and ``--metrics-log``, in a group of their own."""
-    g = parser.add_argument_group('metrics (lag, throughput, retries; see the README\'s "Metrics")')
+    g = parser.add_argument_group("metrics (lag, throughput, retries; see docs/reference/metrics.md)")
     g.add_argument(
         "--metrics-port",
         type=_port,

@@ -208,7 +208,7 @@ def build_context(master: str | None = "local[*]", *, app_name: str = "binlake",
     were half of the JVM's CPU: 15-19 CPU-s to start a session and run a first job on 2 cores, 8-10 with C1 only),
     Spark's classes come from a class-data sharing archive (:func:`_class_sharing`), and the JVM's own warnings go
     to stderr (not into the command's output).  A cluster's executors start the same way unless
-    ``spark.executor.extraJavaOptions`` is set (figures in benchmarks/README.md, "Scaling").
+    ``spark.executor.extraJavaOptions`` is set (figures in docs/performance.md, "--ingest-on").
     Queries that process rows in the JVM are better off without it.
 
     ``jvm_log``: a file that takes the driver JVM's own output (its warnings, the class-sharing archive's notes,

@@ -112,3 +112,16 @@ def test_the_readme_is_a_readme() -> None:
     assert links, "the README links into docs/"
     for link in links:
         assert (REPO / link).is_file(), link
+
+
+def test_the_license_changelog_and_contributing_files() -> None:
+    """The licence pyproject names, in full; a changelog in Keep a Changelog's shape; the contributor's guide."""
+    assert 'license = { text = "Apache-2.0" }' in (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    licence = (REPO / "LICENSE").read_text(encoding="utf-8")
+    assert "Apache License" in licence and "Version 2.0, January 2004" in licence and "END OF TERMS" in licence
+    changelog = (REPO / "CHANGELOG.md").read_text(encoding="utf-8")
+    from binlake.version import __version__
+
+    assert "## [Unreleased]" in changelog and f"## [{__version__}] - " in changelog
+    contributing = (REPO / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    assert "python -m pytest" in contributing and "BINLAKE_STRICT_SKIPS" in contributing

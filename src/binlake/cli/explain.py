@@ -77,18 +77,14 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     try:
         options = decode_options(args)
         if args.hex is not None:
-            if args.at is not None and args.at[1] is not None:
-                raise ValueError(
-                    "--at POS+OFFSET addresses an event inside a transaction payload of FILE; not with --hex"
-                )
             text = sys.stdin.read() if args.hex == "-" else args.hex
-            raw, pos, ctx = hex_event(
-                text,
-                options,
-                at=args.at[0] if args.at is not None else None,
-                server_version=args.server_version,
-                checksum=not args.no_checksum,
-            )
+            raw, pos, ctx = hex_event(text, options, server_version=args.server_version, checksum=not args.no_checksum)
+            if args.at is not None:
+                if args.at[1] is not None:
+                    raise ValueError(
+                        "--at POS+OFFSET addresses an event inside a transaction payload of FILE; not with --hex"
+                    )
+                pos = args.at[0]
             source = None
         else:
             pos, offset = args.at

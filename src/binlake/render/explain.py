@@ -804,17 +804,12 @@ HEX_SERVER = "8.0.40"
 
 
 def hex_event(
-    text: str,
-    options: DecodeOptions,
-    *,
-    at: int | None = None,
-    server_version: str | None = None,
-    checksum: bool = True,
+    text: str, options: DecodeOptions, *, server_version: str | None = None, checksum: bool = True
 ) -> tuple[bytes, int, DecodeContext]:
-    """The event of a hex dump (``--hex``: :func:`parse_hex_dump`), its position (``at``, else the one its header's
-    ``log_pos`` implies) and the context it is decoded in: a format description of ``server_version`` (default
-    :data:`HEX_SERVER`), with or without CRC32s.  Bytes after the event are ignored, and said so on stderr; fewer
-    bytes than a header are a :class:`ValueError`."""
+    """The event of a hex dump (``--hex``: :func:`parse_hex_dump`), the position its header's ``log_pos`` implies,
+    and the context it is decoded in: a format description of ``server_version`` (default :data:`HEX_SERVER`), with
+    or without CRC32s.  Bytes after the event are ignored, and said so on stderr; fewer bytes than a header are a
+    :class:`ValueError`."""
     data = parse_hex_dump(text)
     if len(data) < 19:
         raise ValueError(f"--hex holds {len(data)} bytes, fewer than an event header")
@@ -824,5 +819,4 @@ def hex_event(
     if len(data) > size >= 19:
         print(f"binlake explain: {len(data) - size} bytes after the {size}-byte event ignored", file=sys.stderr)
         data = data[:size]
-    pos = at if at is not None else (log_pos - size if log_pos >= size else 0)
-    return data, pos, ctx
+    return data, log_pos - size if log_pos >= size else 0, ctx

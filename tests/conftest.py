@@ -19,10 +19,10 @@ Fixtures
                           restore any GLOBAL they change, and must not expect to own a binlog unless they
                           ``flush_logs()`` first.
 
-CI strictness: with ``BINLAKE_STRICT_SKIPS=1`` (set by ``.ci/run``) a skip whose reason mentions the corpus or
-MariaDB fails instead, so CI cannot go green by silently not running the real-data tests. A test skipped
-that way is reported failed; a whole module skipped at collection makes the run exit 1 and is listed in the
-summary.
+CI strictness: with ``BINLAKE_STRICT_SKIPS=1`` (set by ``.ci/run``) a skip whose reason mentions the corpus,
+MariaDB, Spark, moto or mkdocs fails instead, so CI cannot go green by silently not running the real-data tests (or
+not building the documentation). A test skipped that way is reported failed; a whole module skipped at collection
+makes the run exit 1 and is listed in the summary.
 
 Example::
 
@@ -60,7 +60,7 @@ CORPUS_ENV = "BINLAKE_CORPUS"
 CORPUS_MISSING = "../shared/corpus not found: corpus tests need the shared binlog corpus beside the checkout"
 STRICT_ENV = "BINLAKE_STRICT_SKIPS"
 # Skip reasons CI must not accept. The Spark fixture (another module) can add its own words here, e.g. "spark".
-STRICT_SKIP_RE = re.compile(r"corpus|mariadb|pyspark|deltalake|spark|moto", re.IGNORECASE)
+STRICT_SKIP_RE = re.compile(r"corpus|mariadb|pyspark|deltalake|spark|moto|mkdocs", re.IGNORECASE)
 _STRICT_COLLECT_SKIPS = pytest.StashKey[list[str]]()
 
 

@@ -40,10 +40,9 @@ def _damaged(tmp_path: Path) -> tuple[Path, int]:
 # -- exit statuses and the prefix -------------------------------------------------------------------------------------
 
 
-def test_the_readme_documents_the_one_table_of_exit_statuses() -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Exit status", 1)[1].split("\n## ", 1)[0]
-    rows = dict(re.findall(r"^\| (\d+) \| `(\w+)` \|", section, re.MULTILINE))
+def test_the_docs_document_the_one_table_of_exit_statuses() -> None:
+    page = (REPO / "docs" / "reference" / "exit-status.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| (\d+) \| `(\w+)` \|", page, re.MULTILINE))
     assert rows == {str(s.value): s.name for s in ExitStatus}
 
 

@@ -79,8 +79,6 @@ ASIDE = ("binlake.testing",)
 # spark/, lake/ and snapshot/ are being reshaped by the lake issue (spark/ splits into an engine-free ingest/ below
 # the snapshot); these edges go with it.
 KNOWN_VIOLATIONS: dict[tuple[str, str], str] = {
-    # list_binlogs (and its BinlogFile record of lake/) lives in spark/ but serves every file command
-    ("binlake.render.changes", "binlake.spark.plan"): "list_binlogs moves to the sources (lake issue)",
     # the snapshot runs through the spark package's tasks, layouts and Arrow types
     ("binlake.snapshot.columns", "binlake.spark.arrow"): "Arrow types of the lake's columns move to lake/",
     ("binlake.snapshot.reconcile", "binlake.spark.arrow"): "Arrow types of the lake's columns move to lake/",
@@ -295,7 +293,7 @@ def test_the_layer_check_finds_what_breaks_the_layers() -> None:
         "binlake.render.dump.rowtext": set(),
         "binlake.decoder": {"binlake.testing.mariadb", "binlake.events.base"},  # the tooling; and a fine edge
         "binlake.schema": {"binlake.events.query"},  # sql -> core: fine
-        "binlake.spark.cli": {"binlake"},  # the public names, from above: fine
+        "binlake.cli.ingest": {"binlake"},  # the public names, from above: fine
         "binlake.testing.mariadb": {"binlake.spark.session"},  # the tooling imports anything
     }
     found = violations(graph)
@@ -317,6 +315,48 @@ def test_type_only_imports_count_for_the_layers() -> None:
     imports = _imports("binlake.reader", modules["binlake.reader"], modules)
     assert imports["binlake._framing"] is False  # the compiled module's stub, named under TYPE_CHECKING only
     assert imports["binlake.decoder"] is True
+
+
+# -- the command line ------------------------------------------------------------------------------------------------
+
+# where argparse may be imported: the command line, and the test tooling's own small commands
+ARGPARSE_HOMES = ("binlake.cli", "binlake.testing")
+
+
+def argparse_importers(modules: Mapping[str, Path]) -> list[str]:
+    """The modules outside :data:`ARGPARSE_HOMES` that import argparse (at module level or in a function, a doctest
+    aside): a library module takes typed arguments, and its command line lives in ``binlake.cli``."""
+    out = []
+    for name, path in modules.items():
+        if path.suffix != ".py" or any(_within(name, home) for home in ARGPARSE_HOMES):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            if any(n == "argparse" or n.startswith("argparse.") for n in names):
+                out.append(f"{name} (line {node.lineno})")
+    return sorted(out)
+
+
+def test_argparse_is_imported_only_by_the_command_line() -> None:
+    modules = _modules()
+    assert "binlake.cli.report" in modules  # (the command line is where this check expects it)
+    assert argparse_importers(modules) == []
+
+
+def test_the_argparse_check_finds_them(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("def f():\n    import argparse\n", encoding="utf-8")
+    (tmp_path / "b.py").write_text("from argparse import Namespace\n", encoding="utf-8")
+    (tmp_path / "c.py").write_text("import argparse\n", encoding="utf-8")
+    (tmp_path / "d.py").write_text('"""\n>>> import argparse\n"""\n', encoding="utf-8")
+    modules = {
+        "binlake.lake.a": tmp_path / "a.py",
+        "binlake.render.b": tmp_path / "b.py",
+        "binlake.cli.c": tmp_path / "c.py",
+        "binlake.d": tmp_path / "d.py",
+    }
+    assert argparse_importers(modules) == ["binlake.lake.a (line 2)", "binlake.render.b (line 1)"]
 
 
 # -- private names -------------------------------------------------------------------------------------------------

@@ -19,12 +19,13 @@ from pathlib import Path
 import pytest
 
 from binlake.changes import ChangeStream, FileSource
+from binlake.cli.metrics import add_metrics_arguments, metrics_options
 from binlake.metrics import (
     FIGURES,
     NO_METRICS,
     MetricsError,
+    MetricsOptions,
     Recorder,
-    add_metrics_arguments,
     bytes_after,
     start_metrics,
 )
@@ -44,10 +45,10 @@ class Clock:
         return self.now
 
 
-def args(*argv: str) -> argparse.Namespace:
+def args(*argv: str) -> MetricsOptions:
     parser = argparse.ArgumentParser()
     add_metrics_arguments(parser)
-    return parser.parse_args(list(argv))
+    return metrics_options(parser.parse_args(list(argv)))
 
 
 def scrape(url: str) -> dict[str, float]:
@@ -273,7 +274,7 @@ def test_the_tails_formats_count_the_row_changes_they_write() -> None:
     assert printer.row_counts == printed == encoder.counts
 
 
-def test_the_readme_lists_every_figure_with_its_type() -> None:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+def test_the_docs_list_every_figure_with_its_type() -> None:
+    text = (REPO / "docs" / "reference" / "metrics.md").read_text(encoding="utf-8")
     listed = dict(re.findall(r"^\| `(binlake_\w+)` \| (counter|gauge) \|", text, re.MULTILINE))
     assert listed == {f.name: f.kind for f in FIGURES}

@@ -1,4 +1,4 @@
-"""The public surface of ``import binlake``: what the README's "From Python" promises is there, in one place.
+"""The public surface of ``import binlake``: what "From Python" (docs/python.md) promises is there, in one place.
 
 ``binlake/__init__.py`` names each public name once, in the imports type checkers read; the module loads each name
 from there on first use, and ``__all__`` is made from them.  These tests check that list works for type checkers
@@ -71,11 +71,12 @@ def test_unknown_names_raise_attribute_error() -> None:
         binlake.no_such_name  # type: ignore[attr-defined]  # noqa: B018
 
 
-def test_the_readme_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    """The code of the README's "From Python", on the bundled example binlog."""
+@pytest.mark.parametrize("page", ["README.md", "docs/python.md"])
+def test_the_documented_example_runs(page: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The code of "From Python" (the README's and the documentation's), on the bundled example binlog."""
     repo = Path(__file__).resolve().parents[1]
-    readme = (repo / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## From Python", 1)[1]
+    text = (repo / page).read_text(encoding="utf-8")
+    section = text.split("From Python", 1)[1]
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     exec(code.replace('"binlog.000042"', repr(str(repo / "examples" / "example-bin.000001"))), {})
     out = capsys.readouterr().out

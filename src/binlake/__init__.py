@@ -1,6 +1,6 @@
 """binlake: decode MySQL and MariaDB binary logs exactly, explain them, land them in a lake.
 
-The names exported here are the stable surface (the README's "From Python" documents them); the modules behind
+The names exported here are the stable surface (``docs/python.md`` documents them); the modules behind
 them (``binlake.reader``, ``binlake.events.rows``, ...) may change between versions.
 
 - reading: :func:`read_events` (files, and files still being written), :class:`Decoder` (sans-IO: bytes from

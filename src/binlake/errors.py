@@ -41,7 +41,8 @@ __all__ = [
 
 
 class ExitStatus(enum.IntEnum):
-    """The exit status of every ``binlake`` command: the one table (README, "Exit status").
+    """The exit status of every ``binlake`` command: the one table (the documentation's "Exit status",
+    ``docs/reference/exit-status.md``).
 
     ``binlake dump`` prints ``mariadb-binlog``'s text, but its errors are binlake's: where the tool prints an
     ``ERROR:`` line and exits 1, ``dump`` prints a ``binlake dump:`` line and exits :attr:`ERROR`.

@@ -9,7 +9,7 @@ run without the options pays one empty call per event.  A :class:`Recorder` keep
 lags when asked (:meth:`Recorder.snapshot`), so a scrape reads them as of its own moment.  This module imports the
 standard library only; ``prometheus_client`` is imported by :func:`start_metrics` when ``--metrics-port`` is given.
 
-Where lag is measured (the README's "Metrics" section says the same to users):
+Where lag is measured (``docs/reference/metrics.md`` says the same to users):
 
 - **stream**: the replication stream, as events arrive.  Seconds: now minus the timestamp of the last event read
   (the event header's, whole seconds), and **0 once the stream is known to hold everything the server wrote**: a
@@ -23,11 +23,12 @@ Where lag is measured (the README's "Metrics" section says the same to users):
   not committed yet; when every event read is committed, the stream's figure (0 on an idle server).  Bytes: the
   server's binlog bytes past the last commit's resume point.
 
-The figures, their names and labels are :data:`FIGURES` (the README's table lists the same; a test compares them).
+The figures, their names and labels are :data:`FIGURES` (``docs/reference/metrics.md`` lists the same;
+a test compares them).
 
 Example::
 
-    watch = start_metrics(args, "tail", stages=("stream", "commit"))   # binds --metrics-port before the run
+    watch = start_metrics(MetricsOptions(port=9187), "tail", stages=("stream", "commit"))  # binds the port now
     try:
         sizes = BinlogSizes(options)
         watch.poll_server(sizes, sizes.close)                           # the bytes lag
@@ -39,7 +40,6 @@ Example::
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import sys
@@ -62,10 +62,10 @@ __all__ = [
     "Figure",
     "Metrics",
     "MetricsError",
+    "MetricsOptions",
     "MetricsRun",
     "Recorder",
     "Snapshot",
-    "add_metrics_arguments",
     "bytes_after",
     "start_metrics",
 ]
@@ -368,46 +368,15 @@ class Recorder(Metrics):
 # -- serving -----------------------------------------------------------------------------------------------------
 
 
-def add_metrics_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--metrics-port``, ``--metrics-host`` and ``--metrics-log``, in a group of their own."""
-    g = parser.add_argument_group('metrics (lag, throughput, retries; see the README\'s "Metrics")')
-    g.add_argument(
-        "--metrics-port",
-        type=_port,
-        metavar="PORT",
-        help="serve Prometheus metrics at http://HOST:PORT/metrics (0: a free port, named on stderr)",
-    )
-    g.add_argument(
-        "--metrics-host",
-        metavar="HOST",
-        help=f"the address --metrics-port listens on (default {LOCAL}: this machine only)",
-    )
-    g.add_argument(
-        "--metrics-log",
-        type=_seconds,
-        metavar="SECONDS",
-        help="write the metrics to stderr as one JSON line every SECONDS",
-    )
+@dataclass(frozen=True, slots=True)
+class MetricsOptions:
+    """What a run's metrics are (``--metrics-port``, ``--metrics-host``, ``--metrics-log``): served to Prometheus
+    at ``http://host:port/metrics`` (``port`` 0: a free one; ``host`` ``None``: :data:`LOCAL`, this machine only),
+    written as a JSON line every ``log_every`` seconds; neither: none."""
 
-
-def _port(text: str) -> int:
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{port} is not a port number (0 to 65535)")
-    return port
-
-
-def _seconds(text: str) -> float:
-    try:
-        seconds = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not seconds > 0 or seconds == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
-    return seconds
+    port: int | None = None
+    host: str | None = None
+    log_every: float | None = None
 
 
 @dataclass
@@ -485,14 +454,13 @@ class _Poll:
                 return
 
 
-def start_metrics(args: argparse.Namespace, command: str, *, stages: tuple[Stage, ...] = ()) -> MetricsRun:
-    """The metrics the options of :func:`add_metrics_arguments` ask for: none (a run of :data:`NO_METRICS`), or a
-    :class:`Recorder` served at ``--metrics-port`` (bound here, before the long run starts: a port taken or an
-    address not this machine's is a :class:`MetricsError`) and written every ``--metrics-log`` seconds."""
-    port: int | None = args.metrics_port
-    every: float | None = args.metrics_log
-    host: str = args.metrics_host or LOCAL
-    if port is None and args.metrics_host is not None:
+def start_metrics(options: MetricsOptions, command: str, *, stages: tuple[Stage, ...] = ()) -> MetricsRun:
+    """The metrics ``options`` ask for: none (a run of :data:`NO_METRICS`), or a :class:`Recorder` served at
+    ``--metrics-port`` (bound here, before the long run starts: a port taken or an address not this machine's is a
+    :class:`MetricsError`) and written every ``--metrics-log`` seconds."""
+    port, every = options.port, options.log_every
+    host = options.host or LOCAL
+    if port is None and options.host is not None:
         raise MetricsError("--metrics-host says where --metrics-port listens: give --metrics-port too")
     if port is None and every is None:
         return MetricsRun()

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from binlake.changes.filters import OPS, ChangeFilter, add_filter_arguments, filter_from_args, parse_gtids
+from binlake.changes.filters import OPS, ChangeFilter, parse_gtids
+from binlake.cli.filters import add_filter_arguments, filter_from_args
 from binlake.errors import ReplicationError
 from binlake.events.gtid import MariaGtid
 

@@ -205,10 +205,11 @@ def test_flashback_twice_is_the_original(changes: list[tuple[tuple[object, ...],
 def test_cli_options(capsysbinary: pytest.CaptureFixture[bytes]) -> None:
     import argparse
 
-    from binlake.render.dump import add_dump_arguments, dump_main
+    from binlake.cli.dump import add_arguments
+    from binlake.cli.dump import run as dump_main
 
     parser = argparse.ArgumentParser()
-    add_dump_arguments(parser)
+    add_arguments(parser)
     assert dump_main(parser.parse_args([str(EXAMPLE)])) == 0
     assert b"# Columns(" in capsysbinary.readouterr().out
     assert dump_main(parser.parse_args([str(EXAMPLE), "--no-print-table-metadata"])) == 0

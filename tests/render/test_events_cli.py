@@ -221,7 +221,7 @@ def test_closed_pipe_is_not_an_error(corpus_dir: Path, repo_root: Path) -> None:
 def test_unavailable_subcommand_fails_alone(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(COMMANDS, "ingest", COMMANDS["ingest"].__class__("binlake.no_such_module", "a", "b", "help"))
+    monkeypatch.setitem(COMMANDS, "ingest", COMMANDS["ingest"].__class__("binlake.no_such_module", "help"))
     status, _, err = run(capsys, "ingest", "x")
     assert status == 2
     assert err == "binlake: ingest is not available here: No module named 'binlake.no_such_module'\n"

@@ -11,7 +11,6 @@ values are asserted as the file holds them (readable text, unchanged columns equ
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import os
@@ -225,7 +224,7 @@ def test_parse_position() -> None:
     assert parse_position("620") == (620, None)
     assert parse_position("274+71") == (274, 71)
     for bad in ("274:71", "274+", "+71", "x", "-4"):
-        with pytest.raises(argparse.ArgumentTypeError):
+        with pytest.raises(ValueError, match=r"not POS or POS\+OFFSET"):
             parse_position(bad)
 
 

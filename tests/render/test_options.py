@@ -21,10 +21,10 @@ from cryptography.hazmat.primitives import padding
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 from binlake.cli import main
+from binlake.cli.decode import FILE_KEY_ENV
 from binlake.crypto import load_key_file, mariadb_decryptor
 from binlake.events.context import DecodeOptions
 from binlake.reader import read_events, walk_headers
-from binlake.render import FILE_KEY_ENV
 from binlake.render.explain import event_at
 
 ENCRYPTED = "mariadb/binlogs/corpus-bin.000022"

@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 from binlake.cli import main
+from binlake.cli.stats import add_arguments as add_stats_arguments
+from binlake.cli.stats import run as stats_main
 from binlake.coltypes import Column, ColumnType
 from binlake.events.table_map import TableMapEvent
 from binlake.reader import read_events, walk_headers
-from binlake.render.stats import BinlogStats, add_stats_arguments, collect, stats_main
+from binlake.render.stats import BinlogStats, collect
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "example-bin.000001"
 

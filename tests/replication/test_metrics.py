@@ -165,7 +165,7 @@ def test_tail_metrics_count_lag_and_retries(fresh_server: ReplServer, tmp_path: 
         out.go.set()
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=60)
-    assert proc.returncode == 0, log.read_text()
+    assert proc.returncode == 130, log.read_text()  # Ctrl-C: ExitStatus.INTERRUPTED
     lines = out.data.splitlines()
     assert len(lines) == sum(rows_of(got).values())  # the row changes counted are the lines written
     written = Counter(OPS[m.decode()] for m in re.findall(rb'"op":"(.)","ts_ms"', out.data))
@@ -201,4 +201,4 @@ def test_mirror_metrics_count_lag_and_retries(fresh_server: ReplServer, tmp_path
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=60)
-    assert proc.returncode == 0, log.read_text()
+    assert proc.returncode == 130, log.read_text()  # Ctrl-C: ExitStatus.INTERRUPTED

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from binlake.cli.connection import add_connection_arguments, connection_from_args
 from binlake.errors import BinlogError, ReplicationError
 from binlake.reader import binlog_order
 from binlake.replication import options as opt
@@ -94,7 +95,7 @@ def test_the_password_never_shows() -> None:
 
 def _parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    opt.add_connection_arguments(parser)
+    add_connection_arguments(parser)
     return parser.parse_args(argv)
 
 
@@ -104,14 +105,14 @@ BASE = ["--host", "db1", "--user", "repl", "--server-id", "42"]
 def test_password_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(opt.PASSWORD_ENV, raising=False)
     monkeypatch.setattr("sys.stdin", None)
-    assert opt.connection_from_args(_parse(BASE)).password == Secret("")
+    assert connection_from_args(_parse(BASE)).password == Secret("")
     monkeypatch.setenv(opt.PASSWORD_ENV, "from-env")
-    assert opt.connection_from_args(_parse(BASE)).password.reveal() == b"from-env"
+    assert connection_from_args(_parse(BASE)).password.reveal() == b"from-env"
     pw = tmp_path / "pw"
     pw.write_text("from-file\nsecond line\n")
-    assert opt.connection_from_args(_parse([*BASE, "--password-file", str(pw)])).password.reveal() == b"from-file"
+    assert connection_from_args(_parse([*BASE, "--password-file", str(pw)])).password.reveal() == b"from-file"
     with pytest.raises(ReplicationError, match="password file"):
-        opt.connection_from_args(_parse([*BASE, "--password-file", str(tmp_path / "missing")]))
+        connection_from_args(_parse([*BASE, "--password-file", str(tmp_path / "missing")]))
 
     class Tty:
         def isatty(self) -> bool:
@@ -120,7 +121,7 @@ def test_password_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.delenv(opt.PASSWORD_ENV)
     monkeypatch.setattr("sys.stdin", Tty())
     monkeypatch.setattr("getpass.getpass", lambda prompt: "typed" if "repl@db1" in prompt else "?")
-    assert opt.connection_from_args(_parse(BASE)).password.reveal() == b"typed"
+    assert connection_from_args(_parse(BASE)).password.reveal() == b"typed"
 
 
 @pytest.mark.parametrize("flag", ["--password", "--passwd", "--pass", "--password=s3cret-pw"])
@@ -135,15 +136,15 @@ def test_a_password_on_the_command_line_is_refused_and_not_echoed(
 def test_flags_to_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("sys.stdin", None)
     monkeypatch.delenv(opt.PASSWORD_ENV, raising=False)
-    o = opt.connection_from_args(_parse([*BASE, "--port", "3307", "--heartbeat", "2", "--timeout", "9"]), follow=False)
+    o = connection_from_args(_parse([*BASE, "--port", "3307", "--heartbeat", "2", "--timeout", "9"]), follow=False)
     assert (o.host, o.port, o.user, o.server_id, o.heartbeat, o.timeout) == ("db1", 3307, "repl", 42, 2, 9)
     assert o.tls == TlsOptions("preferred") and o.retry.retries == 5
-    assert opt.connection_from_args(_parse(BASE), follow=True).retry.retries is None
+    assert connection_from_args(_parse(BASE), follow=True).retry.retries is None
     ca = tmp_path / "ca.pem"
-    assert opt.connection_from_args(_parse([*BASE, "--ssl-ca", str(ca)])).tls == TlsOptions("verify_ca", ca)
-    assert opt.connection_from_args(_parse([*BASE, "--ssl-mode", "disabled"])).tls.mode == "disabled"
+    assert connection_from_args(_parse([*BASE, "--ssl-ca", str(ca)])).tls == TlsOptions("verify_ca", ca)
+    assert connection_from_args(_parse([*BASE, "--ssl-mode", "disabled"])).tls.mode == "disabled"
     with pytest.raises(ReplicationError, match="ssl-ca"):
-        opt.connection_from_args(_parse([*BASE, "--ssl-mode", "VERIFY_IDENTITY"]))
+        connection_from_args(_parse([*BASE, "--ssl-mode", "VERIFY_IDENTITY"]))
     with pytest.raises(SystemExit):
         _parse(["--host", "db1", "--user", "repl"])  # no --server-id: no silent default
 

@@ -254,9 +254,9 @@ def test_a_snapshot_needs_a_password_its_tasks_can_read(monkeypatch: pytest.Monk
     at the prompt would stay on the driver, so the snapshot refuses before it starts, without naming the password."""
     import argparse
 
+    from binlake.cli.ingest import _snapshots
     from binlake.errors import ReplicationError
     from binlake.replication.options import ConnectionOptions, Secret
-    from binlake.spark.cli import _snapshots
 
     monkeypatch.delenv("BINLAKE_PASSWORD", raising=False)
     args = argparse.Namespace(snapshot=None, no_snapshot=False, tables=None, password_file=None, chunk_rows=1000)
@@ -307,7 +307,8 @@ def test_the_readme_recipe_a_throwaway_server_then_ingest_host(tmp_path: Path) -
 
     if missing_tools():
         pytest.skip(f"MariaDB server not installed ({', '.join(missing_tools())} not found)")
-    assert "python -m binlake.testing.mariadb" in (REPO / "README.md").read_text(encoding="utf-8")
+    for page in ("README.md", "docs/getting-started.md"):
+        assert "python -m binlake.testing.mariadb" in (REPO / page).read_text(encoding="utf-8")
     env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYTHONPATH=str(REPO / "src"))
     server = subprocess.Popen([sys.executable, "-m", "binlake.testing.mariadb"], env=env, stdout=subprocess.PIPE,
                               text=True, start_new_session=True, preexec_fn=_sigint_as_a_terminal)  # fmt: skip

@@ -89,10 +89,10 @@ def test_binlake_ingest_on_a_standalone_cluster(
 def test_spark_submit_on_a_standalone_cluster(
     cluster: StandaloneCluster, binlogs: Path, local_lake: Any, corpus_dir: Path, tmp_path: Path
 ) -> None:
-    """``spark-submit --master spark://... binlake/spark/cli.py SOURCE --lake LAKE``: the master is spark-submit's."""
-    import binlake.spark.cli
+    """``spark-submit --master spark://... binlake/cli/ingest.py SOURCE --lake LAKE``: the master is spark-submit's."""
+    import binlake.cli.ingest
 
     submit = Path(str(spark_class())).parent / "spark-submit"
-    command = [str(submit), "--master", cluster.url, binlake.spark.cli.__file__]
+    command = [str(submit), "--master", cluster.url, binlake.cli.ingest.__file__]
     _driver(cluster, command, binlogs, tmp_path / "lake", corpus_dir / "workloads" / "keys.txt")
     assert _lake_snapshot(tmp_path / "lake") == local_lake

@@ -211,7 +211,7 @@ def test_incremental_equals_one_run(spark: Any, storage: Any, sources: str, corp
 
 
 def _ingest_cmd(sources: list[str], lake: Path | Location | str) -> list[str]:
-    return [sys.executable, "-m", "binlake.spark.cli", *sources, "--lake", str(lake), "--master", "local[1]"]
+    return [sys.executable, "-m", "binlake.cli.ingest", *sources, "--lake", str(lake), "--master", "local[1]"]
 
 
 def _committed(lake: Location) -> bool:
@@ -542,8 +542,8 @@ def test_tables_command_lists_and_shows(corpus_lake: Location) -> None:
     import io
 
     from binlake.cli import build_parser
+    from binlake.cli.tables import run as tables_main
     from binlake.errors import BinlogError
-    from binlake.lake.show import tables_main
 
     out = io.StringIO()
     assert tables_main(argparse.Namespace(lake=corpus_lake.uri, table=None, limit=None), out) == 0

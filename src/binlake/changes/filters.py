@@ -1,7 +1,7 @@
 """Which changes a command keeps: one filter for ``binlake dump``, ``binlake changes`` and ``binlake tail``.
 
-:class:`ChangeFilter` holds every selection those commands share, and :func:`add_filter_arguments` /
-:func:`filter_from_args` are its command line:
+:class:`ChangeFilter` holds every selection those commands share (their command line is
+:mod:`binlake.cli.filters`):
 
 * ``--database GLOB`` and ``--table GLOB`` (each may be given several times; shell-style globs, case-sensitive as
   table names are on Linux servers): a row change is kept when its database matches one ``--database`` glob and
@@ -35,14 +35,12 @@ Example::
 
 from __future__ import annotations
 
-import argparse
 import re
 import time
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
-from binlake.errors import ReplicationError
 from binlake.events.gtid import GtidSet, MariaGtid
 
 if TYPE_CHECKING:
@@ -53,10 +51,9 @@ __all__ = [
     "ChangeFilter",
     "GtidSelection",
     "MysqlGtid",
-    "add_filter_arguments",
-    "filter_from_args",
     "parse_datetime",
     "parse_gtids",
+    "parse_ops",
 ]
 
 OPS = ("insert", "update", "delete", "statement")
@@ -145,76 +142,23 @@ class ChangeFilter:
 
 def parse_datetime(text: str) -> int:
     """``--start-datetime`` as ``mariadb-binlog`` reads it: local time ``YYYY-MM-DD HH:MM:SS`` (or a prefix down to
-    the date), as Unix seconds."""
+    the date), as Unix seconds; :class:`ValueError` for text that is not one."""
     for fmt in ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"):
         try:
             return int(time.mktime(time.strptime(text, fmt)))
         except ValueError:
             continue
-    raise argparse.ArgumentTypeError(f"not a date and time (YYYY-MM-DD HH:MM:SS): {text!r}")
+    raise ValueError(f"not a date and time (YYYY-MM-DD HH:MM:SS): {text!r}")
 
 
-def _gtids(text: str) -> GtidSelection:
-    try:
-        return parse_gtids(text)
-    except ReplicationError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+def parse_ops(text: str) -> frozenset[str]:
+    """``--ops``: a comma-separated list of :data:`OPS` (any case); :class:`ValueError` for anything else.
 
-
-def _ops(text: str) -> frozenset[str]:
+    >>> sorted(parse_ops("Insert, delete"))
+    ['delete', 'insert']
+    """
     ops = frozenset(w.strip().lower() for w in text.split(",") if w.strip())
     unknown = ops - set(OPS)
     if unknown or not ops:
-        raise argparse.ArgumentTypeError(f"--ops takes a comma-separated list of {', '.join(OPS)}, not {text!r}")
+        raise ValueError(f"--ops takes a comma-separated list of {', '.join(OPS)}, not {text!r}")
     return ops
-
-
-def add_filter_arguments(parser: argparse.ArgumentParser, *, positions: bool = True) -> None:
-    """The filter options (module docstring), in a group of their own; ``positions``: with the byte-position ones
-    (commands reading files)."""
-    g = parser.add_argument_group("filters (shared by dump, changes and tail)")
-    g.add_argument(
-        "-d",
-        "--database",
-        dest="databases",
-        action="append",
-        default=[],
-        metavar="GLOB",
-        help="only this database's rows and statements (a glob; repeatable)",
-    )
-    g.add_argument(
-        "--table",
-        dest="tables",
-        action="append",
-        default=[],
-        metavar="GLOB",
-        help="only this table's rows (a glob, or db.table; repeatable)",
-    )
-    g.add_argument(
-        "--ops",
-        type=_ops,
-        metavar="LIST",
-        help=f"only these kinds of change, comma-separated: {', '.join(OPS)} (default: all)",
-    )
-    if positions:
-        g.add_argument("--start-position", type=int, metavar="POS", help="start at this position (in the first file)")
-        g.add_argument("--stop-position", type=int, metavar="POS", help="stop before this position (in the last file)")
-    g.add_argument("--start-datetime", type=parse_datetime, metavar="TIME", help="from this local time on")
-    g.add_argument("--stop-datetime", type=parse_datetime, metavar="TIME", help="stop at this local time")
-    g.add_argument("--include-gtids", type=_gtids, metavar="SET", help="only transactions in this GTID set")
-    g.add_argument("--exclude-gtids", type=_gtids, metavar="SET", help="leave out transactions in this GTID set")
-
-
-def filter_from_args(args: argparse.Namespace) -> ChangeFilter:
-    """The :class:`ChangeFilter` of options added by :func:`add_filter_arguments`."""
-    return ChangeFilter(
-        databases=tuple(args.databases),
-        tables=tuple(args.tables),
-        ops=args.ops if args.ops is not None else frozenset(OPS),
-        start_position=getattr(args, "start_position", None),
-        stop_position=getattr(args, "stop_position", None),
-        start_datetime=args.start_datetime,
-        stop_datetime=args.stop_datetime,
-        include_gtids=args.include_gtids,
-        exclude_gtids=args.exclude_gtids,
-    )

@@ -1,4 +1,4 @@
-"""Delta tables at any :class:`~binlake.storage.Location`, written the way SPARK-NOTES measured works here: tasks write
+"""Delta tables at any :class:`~binlake.storage.Location`, written as measured (docs/architecture.md): tasks write
 Parquet files, the driver commits them with the ``deltalake`` package, each commit carrying an application
 transaction ``(app_id, batch)``, so a batch re-run after a crash commits to a table only if that table has not got
 the batch yet.  Two writers racing to commit the same batch to a table cannot both succeed: delta-rs puts each

@@ -1,5 +1,5 @@
-"""``binlake tables LAKE [TABLE] [--limit N]``: what a lake written by ``binlake ingest`` holds, without Spark
-(``LAKE``: a folder or an object-store URI, :mod:`binlake.storage`).
+"""``binlake tables LAKE [TABLE] [--limit N]`` (:mod:`binlake.cli.tables`): what a lake written by ``binlake ingest``
+holds, without Spark (``LAKE``: a folder or an object-store URI, :mod:`binlake.storage`).
 
 Reads through each Delta table's log with the ``deltalake`` package (never the folder's Parquet files, which may
 include files an overwrite replaced): row counts come from the log's statistics, so listing a large lake reads no
@@ -22,14 +22,11 @@ Example::
 
 from __future__ import annotations
 
-import argparse
-import sys
 from typing import Any, TextIO
 
-from binlake.errors import BinlogError
 from binlake.lake.lake import KINDS, Lake, LakeTable
 
-__all__ = ["add_tables_arguments", "format_rows", "show_table", "tables_main"]
+__all__ = ["format_rows", "list_tables", "show_table"]
 
 
 def _cell(value: object, width: int = 32) -> str:
@@ -88,38 +85,11 @@ def show_table(lake: Lake, table: LakeTable, limit: int, out: TextIO) -> None:
         out.write(f"... {data.num_rows - limit} more rows (--limit N)\n")
 
 
-_LIMIT = 20  # rows shown of a table unless --limit says otherwise
-
-
-def add_tables_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the ``tables`` command's arguments to ``parser``."""
-    parser.add_argument("lake", metavar="LAKE", help="a lake written by binlake ingest: a folder or a URI (s3://...)")
-    parser.add_argument(
-        "table",
-        nargs="?",
-        metavar="TABLE",
-        help="show the first rows of this table: db.table (its current state), db.table/changes, _events, ...",
-    )
-    parser.add_argument("--limit", type=int, metavar="N", help=f"rows to show with TABLE (default {_LIMIT})")
-
-
-def tables_main(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    """List the tables of ``args.lake``, or show ``args.table``; 0 on success, a
-    :class:`~binlake.errors.BinlogError` when there is nothing to show."""
-    out = out or sys.stdout
-    if args.limit is not None and not args.table:
-        raise BinlogError("--limit N is the rows shown of a TABLE: give TABLE too")
-    lake = Lake(args.lake)
+def list_tables(lake: Lake, out: TextIO) -> None:
+    """Print the tables of ``lake``: a line of counts, then each table's kind, rows and columns."""
     tables = lake.tables()
-    if args.table:
-        found = lake.find(args.table, tables)
-        if found is None:
-            raise BinlogError(f"no table {args.table!r} in {lake.root} (run `binlake tables LAKE` to list them)")
-        show_table(lake, found, max(0, _LIMIT if args.limit is None else args.limit), out)
-        return 0
     sources = len({t.name for t in tables if t.kind in KINDS})
     out.write(f"{lake.root}: {sources} source tables, {len(tables)} Delta tables\n")
     rows: list[list[Any]] = [[t.name, t.kind, t.rows, t.columns] for t in tables]
     for text in format_rows(["TABLE", "KIND", "ROWS", "COLUMNS"], rows, {2, 3}):
         out.write(text + "\n")
-    return 0

@@ -1,4 +1,4 @@
-"""``binlake explain``: one event, field by field, with its bytes, offsets and meaning.
+"""``binlake explain`` (:mod:`binlake.cli.explain`): one event, field by field, with its bytes, offsets and meaning.
 
 The fields are not described a second time here: the event's own decoder reads them through a
 :class:`~binlake.trace.TracingCursor` (explain mode sets ``DecodeContext.trace``), so every row shows what the
@@ -27,17 +27,14 @@ Example::
 
 from __future__ import annotations
 
-import argparse
 import copy
 import dataclasses
-import json
 import re
 import struct
 import sys
 import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TextIO
 
 from binlake.coltypes import ColumnType
 from binlake.decoder import Decoder as SansIODecoder
@@ -51,7 +48,6 @@ from binlake.events.payload import TransactionPayloadEvent
 from binlake.events.rows import RowsEvent
 from binlake.events.table_map import OptionalField, OptionalMetadataType, TableMapEvent
 from binlake.reader import CHUNK, Decoder, opened
-from binlake.render import add_decode_arguments, decode_options, decryptor_of, error_line
 from binlake.render.events import event_json, event_line
 from binlake.render.explain_fields import Row, column_meta, field_row, flags_text, label, n_bytes, when
 from binlake.render.explain_rows import RowImages
@@ -62,13 +58,13 @@ from binlake.values.spatial import GEOMETRY_TYPES
 from binlake.wire import Cursor
 
 __all__ = [
+    "HEX_SERVER",
     "Explanation",
     "InPayload",
     "Row",
-    "add_explain_arguments",
     "event_at",
     "explain_event",
-    "explain_main",
+    "hex_event",
     "inner_event_at",
     "parse_hex_dump",
     "parse_position",
@@ -263,11 +259,11 @@ def parse_position(text: str) -> tuple[int, int | None]:
     >>> parse_position("620"), parse_position("274+71")
     ((620, None), (274, 71))
 
-    Raises :class:`argparse.ArgumentTypeError` (argparse reports it as a usage error) for anything else.
+    Raises :class:`ValueError` for anything else.
     """
     m = _POSITION.fullmatch(text.strip())
     if m is None:
-        raise argparse.ArgumentTypeError(
+        raise ValueError(
             f"{text!r} is not POS or POS+OFFSET (an event inside a transaction payload, as `binlake events` shows it)"
         )
     return int(m[1]), None if m[2] is None else int(m[2])
@@ -800,111 +796,27 @@ def _row_lines(r: Row, widths: Sequence[int]) -> list[str]:
     return out
 
 
-# --- the subcommand ----------------------------------------------------------------------------------------------
+# --- bytes given as hex ------------------------------------------------------------------------------------------
 
 
-_HEX_SERVER = "8.0.40"  # the server --hex input is decoded as, unless --server-version says otherwise
+HEX_SERVER = "8.0.40"
+"""The server ``--hex`` input is decoded as, unless ``--server-version`` says otherwise."""
 
 
-def add_explain_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", nargs="?", metavar="FILE", help="the binlog holding the event")
-    parser.add_argument(
-        "--at",
-        type=parse_position,
-        metavar="POS[+OFFSET]",
-        help="position of the event in FILE (with --hex: the hex's position); POS+OFFSET: the event at OFFSET in the "
-        "uncompressed TRANSACTION_PAYLOAD_EVENT at POS, as `binlake events` prints it (e.g. 274+71)",
-    )
-    parser.add_argument(
-        "--hex",
-        metavar="HEX",
-        help="explain these bytes instead of a file's event: hex, or an xxd/hexdump dump; '-' reads stdin",
-    )
-    parser.add_argument(
-        "--server-version",
-        help=f"with --hex: the server that wrote the event (default {_HEX_SERVER}; a '-MariaDB' version for MariaDB)",
-    )
-    parser.add_argument("--no-checksum", action="store_true", help="with --hex: the event has no CRC32 at its end")
-    parser.add_argument(
-        "--rows",
-        type=_row_limit,
-        default=3,
-        metavar="N",
-        help="a rows event: explain the first N row changes value by value (default 3; 'all': every one)",
-    )
-    parser.add_argument("--json", action="store_true", help="print the explanation as one JSON object")
-    add_decode_arguments(parser, on_error=False)  # one event is explained, with its error: there is nothing to skip
-
-
-def _row_limit(text: str) -> int | None:
-    """``--rows``: a count of row changes, or ``all`` (``None``)."""
-    if text == "all":
-        return None
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"expected a number of rows or 'all', not {text!r}")
-    return int(text)
-
-
-def explain_main(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    """Run ``binlake explain``; return 0, or 2 when the event has a problem (its explanation is still printed)."""
-    out = sys.stdout if out is None else out
-    source: str | None = args.file
-    place: InPayload | None = None
-    usage = _usage_error(args)
-    if usage is not None:
-        raise BinlogError(usage)
-    try:
-        options = decode_options(args)
-        if args.hex is not None:
-            raw, pos, ctx = _from_hex(args, options)
-            source = None
-        else:
-            pos, offset = args.at
-            decryptor = decryptor_of(args)
-            if offset is None:
-                raw, ctx = event_at(args.file, pos, options, decryptor)
-            else:
-                raw, ctx, place = inner_event_at(args.file, pos, offset, options, decryptor)
-                pos = offset
-        ex = explain_event(raw, pos, ctx, place, args.rows)
-    except BinlogError as e:  # (the command line prints it, naming the file)
-        raise (e.at_file(source) if source is not None and e.file is None else e) from None
-    except ValueError as e:
-        raise BinlogError(str(e)) from None
-    out.write(json.dumps(render_json(ex), ensure_ascii=False) + "\n" if args.json else render_text(ex))
-    if ex.error is not None:
-        out.flush()
-        print(error_line("explain", ex.error, source), file=sys.stderr)
-        return ex.error.exit_status
-    return 0
-
-
-def _usage_error(args: argparse.Namespace) -> str | None:
-    """What is wrong with the combination of arguments, or ``None``: some options apply to FILE, some to --hex."""
-    if args.hex is None:
-        if args.file is None or args.at is None:
-            return "give FILE --at POS, or --hex HEX"
-        hex_options = (("--server-version", args.server_version), ("--no-checksum", args.no_checksum))
-        given = [name for name, value in hex_options if value]
-        return f"{' and '.join(given)}: only with --hex (FILE's format description says it)" if given else None
-    if args.file is not None:
-        return "give FILE --at POS or --hex, not both"
-    given = [name for name, value in (("--key-file", args.key_file), ("--file-key-file", args.file_key_file)) if value]
-    return f"{' and '.join(given)}: only with FILE (an encrypted event needs its log's nonce)" if given else None
-
-
-def _from_hex(args: argparse.Namespace, options: DecodeOptions) -> tuple[bytes, int, DecodeContext]:
-    text = sys.stdin.read() if args.hex == "-" else args.hex
+def hex_event(
+    text: str, options: DecodeOptions, *, server_version: str | None = None, checksum: bool = True
+) -> tuple[bytes, int, DecodeContext]:
+    """The event of a hex dump (``--hex``: :func:`parse_hex_dump`), the position its header's ``log_pos`` implies,
+    and the context it is decoded in: a format description of ``server_version`` (default :data:`HEX_SERVER`), with
+    or without CRC32s.  Bytes after the event are ignored, and said so on stderr; fewer bytes than a header are a
+    :class:`ValueError`."""
     data = parse_hex_dump(text)
     if len(data) < 19:
         raise ValueError(f"--hex holds {len(data)} bytes, fewer than an event header")
-    fde = synthetic_fde(args.server_version or _HEX_SERVER, checksum=not args.no_checksum)
+    fde = synthetic_fde(server_version or HEX_SERVER, checksum=checksum)
     ctx = DecodeContext(options, fde=fde, schema=schema_tracker(options))
     size, log_pos = int.from_bytes(data[9:13], "little"), int.from_bytes(data[13:17], "little")
     if len(data) > size >= 19:
         print(f"binlake explain: {len(data) - size} bytes after the {size}-byte event ignored", file=sys.stderr)
         data = data[:size]
-    if args.at is not None and args.at[1] is not None:
-        raise ValueError("--at POS+OFFSET addresses an event inside a transaction payload of FILE; not with --hex")
-    pos = args.at[0] if args.at is not None else (log_pos - size if log_pos >= size else 0)
-    return data, pos, ctx
+    return data, log_pos - size if log_pos >= size else 0, ctx

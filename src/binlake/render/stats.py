@@ -1,4 +1,5 @@
-"""``binlake stats``: what a set of binlogs holds, and proof that every row value in them decodes.
+"""``binlake stats`` (:mod:`binlake.cli.stats`): what a set of binlogs holds, and proof that every row value in them
+decodes.
 
 Every event is decoded and every row value with it (so a file that ``stats`` reads without error is a file
 binlake can decode whole): raw, or converted to its Python type where the conversion checks more than the raw
@@ -20,10 +21,7 @@ Example::
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
-import sys
 import time
 from collections import defaultdict
 from collections.abc import Iterable
@@ -34,12 +32,12 @@ from binlake.decoder import Decryptor
 from binlake.events.base import Event, EventType
 from binlake.events.context import DecodeOptions
 from binlake.events.rows import RowsEvent
-from binlake.render import add_decode_arguments, decode_options, decryptor_of, open_log
+from binlake.render import open_log
 from binlake.schema import schema_tracker
 from binlake.transactions import Transactions
 from binlake.values import typed
 
-__all__ = ["BinlogStats", "add_stats_arguments", "collect", "stats_main"]
+__all__ = ["BinlogStats", "collect"]
 
 E = EventType
 T = ColumnType
@@ -201,18 +199,3 @@ def collect(
             stats.add(ev)
         stats.end_file()
     return stats
-
-
-def add_stats_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``binlake stats``."""
-    parser.add_argument("files", nargs="+", metavar="FILE", help="binlog files")
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    add_decode_arguments(parser)
-
-
-def stats_main(args: argparse.Namespace) -> int:
-    """Run ``binlake stats``: 0 when every file decodes whole; a :class:`~binlake.errors.BinlogError` when one does
-    not (the command line prints it)."""
-    stats = collect(args.files, decode_options(args), decryptor_of(args), args.on_error)
-    sys.stdout.write(json.dumps(stats.as_dict(), indent=2) + "\n" if args.json else stats.as_text())
-    return 0

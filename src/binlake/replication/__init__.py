@@ -8,7 +8,7 @@ Layers, each usable alone:
 - :mod:`~binlake.replication.stream` (sans-IO): stream bytes in, events with their file and positions out, through
   the same :class:`~binlake.decoder.Decoder` as files;
 - :mod:`~binlake.replication.position`: :class:`StartAt` and the stored, versioned :class:`ResumePoint`;
-- :mod:`~binlake.replication.options`: connection options, their command-line flags, the password;
+- :mod:`~binlake.replication.options`: connection options (asked for: :class:`ConnectionRequest`), the password;
 - :mod:`~binlake.replication.connection` (IO): one connection through PyMySQL (TCP, TLS, authentication);
 - :mod:`~binlake.replication.client` (IO): reconnection with backoff and exact resumption;
 - :mod:`~binlake.replication.mirror`: ``binlake mirror``, a byte-for-byte copy of the server's binlogs.

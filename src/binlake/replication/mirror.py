@@ -1,5 +1,6 @@
-"""``binlake mirror``: copy a server's binlog files byte for byte into a directory, as a replica reads them, and keep
-the copy going (a binlog backup, like ``mariadb-binlog --read-from-remote-server --raw --stop-never``).
+"""``binlake mirror`` (:mod:`binlake.cli.mirror`): copy a server's binlog files byte for byte into a directory, as a
+replica reads them, and keep the copy going (a binlog backup, like ``mariadb-binlog --read-from-remote-server --raw
+--stop-never``).
 
 Each file in the directory has the server's name and bytes: the magic, then every event as the server's file holds
 it, from its FORMAT_DESCRIPTION on (what the server sends besides its files' events, the artificial ROTATE and
@@ -44,7 +45,6 @@ Example::
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import tempfile
@@ -55,14 +55,13 @@ from pathlib import Path
 from typing import BinaryIO
 
 from binlake.decoder import MAGIC
-from binlake.errors import BinlogError, BinlogHistoryError, Interrupted, ReplicationError
+from binlake.errors import BinlogHistoryError, ReplicationError
 from binlake.events.base import LOG_EVENT_BINLOG_IN_USE_F, EventType
 from binlake.events.control import RotateEvent
-from binlake.metrics import NO_METRICS, Metrics, add_metrics_arguments, start_metrics
+from binlake.metrics import NO_METRICS, Metrics
 from binlake.reader import FileHead, binlog_order, file_head, header_table
 from binlake.replication.client import ReplicationClient
-from binlake.replication.connection import BinlogSizes
-from binlake.replication.options import ConnectionOptions, add_connection_arguments, connection_from_args
+from binlake.replication.options import ConnectionOptions
 from binlake.replication.position import StartAt
 from binlake.replication.stream import StreamEvent
 from binlake.storage import Location, StoredFile, locate
@@ -71,9 +70,7 @@ __all__ = [
     "UPLOAD_EVERY",
     "Mirror",
     "MirrorStats",
-    "add_mirror_arguments",
     "mirror_files",
-    "mirror_main",
     "recover_file",
 ]
 
@@ -422,40 +419,3 @@ def _sync_directory(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def add_mirror_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``binlake mirror``."""
-    parser.add_argument(
-        "directory", metavar="DIR", help="where the copies go: a folder or an object-store URI (created if missing)"
-    )
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("--from-start", action="store_true", help="an empty DIR starts at the oldest binlog")
-    where.add_argument("--from", dest="from_file", metavar="FILE", help="an empty DIR starts at this binlog")
-    parser.add_argument(
-        "--follow", action="store_true", help="keep copying as the server writes (else stop at its current end)"
-    )
-    add_connection_arguments(parser)
-    add_metrics_arguments(parser)
-
-
-def mirror_main(args: argparse.Namespace) -> int:
-    """Run ``binlake mirror``: 0 when the copy reached the server's end; a :class:`BinlogError` or Ctrl-C
-    (:class:`~binlake.errors.Interrupted`) as the command line reports them."""
-    start = StartAt.oldest() if args.from_start else StartAt.at(args.from_file) if args.from_file else None
-    watch = start_metrics(args, "mirror", stages=("stream",))
-    try:
-        options = connection_from_args(args, follow=args.follow)
-        sizes = BinlogSizes(options)
-        watch.poll_server(sizes, sizes.close)
-        stats = Mirror(args.directory, options, start=start, follow=args.follow, metrics=watch.metrics).run()
-    except KeyboardInterrupt:
-        done = f"{args.directory} holds every event copied so far; the next run goes on from there"
-        raise Interrupted(done) from None
-    except OSError as e:
-        raise BinlogError(e.strerror or str(e), file=args.directory) from None
-    finally:
-        watch.close()
-    files = f" ({stats.first} .. {stats.last})" if stats.first else ""
-    print(f"mirrored {stats.events} events, {stats.bytes} bytes into {args.directory}{files}")
-    return 0

@@ -1,22 +1,20 @@
 """How to reach a server as a replica: the connection options every live command shares (``binlake mirror``, and the
-tail and live ingest built on the same client), their command-line flags, and the password.
+tail and live ingest built on the same client), and the password.
 
-:func:`add_connection_arguments` adds the flags to a subcommand's parser; :func:`connection_from_args` turns the
-parsed flags into a :class:`ConnectionOptions`.  The password never travels on the command line: it comes from
-``--password-file`` (the file's first line), else the ``BINLAKE_PASSWORD`` environment variable, else a prompt when
-standard input is a terminal, else it is empty.  It is held in a :class:`Secret`, whose ``repr``/``str`` hide it
-and which refuses to be pickled (so it cannot ride along into a Spark plan or a state file).
+A :class:`ConnectionRequest` is what a user asked for (the command line's flags, :mod:`binlake.cli.connection`, or
+the streaming source's Spark options), before the password is read; :meth:`ConnectionRequest.options` turns it into
+the :class:`ConnectionOptions` the client connects with.  The password never travels on the command line: it comes
+from ``--password-file`` (the file's first line), else the ``BINLAKE_PASSWORD`` environment variable, else a prompt
+when standard input is a terminal, else it is empty.  It is held in a :class:`Secret`, whose ``repr``/``str`` hide
+it and which refuses to be pickled (so it cannot ride along into a Spark plan or a state file).
 
 Example::
 
-    parser = argparse.ArgumentParser()
-    add_connection_arguments(parser)
-    options = connection_from_args(parser.parse_args(["--host", "db1", "--user", "repl", "--server-id", "77"]))
+    options = ConnectionRequest("db1", "repl", 77).options(follow=False)
 """
 
 from __future__ import annotations
 
-import argparse
 import getpass
 import math
 import os
@@ -32,11 +30,10 @@ __all__ = [
     "PASSWORD_ENV",
     "SSL_MODES",
     "ConnectionOptions",
+    "ConnectionRequest",
     "RetryPolicy",
     "Secret",
     "TlsOptions",
-    "add_connection_arguments",
-    "connection_from_args",
     "read_password",
 ]
 
@@ -191,74 +188,46 @@ def read_password(password_file: Path | None, *, user: str, host: str) -> Secret
     return Secret()
 
 
-class _RefusePassword(argparse.Action):
-    """``--password`` (or an abbreviation argparse would expand to ``--password-file``): refused, the value not
-    repeated, so a password typed on the command line is neither used as a file name nor echoed."""
+@dataclass(frozen=True, slots=True)
+class ConnectionRequest:
+    """The connection a user asked for, before the password is read (so it may be kept, pickled and planned):
+    :class:`ConnectionOptions`' fields as given.  ``ssl_mode`` (any case) ``None``: ``preferred``, or ``verify_ca``
+    when ``ssl_ca`` is given; ``retries`` ``None``: unlimited for a command that keeps running, else 5;
+    ``password_file``: where the password is read (else ``$BINLAKE_PASSWORD`` or a prompt: :func:`read_password`).
+    ``user`` and ``server_id`` are checked by :meth:`options` (a command that reads a server only with ``--host``
+    learns of them late)."""
 
-    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> NoReturn:
-        parser.error(f"no password on the command line: use --password-file FILE, ${PASSWORD_ENV} or the prompt")
+    host: str
+    user: str | None
+    server_id: int | None
+    port: int = 3306
+    password_file: Path | None = None
+    ssl_mode: str | None = None
+    ssl_ca: Path | None = None
+    ssl_cert: Path | None = None
+    ssl_key: Path | None = None
+    heartbeat: float = 15.0
+    timeout: float = 60.0
+    retries: int | None = None
+    semi_sync: bool = False
 
-
-def add_connection_arguments(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
-    """The flags of :class:`ConnectionOptions`, in a group of their own.  ``required=False`` for a command that
-    reads a server only when ``--host`` is given (it then checks ``--user`` and ``--server-id`` itself:
-    :func:`connection_from_args` does)."""
-    g = parser.add_argument_group("server connection (the password: --password-file, $BINLAKE_PASSWORD or a prompt)")
-    g.add_argument("--password", "--passwd", nargs="?", action=_RefusePassword, help=argparse.SUPPRESS)
-    g.add_argument("--host", required=required, help="the server to read from")
-    g.add_argument("--port", type=int, default=3306, help="its TCP port (default 3306)")
-    g.add_argument(
-        "--user", required=required, help="a user with REPLICATION SLAVE (and REPLICATION CLIENT to list logs)"
-    )
-    g.add_argument("--password-file", type=Path, metavar="FILE", help="read the password from FILE's first line")
-    g.add_argument(
-        "--server-id",
-        type=int,
-        required=required,
-        metavar="N",
-        help="this replica's server id, 1..4294967295, unique among the server's replicas (two connections with"
-        " one id cut each other off)",
-    )
-    g.add_argument("--ssl-mode", choices=[m.upper() for m in SSL_MODES], type=str.upper, help="default PREFERRED,"
-                   " or VERIFY_CA when --ssl-ca is given")  # fmt: skip
-    g.add_argument(
-        "--ssl-ca",
-        type=Path,
-        metavar="FILE",
-        help="the certificate authority (PEM) that signed the server's certificate",
-    )
-    g.add_argument("--ssl-cert", type=Path, metavar="FILE", help="client certificate")
-    g.add_argument("--ssl-key", type=Path, metavar="FILE", help="client certificate's key")
-    g.add_argument("--heartbeat", type=float, default=15.0, metavar="SECONDS", help="server heartbeat period (15)")
-    g.add_argument(
-        "--timeout", type=float, default=60.0, metavar="SECONDS", help="silence that means a dead connection (60)"
-    )
-    g.add_argument(
-        "--retries",
-        type=int,
-        metavar="N",
-        help="reconnection attempts in a row before giving up (default: unlimited with --follow, else 5)",
-    )
-    g.add_argument("--semi-sync", action="store_true", help="be a semi-synchronous replica (acknowledge events)")
-
-
-def connection_from_args(args: argparse.Namespace, *, follow: bool = True) -> ConnectionOptions:
-    """The :class:`ConnectionOptions` of flags added by :func:`add_connection_arguments` (``follow``: the command
-    keeps running, which makes the default number of retries unlimited)."""
-    missing = [flag for flag, value in (("--user", args.user), ("--server-id", args.server_id)) if value is None]
-    if missing:
-        raise ReplicationError(f"reading a server needs {' and '.join(missing)}")
-    mode = cast(SslMode, args.ssl_mode.lower() if args.ssl_mode else ("verify_ca" if args.ssl_ca else "preferred"))
-    retries = args.retries if args.retries is not None else (None if follow else 5)
-    options = ConnectionOptions(
-        host=args.host,
-        port=args.port,
-        user=args.user,
-        server_id=args.server_id,
-        tls=TlsOptions(mode, args.ssl_ca, args.ssl_cert, args.ssl_key),
-        heartbeat=args.heartbeat,
-        timeout=args.timeout,
-        semi_sync=args.semi_sync,
-        retry=RetryPolicy(retries),
-    )  # checked before the password is asked for
-    return replace(options, password=read_password(args.password_file, user=args.user, host=args.host))
+    def options(self, *, follow: bool = True) -> ConnectionOptions:
+        """The :class:`ConnectionOptions`, the password read last (after every other check); ``follow``: the
+        command keeps running, which makes the default number of retries unlimited."""
+        missing = [flag for flag, value in (("--user", self.user), ("--server-id", self.server_id)) if value is None]
+        if missing or self.user is None or self.server_id is None:
+            raise ReplicationError(f"reading a server needs {' and '.join(missing)}")
+        mode = self.ssl_mode.lower() if self.ssl_mode else ("verify_ca" if self.ssl_ca else "preferred")
+        retries = self.retries if self.retries is not None else (None if follow else 5)
+        options = ConnectionOptions(
+            host=self.host,
+            port=self.port,
+            user=self.user,
+            server_id=self.server_id,
+            tls=TlsOptions(cast(SslMode, mode), self.ssl_ca, self.ssl_cert, self.ssl_key),
+            heartbeat=self.heartbeat,
+            timeout=self.timeout,
+            semi_sync=self.semi_sync,
+            retry=RetryPolicy(retries),
+        )  # checked before the password is asked for
+        return replace(options, password=read_password(self.password_file, user=self.user, host=self.host))

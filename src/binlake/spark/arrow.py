@@ -271,7 +271,7 @@ _INTS = frozenset({T.TINY, T.SHORT, T.INT24, T.LONG, T.YEAR})
 
 
 def lake_type(col: Column) -> pa.DataType:
-    """The Arrow type of a column in the lake's change and current-state tables (the README's "Lake column types").
+    """The Arrow type of a column in the lake's change and current-state tables (``docs/formats/values.md``).
 
     Integers are ``int64`` whatever their declared width, on purpose: every TINYINT to INT UNSIGNED and every BIGINT
     value fits exactly; the commonest schema change, widening an integer (``INT`` -> ``BIGINT``, adding

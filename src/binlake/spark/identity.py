@@ -48,7 +48,7 @@ _HEADER_AT = 4  # the first event's common header, after the magic
 _IN_USE_AT = _HEADER_AT + 17  # the FORMAT_DESCRIPTION's flags: LOG_EVENT_BINLOG_IN_USE_F (0x1)
 _RESET = (
     "the server's binlogs were reset (RESET MASTER) or it was rebuilt, so positions in this file do not follow what "
-    "the lake holds: land the new binlogs into a new lake (README: files cut short, renamed, or replaced)"
+    "the lake holds: land the new binlogs into a new lake (docs/formats/lake.md: files cut short, renamed, or replaced)"
 )
 
 

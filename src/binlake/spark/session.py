@@ -1,6 +1,7 @@
 """The one way binlake builds a SparkSession (the CLI and the test fixture share it).
 
-Settings follow the measured facts of ``design/SPARK-NOTES.md``: loopback networking, no UI or console progress,
+Settings follow the measured facts the documentation's Architecture page lists (``docs/architecture.md``, "Spark:
+the measured facts behind the session's settings"): loopback networking, no UI or console progress,
 UTC, Parquet timestamps as TIMESTAMP_MICROS (readable by delta-rs, DuckDB, pyiceberg), Arrow batches in Python
 data sources, and the ``binlake`` data source registered.  Executors import ``binlake`` by name, so the package's
 parent folder is put on the workers' ``PYTHONPATH`` when it is not installed.
@@ -207,7 +208,7 @@ def build_context(master: str | None = "local[*]", *, app_name: str = "binlake",
     were half of the JVM's CPU: 15-19 CPU-s to start a session and run a first job on 2 cores, 8-10 with C1 only),
     Spark's classes come from a class-data sharing archive (:func:`_class_sharing`), and the JVM's own warnings go
     to stderr (not into the command's output).  A cluster's executors start the same way unless
-    ``spark.executor.extraJavaOptions`` is set (figures in benchmarks/README.md, "Scaling").
+    ``spark.executor.extraJavaOptions`` is set (figures in docs/performance.md, "--ingest-on").
     Queries that process rows in the JVM are better off without it.
 
     ``jvm_log``: a file that takes the driver JVM's own output (its warnings, the class-sharing archive's notes,

@@ -46,13 +46,12 @@ Example::
 
 from __future__ import annotations
 
-import argparse
 import os
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
@@ -64,6 +63,9 @@ from binlake.events.gtid import GtidEvent, GtidListEvent, MariaGtidEvent, Previo
 from binlake.lake.records import BinlogFile, Split
 from binlake.reader import HeaderTable, header_table, read_events
 from binlake.transactions import FILE_END_EVENTS, GTID_EVENTS, Transactions, last_boundary, next_boundary
+
+if TYPE_CHECKING:
+    from binlake.replication.options import ConnectionOptions, ConnectionRequest
 
 __all__ = [
     "STREAM_OFFSET_VERSION",
@@ -273,38 +275,61 @@ def gtid_after(splits: Iterable[Split], state: str | None) -> str | None:
 
 # -- a server, through a mirror ----------------------------------------------------------------------------------
 
-# Spark option (lowercased, as Spark hands options over) -> the flag of binlake.replication.options
-_CONNECTION_FLAGS = {
-    "host": "--host",
-    "port": "--port",
-    "user": "--user",
-    "serverid": "--server-id",
-    "passwordfile": "--password-file",
-    "sslmode": "--ssl-mode",
-    "sslca": "--ssl-ca",
-    "sslcert": "--ssl-cert",
-    "sslkey": "--ssl-key",
-    "heartbeat": "--heartbeat",
-    "timeout": "--timeout",
-    "retries": "--retries",
+
+def _ssl_mode(text: str) -> str:
+    from binlake.replication.options import SSL_MODES
+
+    if text.lower() not in SSL_MODES:
+        raise ValueError(f"invalid choice: {text!r} (choose from {', '.join(m.upper() for m in SSL_MODES)})")
+    return text
+
+
+# Spark option (lowercased, as Spark hands options over) -> the field of ConnectionRequest, its type, and the flag of
+# the command line it stands for (errors name the flag, as binlake's other commands do)
+_CONNECTION_FIELDS: dict[str, tuple[str, Callable[[str], object], str]] = {
+    "host": ("host", str, "--host"),
+    "port": ("port", int, "--port"),
+    "user": ("user", str, "--user"),
+    "serverid": ("server_id", int, "--server-id"),
+    "passwordfile": ("password_file", Path, "--password-file"),
+    "sslmode": ("ssl_mode", _ssl_mode, "--ssl-mode"),
+    "sslca": ("ssl_ca", Path, "--ssl-ca"),
+    "sslcert": ("ssl_cert", Path, "--ssl-cert"),
+    "sslkey": ("ssl_key", Path, "--ssl-key"),
+    "heartbeat": ("heartbeat", float, "--heartbeat"),
+    "timeout": ("timeout", float, "--timeout"),
+    "retries": ("retries", int, "--retries"),
 }
+_REQUIRED = ("host", "user", "serverid")
 STARTS = ("earliest", "latest")
 
 
-class _OptionParser(argparse.ArgumentParser):
-    """The connection flags' parser, raising instead of exiting (a Spark option, not a command line)."""
+def _connection_request(options: Mapping[str, str]) -> ConnectionRequest:
+    """The connection a server source's Spark options ask for; a :class:`BinlogError` naming the option (by the
+    flag it stands for) that is missing or not of its type."""
+    from binlake.replication.options import ConnectionRequest
 
-    def error(self, message: str) -> NoReturn:
-        raise BinlogError(f"binlake: {message.replace('--', '')}")
+    missing = [_CONNECTION_FIELDS[k][2].removeprefix("--") for k in _REQUIRED if k not in options]
+    if missing:
+        raise BinlogError(f"binlake: the following arguments are required: {', '.join(missing)}")
+    fields: dict[str, object] = {}
+    for key, (name, kind, flag) in _CONNECTION_FIELDS.items():
+        if key in options:
+            try:
+                fields[name] = kind(options[key])
+            except ValueError as e:
+                why = e if kind is _ssl_mode else f"invalid {getattr(kind, '__name__', '')} value: {options[key]!r}"
+                raise BinlogError(f"binlake: argument {flag.removeprefix('--')}: {why}") from None
+    return ConnectionRequest(**fields)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True)
 class LiveSource:
-    """A server read through a mirror directory (module docstring).  Holds the connection flags, never the
+    """A server read through a mirror directory (module docstring).  Holds the connection asked for, never the
     password: :meth:`options` reads it (``passwordFile``, else ``$BINLAKE_PASSWORD``) each time it connects, in the
     process that connects, so nothing Spark pickles, plans or logs carries it."""
 
-    flags: tuple[str, ...]
+    request: ConnectionRequest
     mirror: str
     starting: str = "latest"
 
@@ -320,26 +345,12 @@ class LiveSource:
         starting = options.get("startingposition", "latest").lower()
         if starting not in STARTS:
             raise BinlogError(f"binlake: startingPosition is one of {', '.join(STARTS)}, not {starting!r}")
-        flags: list[str] = []
-        for key, flag in _CONNECTION_FLAGS.items():
-            if key in options:
-                flags += [flag, options[key]]
-        source = cls(tuple(flags), mirror, starting)
-        source._parse()  # bad options fail when the query starts, not at its first trigger
-        return source
+        # bad options fail when the query starts, not at its first trigger
+        return cls(_connection_request(options), mirror, starting)
 
-    def _parse(self) -> argparse.Namespace:
-        from binlake.replication.options import add_connection_arguments
-
-        parser = _OptionParser(prog="binlake", add_help=False)
-        add_connection_arguments(parser)
-        return parser.parse_args(list(self.flags))
-
-    def options(self) -> Any:
+    def options(self) -> ConnectionOptions:
         """The :class:`~binlake.replication.options.ConnectionOptions`, with the password read now."""
-        from binlake.replication.options import connection_from_args
-
-        return connection_from_args(self._parse(), follow=False)
+        return self.request.options(follow=False)
 
     def files(self) -> list[BinlogFile]:
         """The mirror's binlog files (what has been copied so far), in binlog order."""

@@ -14,7 +14,7 @@ is used, so the helpers work wherever the ``binlake`` package does.
 
 ``python -m binlake.testing.mariadb`` starts one for a person trying binlake: it prints how to connect (the
 ``mariadb`` client as root, and ``binlake ingest --host`` as a replica user whose password is in a file) and runs
-until Ctrl-C, which stops it and deletes its data (:func:`main`; the README's "Getting started").
+until Ctrl-C, which stops it and deletes its data (:func:`main`; the README's and ``docs/getting-started.md``).
 
 Example::
 

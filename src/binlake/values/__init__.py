@@ -7,7 +7,7 @@ Readers return the *stored* value: strings and blobs as ``bytes``, ENUM as its 1
 ``typed(col)`` then gives the converter (or ``None``) that turns a stored value into the documented Python type
 (charset decoding, ENUM/SET names); ``binlake dump`` prints stored values, the row API returns typed ones.
 
-The Python type of each MySQL type is documented in one table, in the README ("Value types").  Row images
+The Python type of each MySQL type is documented in one table, in ``docs/formats/values.md``.  Row images
 (``Row``, ``ABSENT``) and the reader and converter types live in :mod:`binlake.values.row`, below the family
 modules and the events alike.
 """

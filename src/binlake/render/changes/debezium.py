@@ -32,7 +32,7 @@ Envelope (``io.debezium.data.Envelope``, fields in schema order, which the JSON 
   the document: Debezium does not read these (its documentation asks for the option off); binlake leaves the
   column out of ``after``, as it leaves out what a MINIMAL image does not log (``--format sql`` replays the change).
 
-Values (:func:`value_encoder`; the README's table lists every type and mode): integers as numbers; BIGINT
+Values (:func:`value_encoder`; ``docs/formats/debezium.md`` lists every type and mode): integers as numbers; BIGINT
 UNSIGNED as a number (``long``: values of 2^63 and above wrap to negative, as the connector's ``long`` does) or as
 Connect's ``Decimal`` (``precise``: base64 of ``BigInteger.toByteArray()``); DECIMAL as Connect's ``Decimal``
 (``precise``: base64 of the unscaled value's big-endian two's-complement bytes at the column's scale), as a double

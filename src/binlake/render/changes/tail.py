@@ -1,4 +1,5 @@
-"""``binlake tail``: a running server's changes as they happen, resumable, exactly once into a file it owns.
+"""``binlake tail``: a running server's changes as they happen, resumable, exactly once into a file it owns (the
+command line: :mod:`binlake.cli.tail`; the run: :func:`tail` with :class:`TailOptions`).
 
 ``binlake tail --host H --user U --server-id N [--from FILE[:POS] | --gtid SET | --from-start] [--no-follow]
 [--format text|debezium] [--state FILE] [--output FILE] [filters]`` is the live face of the change stream that
@@ -35,29 +36,39 @@ Example::
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
 import sys
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Literal, cast
+from typing import IO, TYPE_CHECKING, Literal
 
-from binlake.changes.filters import add_filter_arguments, filter_from_args
+from binlake.changes.filters import ChangeFilter
 from binlake.changes.records import Transaction
 from binlake.changes.sources import EventSource, Located, ServerSource
 from binlake.changes.stream import ChangeStream
 from binlake.errors import BinlogError, ExitStatus, Interrupted, ReplicationError
 from binlake.events.base import Event
-from binlake.metrics import add_metrics_arguments, start_metrics
-from binlake.render import add_decode_arguments, decode_options
-from binlake.render.changes import add_debezium_arguments, debezium_encoder, debezium_options
+from binlake.events.context import DecodeOptions
 from binlake.replication.position import Flavor, ResumePoint, StartAt, load_json, record_fields
 
-__all__ = ["TAIL_STATE_VERSION", "TailState", "add_tail_arguments", "load_state", "save_state", "tail_main"]
+if TYPE_CHECKING:
+    from binlake.metrics import MetricsRun
+    from binlake.render.changes.debezium import DebeziumOptions
+    from binlake.replication.options import ConnectionOptions
+
+__all__ = [
+    "TAIL_STATE_VERSION",
+    "TailOptions",
+    "TailState",
+    "load_state",
+    "resumed_state",
+    "save_state",
+    "tail",
+]
 
 TAIL_STATE_VERSION = 1
 Format = Literal["text", "debezium"]
@@ -242,12 +253,12 @@ class _Text:
     ``--follow``); a transaction the stream leaves out for being read in part (a ``--from`` position inside it) is
     printed as ``binlake dump --start-position`` prints it."""
 
-    def __init__(self, source: _Kept, args: argparse.Namespace) -> None:
+    def __init__(self, source: _Kept, change_filter: ChangeFilter) -> None:
         from binlake.render.dump import DumpOptions, TextPrinter
 
         self.source = source
         self._chunks: list[str] = []
-        options = DumpOptions(filter=filter_from_args(args), table_metadata=True)
+        options = DumpOptions(filter=change_filter, table_metadata=True)
         self.printer = TextPrinter(self._chunks.append, options)
 
     def _drain(self) -> bytes:
@@ -279,8 +290,10 @@ class _Text:
 class _Debezium:
     """``binlake changes --format debezium``'s JSON lines."""
 
-    def __init__(self, args: argparse.Namespace) -> None:
-        self.encoder = debezium_encoder(args)
+    def __init__(self, options: DebeziumOptions) -> None:
+        from binlake.render.changes.debezium import DebeziumEncoder
+
+        self.encoder = DebeziumEncoder(options)
 
     def begin(self) -> bytes:
         return b""
@@ -296,128 +309,104 @@ class _Debezium:
         return b""
 
 
-# -- the command -----------------------------------------------------------------------------------------------
+# -- the run ---------------------------------------------------------------------------------------------------
 
 
-def add_tail_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``binlake tail``."""
-    from binlake.replication.options import add_connection_arguments
+@dataclass(frozen=True, slots=True)
+class TailOptions:
+    """What ``binlake tail`` does besides its connection: ``start`` and ``by``, where a tail without a state starts
+    and how a restart resumes it (``gtid`` for a start after a GTID state); ``follow``: go on as the server writes
+    (else stop at its current end); ``format`` (``debezium`` writes with ``debezium``'s options); ``state`` and
+    ``output``: the files of the module docstring (``None``: no state, standard output); the changes ``filter``
+    keeps, and how events are decoded."""
 
-    start = parser.add_argument_group("where a tail without a state starts (default: the server's current end)")
-    where = start.add_mutually_exclusive_group()
-    where.add_argument("--from", dest="from_", metavar="FILE[:POS]", help="at this binlog (and position)")
-    where.add_argument("--gtid", metavar="SET", help="after this GTID state (a restart then resumes by GTID)")
-    where.add_argument("--from-start", action="store_true", help="at the oldest binlog the server still has")
-    parser.add_argument("--no-follow", action="store_true", help="stop at the server's current end")
-    parser.add_argument(
-        "--format",
-        choices=("text", "debezium"),
-        default="text",
-        help="text: what binlake dump prints (default); debezium: one JSON line per row change",
-    )
-    parser.add_argument(
-        "--state",
-        type=Path,
-        metavar="FILE",
-        help="keep the resume point here after each transaction; an existing state says where to go on",
-    )
-    parser.add_argument(
-        "--output",
-        type=Path,
-        metavar="FILE",
-        help="write here instead of standard output, exactly once across restarts with --state",
-    )
-    add_debezium_arguments(parser)
-    add_filter_arguments(parser, positions=False)
-    add_decode_arguments(parser, on_error=False)
-    add_connection_arguments(parser)
-    add_metrics_arguments(parser)
+    start: StartAt
+    by: By = "position"
+    follow: bool = True
+    format: Format = "text"
+    state: Path | None = None
+    output: Path | None = None
+    filter: ChangeFilter = field(default_factory=ChangeFilter)
+    debezium: DebeziumOptions | None = None
+    decode: DecodeOptions = field(default_factory=DecodeOptions)
+
+    @property
+    def debezium_settings(self) -> str | None:
+        """What the state keeps of how a ``debezium`` tail writes values (``None`` for ``text``)."""
+        if self.format != "debezium":
+            return None
+        return (self.debezium or _default_debezium()).modes.text()
 
 
-def _start(args: argparse.Namespace, state: TailState | None) -> tuple[StartAt, By]:
-    if state is not None:
-        return StartAt.resume(state.resume, by=state.by), state.by
-    if args.from_:
-        return StartAt.parse_at(args.from_), "position"
-    if args.gtid is not None:
-        return StartAt.after_gtid(args.gtid), "gtid"
-    return (StartAt.oldest() if args.from_start else StartAt.current()), "position"
+def _default_debezium() -> DebeziumOptions:
+    from binlake.render.changes.debezium import DebeziumOptions
+
+    return DebeziumOptions()
 
 
-def _debezium_settings(args: argparse.Namespace) -> str | None:
-    """What the state keeps of how a ``debezium`` tail writes values (``None`` for ``text``)."""
-    return debezium_options(args).modes.text() if args.format == "debezium" else None
-
-
-def _check_state(state: TailState, args: argparse.Namespace) -> None:
-    """A state belongs to one format, one way of writing values and one kind of output: refuse to go on in
+def resumed_state(options: TailOptions) -> TailState | None:
+    """The state ``options.state`` holds (``None``: no state file, or none yet), checked against ``options``: a
+    state belongs to one format, one way of writing values and one kind of output, and a tail does not go on in
     another (the output would mix two encodings)."""
     from binlake.render.changes.debezium import LEGACY_MODES
 
-    if state.format != args.format:
-        raise ReplicationError(f"{args.state} is the state of a --format {state.format} tail, not {args.format}")
-    if (state.output_offset is None) != (args.output is None):
+    if options.state is None:
+        return None
+    state = load_state(options.state)
+    if state is None:
+        return None
+    if state.format != options.format:
+        raise ReplicationError(f"{options.state} is the state of a --format {state.format} tail, not {options.format}")
+    if (state.output_offset is None) != (options.output is None):
         wrote = "standard output" if state.output_offset is None else "an --output file"
-        raise ReplicationError(f"{args.state} is the state of a tail that wrote to {wrote}")
+        raise ReplicationError(f"{options.state} is the state of a tail that wrote to {wrote}")
     kept = (state.debezium or LEGACY_MODES.text()) if state.format == "debezium" else None
-    if kept != _debezium_settings(args):
+    if kept != options.debezium_settings:
         raise ReplicationError(
-            f"{args.state} is the state of a tail that wrote {kept}: give --debezium-option {kept} to go on"
+            f"{options.state} is the state of a tail that wrote {kept}: give --debezium-option {kept} to go on"
         )
+    return state
 
 
-def tail_main(args: argparse.Namespace) -> int:
-    """Run ``binlake tail``: 0 at the server's end (``--no-follow``), else the status of the error
-    (:class:`~binlake.errors.ExitStatus`); Ctrl-C is :class:`~binlake.errors.Interrupted`."""
+def tail(options: TailOptions, state: TailState | None, connection: ConnectionOptions, watch: MetricsRun) -> int:
+    """Run a tail from ``state`` (:func:`resumed_state`) or, without one, from ``options.start``; ``watch`` is
+    closed at the end.  0 at the server's end (without ``follow``), else the status of the error, its line said
+    (:class:`~binlake.errors.ExitStatus`); Ctrl-C is :class:`~binlake.errors.Interrupted`, saying where the next
+    run goes on."""
     from binlake.replication.client import ReplicationClient
     from binlake.replication.connection import BinlogSizes
     from binlake.replication.definitions import ServerDefinitions
-    from binlake.replication.options import connection_from_args
 
-    follow = not args.no_follow
-    watch = start_metrics(args, "tail", stages=("stream", "commit"))  # before the run: a port taken is said now
+    start, by = (
+        (StartAt.resume(state.resume, by=state.by), state.by) if state is not None else (options.start, options.by)
+    )
     try:
-        if args.key_file is not None:
-            raise BinlogError("a server sends its binlogs decrypted: --key-file reads files")
-        state = load_state(args.state) if args.state is not None else None
-        if state is not None:
-            _check_state(state, args)
-        start, by = _start(args, state)
-        change_filter = filter_from_args(args)
-        decode = decode_options(args)
-        options = connection_from_args(args, follow=follow)
-    except (BinlogError, ValueError) as e:
-        watch.close()
-        print(f"binlake tail: {e}", file=sys.stderr)
-        return ExitStatus.ERROR
-    try:
-        out = _Output(args.output, state.output_offset if state is not None else None)
+        out = _Output(options.output, state.output_offset if state is not None else None)
     except (BinlogError, OSError) as e:
         watch.close()
         print(f"binlake tail: {e}", file=sys.stderr)
         return ExitStatus.ERROR
-    fmt_name = cast(Format, args.format)
-    debezium = _debezium_settings(args)
+    debezium = options.debezium_settings
 
     def save(point: ResumePoint) -> None:
-        if args.state is not None:
-            offset = out.offset if args.output is not None else None
-            save_state(args.state, TailState(point, by, fmt_name, offset, debezium=debezium))
+        if options.state is not None:
+            offset = out.offset if options.output is not None else None
+            save_state(options.state, TailState(point, by, options.format, offset, debezium=debezium))
 
-    sizes = BinlogSizes(options)
+    sizes = BinlogSizes(connection)
     watch.poll_server(sizes, sizes.close)
     metrics = watch.metrics
-    client = ReplicationClient(options, start, follow=follow, decode_options=decode, metrics=metrics)
+    client = ReplicationClient(connection, start, follow=options.follow, decode_options=options.decode, metrics=metrics)
     # a fresh state is written where the stream begins, before any transaction: a restart goes on from there
-    definitions = ServerDefinitions(options, lambda line: print(f"binlake tail: {line}", file=sys.stderr))
+    definitions = ServerDefinitions(connection, lambda line: print(f"binlake tail: {line}", file=sys.stderr))
     source: EventSource = ServerSource(client, on_start=save if state is None else None, definitions=definitions)
     fmt: _Text | _Debezium
-    if args.format == "text":
+    if options.format == "text":
         kept = _Kept(source)
-        source, fmt = kept, _Text(kept, args)
+        source, fmt = kept, _Text(kept, options.filter)
     else:
-        fmt = _Debezium(args)
-    stream = ChangeStream(source, change_filter)
+        fmt = _Debezium(options.debezium or _default_debezium())
+    stream = ChangeStream(source, options.filter)
     status = 0
     counted: Counter[str] = Counter()  # the row changes the metrics were told of
     try:
@@ -433,9 +422,11 @@ def tail_main(args: argparse.Namespace) -> int:
                 counted = rows.copy()
         out.deliver(fmt.finish())  # not in the state: a restart cuts it off and goes on after the last transaction
     except KeyboardInterrupt:
-        if args.state is None:
+        if options.state is None:
             raise Interrupted("no --state: a next run starts where its options say") from None
-        raise Interrupted(f"the next run with --state {args.state} goes on after the last transaction saved") from None
+        raise Interrupted(
+            f"the next run with --state {options.state} goes on after the last transaction saved"
+        ) from None
     except BinlogError as e:
         print(f"binlake tail: {e}", file=sys.stderr)
         status = e.exit_status

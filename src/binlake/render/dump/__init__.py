@@ -31,7 +31,7 @@ The modules, one per event family and per value family:
 - :mod:`.rowtext`: the ``###`` lines of row changes (Python printers and the C printer's plans);
 - :mod:`.tablemap`: the SQL type names (``# Columns``/``# Primary Key``, the ``TYPE`` of row lines);
 - :mod:`.jsondiff`: MySQL's partial JSON updates; :mod:`.quoting`: the quoting styles and the delimiter;
-- :mod:`.options` and this module: the command (:func:`dump`, :func:`dump_main`).
+- :mod:`.options` and this module: :class:`DumpOptions` and :func:`dump` (the command line: :mod:`binlake.cli.dump`).
 
 Example::
 
@@ -40,21 +40,18 @@ Example::
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Iterable
 from typing import BinaryIO
 
-from binlake.changes.filters import filter_from_args
 from binlake.decoder import Decryptor
 from binlake.errors import BinlogError
 from binlake.events.context import DecodeOptions
-from binlake.render import decode_options, decryptor_of, open_log
-from binlake.render.dump.options import DumpOptions, add_dump_arguments
+from binlake.render import open_log
+from binlake.render.dump.options import DumpOptions
 from binlake.render.dump.printer import TextPrinter
 from binlake.schema import SchemaTracker
 
-__all__ = ["DumpOptions", "TextPrinter", "add_dump_arguments", "dump", "dump_main"]
+__all__ = ["DumpOptions", "TextPrinter", "dump"]
 
 
 def dump(
@@ -93,18 +90,3 @@ def dump(
     printer.finish()
     out.flush()
     return 0
-
-
-def dump_main(args: argparse.Namespace) -> int:
-    """Run ``binlake dump`` with parsed arguments."""
-    if args.verbose == 1:
-        raise BinlogError(
-            "-v prints values without their types, which binlake dump does not offer: give -vv, its text, or nothing"
-        )
-    options = DumpOptions(
-        filter=filter_from_args(args),
-        flashback=args.flashback,
-        table_metadata=not args.flashback if args.table_metadata is None else args.table_metadata,
-        on_error=args.on_error,
-    )
-    return dump(args.files, options, sys.stdout.buffer, decode_options(args), decryptor_of(args))

@@ -1,13 +1,15 @@
 """``binlake ingest SOURCE... --lake LAKE [--master URL]`` and ``binlake ingest --host H ... --lake LAKE [--follow]``:
 the command-line face of :mod:`binlake.spark.ingest` (binlog files) and :mod:`binlake.spark.live` (a running server).
 
-``cli.py`` imports this module only when the ``ingest`` command runs, so the decoder's commands never load Spark.
+:mod:`binlake.cli` imports this module only when the ``ingest`` command runs, so the decoder's commands never load
+Spark; it imports Spark itself only in :func:`run`.  ``spark-submit .../binlake/cli/ingest.py SOURCE --lake LAKE``
+runs it on a cluster (the master is spark-submit's).
 
 Example::
 
     parser = argparse.ArgumentParser()
-    add_ingest_arguments(parser)
-    sys.exit(ingest_main(parser.parse_args(["binlogs/", "--lake", "lake/"])))
+    add_arguments(parser)
+    sys.exit(run(parser.parse_args(["binlogs/", "--lake", "lake/"])))
 """
 
 from __future__ import annotations
@@ -28,15 +30,15 @@ if TYPE_CHECKING:
     from binlake.replication.position import ResumePoint
     from binlake.spark.live import Snapshot
 
-__all__ = ["add_ingest_arguments", "ingest_main"]
+__all__ = ["add_arguments", "main", "run"]
 
 
-def add_ingest_arguments(parser: argparse.ArgumentParser) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``ingest`` command's arguments to ``parser`` (with the decoding options every subcommand shares:
     ``--verify-checksum``, ``--unknown-events``, ``--schema``, ``--key-file``/``--file-key-file``, ``--on-error``)."""
-    from binlake.metrics import add_metrics_arguments
-    from binlake.render import add_decode_arguments
-    from binlake.replication.options import add_connection_arguments
+    from binlake.cli.connection import add_connection_arguments
+    from binlake.cli.decode import add_decode_arguments
+    from binlake.cli.metrics import add_metrics_arguments
 
     parser.add_argument(
         "sources",
@@ -129,10 +131,11 @@ def add_ingest_arguments(parser: argparse.ArgumentParser) -> None:
     add_metrics_arguments(parser)
 
 
-def ingest_main(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Run the ingest described by ``args``; print the summary; 0 on success.  A problem is a
     :class:`~binlake.errors.BinlogError`, Ctrl-C an :class:`~binlake.errors.Interrupted` saying what the lake holds
     (the command line prints them)."""
+    from binlake.cli.metrics import metrics_options
     from binlake.errors import BinlogError, Interrupted, after_ctrl_c
     from binlake.metrics import start_metrics
     from binlake.spark.session import (
@@ -152,7 +155,9 @@ def ingest_main(args: argparse.Namespace) -> int:
         raise BinlogError(missing)
     # (before Spark starts too: a port taken is said at once)
     watch = start_metrics(
-        args, "ingest --host" if args.host else "ingest", stages=("stream", "commit") if args.host else ()
+        metrics_options(args),
+        "ingest --host" if args.host else "ingest",
+        stages=("stream", "commit") if args.host else (),
     )
     log = None if args.verbose else _jvm_log()
     if log is not None:  # nor the Python side's: py4j logs a Ctrl-C in a call as a traceback on the root logger
@@ -223,8 +228,8 @@ def _see(log: str | None) -> str:
 
 
 def _ingest(args: argparse.Namespace, spark: Future[Any], cores: int | None, metrics: Metrics) -> int:
+    from binlake.cli.decode import decode_options, decryptor_of
     from binlake.errors import BinlogError
-    from binlake.render import decode_options, decryptor_of
     from binlake.spark.ingest import ingest, summary
     from binlake.spark.progress import Progress
     from binlake.spark.statements import ReadSpec
@@ -244,10 +249,10 @@ def _ingest(args: argparse.Namespace, spark: Future[Any], cores: int | None, met
 
 
 def _live(args: argparse.Namespace, spark: Future[Any], cores: int | None, watch: MetricsRun) -> int:
+    from binlake.cli.connection import connection_from_args
+    from binlake.cli.decode import decode_options, decryptor_of
     from binlake.errors import BinlogError
-    from binlake.render import decode_options, decryptor_of
     from binlake.replication.connection import BinlogSizes
-    from binlake.replication.options import connection_from_args
     from binlake.replication.position import ResumePoint
     from binlake.spark.ingest import IngestResult, summary
     from binlake.spark.live import live_ingest
@@ -374,7 +379,8 @@ def _snapshots(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m binlake.spark.cli SOURCE... --lake DIR`` (the same as ``binlake ingest``)."""
+    """``python -m binlake.cli.ingest SOURCE... --lake DIR`` (the same as ``binlake ingest``), and what
+    ``spark-submit`` runs of this file."""
     from binlake.cli import main as binlake
 
     return binlake(["ingest", *(sys.argv[1:] if argv is None else argv)])

@@ -1,6 +1,6 @@
 """Where a transaction starts and ends in a binlog, and the groups of event types that decide it: one definition
 for ``binlake stats``, the damaged-log reader (:mod:`binlake.recovery`), the ingest's planner and task decoder
-(:mod:`binlake.spark.plan`, :mod:`binlake.spark.extract`), and a replication client that must hand on whole
+(:mod:`binlake.ingest.plan`, :mod:`binlake.ingest.extract`), and a replication client that must hand on whole
 transactions and resume where the last whole one ends.
 
 The servers write a transaction as one group of events (MariaDB ``sql/log_event.h`` "event groups";

@@ -30,7 +30,7 @@ def charset_server() -> Iterator[tuple[MariaDBServer, CharsetBinlog]]:
 def test_lake_lands_every_code_of_every_charset(
     spark: Any, charset_server: tuple[MariaDBServer, CharsetBinlog], tmp_path: Path
 ) -> None:
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
 
     data = charset_server[1]
     lake = tmp_path / "lake"

@@ -1,5 +1,5 @@
 """``binlake ingest`` as a command (the JVM started in a thread while the driver plans: ``ingest`` given a Future
-of the session), and :func:`binlake.spark.ingest.ingest` given one that is not ready yet."""
+of the session), and :func:`binlake.ingest.run.ingest` given one that is not ready yet."""
 
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ pytest.importorskip("pyspark")
 pytest.importorskip("deltalake")
 
 from binlake.errors import BinlogError
+from binlake.ingest.progress import Progress
+from binlake.ingest.run import MIN_SPLIT_BYTES, _balanced, ingest
 from binlake.lake import Lake
-from binlake.spark.ingest import MIN_SPLIT_BYTES, _balanced, ingest
-from binlake.spark.progress import Progress
 from binlake.spark.session import context_of, local_cores
 
 REPO = Path(__file__).resolve().parents[2]

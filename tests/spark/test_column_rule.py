@@ -97,7 +97,7 @@ def _as_lake(v: Any) -> Any:
 
 
 def test_full_minimal_and_no_log_land_the_same_lake(spark: Any, written: Any, tmp_path: Path) -> None:
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
 
     server, files = written
     lake = tmp_path / "lake"
@@ -176,8 +176,8 @@ def test_the_sakila_55_binlog_lands_named_with_a_current_state(spark: Any, corpu
     sakila``): its tables land with their real names and types and a current state, with or without ``--schema``
     (a schema file that says the same)."""
     from binlake.events.context import DecodeOptions
-    from binlake.spark.ingest import ingest
-    from binlake.spark.statements import ReadSpec
+    from binlake.ingest.run import ingest
+    from binlake.ingest.statements import ReadSpec
 
     [path] = (corpus_dir / "mysql").glob("*/mysql-bin.sakila")
     seed = "USE sakila; CREATE TABLE actor (actor_id SMALLINT UNSIGNED NOT NULL, first_name VARCHAR(45) NOT NULL,"

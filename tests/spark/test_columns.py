@@ -19,11 +19,11 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from binlake.ingest.arrow import SEQ, _converter, to_lake  # noqa: E402
+from binlake.ingest.statements import SEQ_FILE, SEQ_POS  # noqa: E402
 from binlake.lake import current as current_module  # noqa: E402
 from binlake.lake.current import last_of_keys, merge_current  # noqa: E402
 from binlake.lake.tables import seq_array  # noqa: E402
-from binlake.spark.arrow import SEQ, _converter, to_lake  # noqa: E402
-from binlake.spark.statements import SEQ_FILE, SEQ_POS  # noqa: E402
 from binlake.values.row import ABSENT  # noqa: E402
 
 
@@ -170,8 +170,8 @@ def _local_lake(corpus_dir: Any, lake: Any) -> dict[str, list[tuple[Any, ...]]]:
 
     from tests.spark.test_spark import _lake_snapshot
 
-    from binlake.spark.ingest import ingest
-    from binlake.spark.progress import Progress
+    from binlake.ingest.progress import Progress
+    from binlake.ingest.run import ingest
 
     files = [str(corpus_dir / "mariadb" / "binlogs" / n) for n in _MIXED_FILES]
     ingest(_LocalSpark(), files, str(lake), progress=Progress(None, io.StringIO()), split_bytes=64 << 10)
@@ -185,7 +185,7 @@ def test_columnar_and_tuple_paths_make_the_same_lake_in_any_mix(
     built by the columnar builder where it can (the usual way), by the tuple path alone, and with every other
     rows event of a table forced onto the tuple path (runs of both kinds interleaved inside one Parquet file):
     three identical lakes."""
-    from binlake.spark import columnar, tasks
+    from binlake.ingest import columnar, tasks
 
     if not columnar.AVAILABLE:
         pytest.skip("binlake._columnar is not built (or BINLAKE_PURE_PYTHON is set): one path only")
@@ -224,9 +224,9 @@ def test_columnar_and_tuple_paths_agree_on_every_mysql_corpus_file(
     from tests.spark.test_spark import _lake_snapshot
 
     from binlake.errors import BinlogError
-    from binlake.spark import columnar, tasks
-    from binlake.spark.ingest import ingest
-    from binlake.spark.progress import Progress
+    from binlake.ingest import columnar, tasks
+    from binlake.ingest.progress import Progress
+    from binlake.ingest.run import ingest
 
     if not columnar.AVAILABLE:
         pytest.skip("binlake._columnar is not built (or BINLAKE_PURE_PYTHON is set): one path only")

@@ -62,8 +62,8 @@ def _reference(corpus: Path, name: str) -> tuple[Counter[Key], int | None]:
 def all_lake(spark: Any, corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One ingest of corpus-bin.000001 ... 000015 and the encrypted 000022 (with the corpus' key file)."""
     from binlake.crypto import load_key_file, mariadb_decryptor
-    from binlake.spark.ingest import ingest
-    from binlake.spark.statements import ReadSpec
+    from binlake.ingest.run import ingest
+    from binlake.ingest.statements import ReadSpec
 
     links = tmp_path_factory.mktemp("all-links")
     for n in (*FILES, ENCRYPTED):

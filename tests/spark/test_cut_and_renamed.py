@@ -22,11 +22,11 @@ import pytest
 from tests.spark.test_spark import _lake_snapshot
 
 from binlake.errors import BinlogHistoryError
+from binlake.ingest.progress import Progress
+from binlake.ingest.run import IngestResult, _run_batch, ingest
+from binlake.ingest.statements import ReadSpec
 from binlake.lake.lake import Lake
 from binlake.lake.records import BatchManifest
-from binlake.spark.ingest import IngestResult, _run_batch, ingest
-from binlake.spark.progress import Progress
-from binlake.spark.statements import ReadSpec
 
 pytestmark = pytest.mark.spark
 

@@ -29,12 +29,12 @@ from tests.replication import conftest as replication
 from tests.replication.conftest import PASSWORD, ReplServer, batch
 from tests.spark.test_spark import _delta, _lake_snapshot
 
+from binlake.ingest.plan import list_binlogs
+from binlake.ingest.run import resume_after
 from binlake.lake.lake import Lake
 from binlake.lake.names import decode_name
 from binlake.lake.records import Split
 from binlake.replication.position import ResumePoint
-from binlake.spark.ingest import resume_after
-from binlake.spark.plan import list_binlogs
 from binlake.storage import locate
 from binlake.testing.mariadb import MariaDBServer, run_workloads
 
@@ -116,7 +116,7 @@ def rounds(server: MariaDBServer, stop: threading.Event) -> int:
 
 
 def test_live_ingest_is_exactly_once_across_sigkills(spark: Any, fresh_server: ReplServer, tmp_path: Path) -> None:
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
 
     server, lake = fresh_server.server, tmp_path / "lake"
     server.execute(KEYED)
@@ -266,7 +266,7 @@ def assert_current_equals_select(server: MariaDBServer, db: str, table: str, lak
 def test_no_follow_run_into_an_object_store(
     spark: Any, fresh_server: ReplServer, s3_server: Any, tmp_path: Path
 ) -> None:
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
 
     server = fresh_server.server
     server.execute(KEYED)
@@ -344,7 +344,7 @@ def test_resume_after_follows_the_gtid_state_file_by_file(corpus_dir: Path) -> N
 def test_a_snapshot_hook_gives_an_empty_lake_its_start(spark: Any, fresh_server: ReplServer, tmp_path: Path) -> None:
     """The snapshot of an empty lake (the snapshot issue's function) is called once, with the lake's lease held, and
     the stream starts at the point it returns: the changes before it are not landed, those after it are."""
-    from binlake.spark.live import live_ingest
+    from binlake.ingest.live import live_ingest
 
     server, lake = fresh_server.server, tmp_path / "lake"
     batch(server, 1)

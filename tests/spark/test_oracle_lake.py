@@ -37,7 +37,7 @@ def oracle() -> Iterator[_oracle.Oracle]:
 
 
 def test_lake_current_state_equals_select(spark: Any, oracle: _oracle.Oracle, tmp_path: Path) -> None:
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
 
     runs: list[_oracle.Run] = []
     names = (f"lake{i:05d}" for i in itertools.count(1))
@@ -70,7 +70,7 @@ def test_issue_tables_land_with_every_sign_and_charset(spark: Any, oracle: _orac
     in its change table and current state with every value as ``SELECT`` gives it (MINIMAL and NO_LOG maps are
     named, signed, given their charsets and ENUM members from the DDL: issue 21), and NO_LOG binary columns
     padded as ``SELECT`` shows them."""
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
 
     server = oracle.server
     files = []

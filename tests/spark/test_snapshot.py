@@ -238,8 +238,8 @@ def test_snapshot_then_stream_equals_the_server(spark: Any, seeded: MariaDBServe
     """Parallel chunk tasks (Spark, each on its own connection and snapshot) while a workload writes; the chunks
     read before the last one's point are brought forward from the binlog; then the file ingest of the server's
     binlogs goes on from the snapshot's point."""
+    from binlake.ingest.run import ingest
     from binlake.snapshot import SnapshotSpec, take_snapshot
-    from binlake.spark.ingest import ingest
     from binlake.spark.snapshot import spark_runner
 
     server, lake = seeded, tmp_path / "lake"
@@ -277,10 +277,10 @@ def test_snapshot_columns_are_the_table_maps(seeded: MariaDBServer) -> None:
     workload logged (so a snapshot's lake columns are the stream's): every fact of every column of every table
     whose last map agrees in column count with it."""
     from binlake.events.table_map import TableMapEvent
+    from binlake.ingest.arrow import column_info, lake_type
     from binlake.reader import read_events
     from binlake.snapshot.columns import to_column
     from binlake.snapshot.server import connect, describe_tables, select_tables
-    from binlake.spark.arrow import column_info, lake_type
 
     last: dict[tuple[str, str], TableMapEvent] = {}
     for f in sorted(seeded.base_dir.glob("workload-binlogs/*")):
@@ -377,8 +377,8 @@ def test_tables_snapshotted_again_while_the_stream_goes_on(spark: Any, seeded: M
     """A lake the stream writes: chosen keyed tables snapshotted again (writes going on), the stream resumed from
     where it was: every table still equals the server; a table without a key is refused."""
     from binlake.errors import BinlogError
+    from binlake.ingest.run import ingest
     from binlake.snapshot import SnapshotSpec, take_snapshot
-    from binlake.spark.ingest import ingest
     from binlake.spark.snapshot import spark_runner
 
     server, lake = seeded, tmp_path / "lake"

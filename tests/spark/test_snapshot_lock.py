@@ -168,8 +168,8 @@ def test_lock_snapshot_then_stream_equals_the_server(
     one after the other while a workload writes and brought to one point, then the file ingest of the server's
     binlogs from it: every current-state table equals SELECT cell by cell, the table without a key as a
     multiset."""
+    from binlake.ingest.run import ingest
     from binlake.snapshot import SnapshotSpec, take_snapshot
-    from binlake.spark.ingest import ingest
 
     methods: list[str] = []
 

@@ -95,7 +95,7 @@ def corpus_binlogs(corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -
 @pytest.fixture(scope="module")
 def local_lake(spark: Any, corpus_binlogs: Path, tmp_path_factory: pytest.TempPathFactory) -> Location:
     """The corpus files ingested on a local disk (the lake the tests that are not about storage read)."""
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
 
     lake = tmp_path_factory.mktemp("lake") / "lake"
     result = ingest(spark, [str(corpus_binlogs)], str(lake), split_bytes=64 << 10)
@@ -112,7 +112,7 @@ def sources(storage: Any, corpus_dir: Path) -> str:
 @pytest.fixture(scope="module")
 def corpus_lake(spark: Any, storage: Any, sources: str, local_lake: Location) -> Location:
     """The corpus files ingested from ``storage`` into a lake on ``storage``."""
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
 
     if storage.name == "local":
         return local_lake
@@ -192,7 +192,7 @@ def test_the_lake_is_the_same_on_every_storage(corpus_lake: Location, local_lake
 
 
 def test_rerun_is_a_no_op(spark: Any, sources: str, corpus_lake: Location) -> None:
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
 
     before = _lake_snapshot(corpus_lake)
     result = ingest(spark, [sources], corpus_lake.uri)
@@ -201,7 +201,7 @@ def test_rerun_is_a_no_op(spark: Any, sources: str, corpus_lake: Location) -> No
 
 
 def test_incremental_equals_one_run(spark: Any, storage: Any, sources: str, corpus_lake: Location) -> None:
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
 
     lake = storage.uri("lake")
     for n in CORPUS_FILES:  # one new file per run, as a server would rotate
@@ -224,7 +224,7 @@ def _committed(lake: Location) -> bool:
 
 def test_sigkill_mid_ingest_then_rerun(spark: Any, storage: Any, sources: str, corpus_lake: Location) -> None:
     """Kill the ingest after its first table commit, re-run: the lake equals a clean run's."""
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
 
     lake = locate(storage.uri("lake"))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2] / "src"), *sys.path])}
@@ -298,7 +298,7 @@ def _norm(v: Any) -> str | None:
 
 
 def test_current_state_equals_the_server(spark: Any, workload_binlogs: Any, tmp_path: Path) -> None:
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
 
     server = workload_binlogs.server
     server.execute(
@@ -377,7 +377,7 @@ def _cut_after_gtid_before(path: Path, pos: int) -> int:
 def _two_batches(spark: Any, corpus: Path, name: str, cut: int, tmp: Path, **kw: Any) -> tuple[Path, list[Any]]:
     """Ingest ``name`` as a server would have written it: its first ``cut`` bytes (the format description flagged
     LOG_EVENT_BINLOG_IN_USE_F: a file still being written), then all of it (same file, closed)."""
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
 
     src, binlogs, lake = corpus / "mariadb" / "binlogs" / name, tmp / "binlogs", tmp / "lake"
     binlogs.mkdir()
@@ -456,8 +456,8 @@ def test_schema_follows_splits_and_batches(spark: Any, corpus_dir: Path, tmp_pat
     """MariaDB 5.3 TIME(n)/DATETIME(n)/TIMESTAMP(n) need their CREATE TABLE: in an earlier split, or batch."""
     import datetime as dt
 
-    from binlake.spark.ingest import ingest
-    from binlake.spark.plan import list_binlogs, plan_splits
+    from binlake.ingest.plan import list_binlogs, plan_splits
+    from binlake.ingest.run import ingest
 
     path = corpus_dir / "mariadb" / "binlogs" / "corpus-bin.000003"
     splits = plan_splits(list_binlogs(path), split_bytes=256)
@@ -510,8 +510,8 @@ def test_on_error_skips_are_kept_and_reported(spark: Any, corpus_dir: Path, tmp_
     """--on-error skip-transaction: a damaged rows event drops its transaction; `_skips` and the summary say so, once,
     whether the file is one split or many (each split's recovering reader starts at the split)."""
     from binlake.errors import BinlogError
-    from binlake.spark.ingest import ingest, summary
-    from binlake.spark.statements import ReadSpec
+    from binlake.ingest.run import ingest, summary
+    from binlake.ingest.statements import ReadSpec
 
     src = corpus_dir / "mariadb" / "binlogs" / "corpus-bin.000008"
     data = bytearray(src.read_bytes())
@@ -591,7 +591,7 @@ class _FakeSpark:
 def test_progress_bar_on_a_tty_log_lines_otherwise() -> None:
     import io
 
-    from binlake.spark.progress import Progress
+    from binlake.ingest.progress import Progress
 
     class Tty(io.StringIO):
         def isatty(self) -> bool:

@@ -39,7 +39,7 @@ def test_temporary_tables_leave_the_base_table_alone(spark: Any, mixed_server: M
     """CREATE TEMPORARY TABLE t shadows the base table t; its writes and its DROP TEMPORARY TABLE (written by the
     client, by the server for a DROP TABLE of the temporary table, and at disconnect inside an executable comment)
     are logged as statements in MIXED format, and none of them empties the base table's current state."""
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
 
     server = mixed_server
     server.flush_logs()
@@ -79,7 +79,7 @@ def test_a_sequence_logged_with_minimal_metadata(spark: Any, mixed_server: Maria
     """A MariaDB SEQUENCE's table maps logged with binlog_row_metadata=MINIMAL carry no names: the lake names its
     columns from CREATE SEQUENCE (the server's fixed columns) and keeps its one row as its current state, equal to
     SELECT * on the server after NEXTVAL, SETVAL and an ALTER SEQUENCE followed by NEXTVAL."""
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
 
     server = mixed_server
     server.execute("SET GLOBAL binlog_row_metadata = MINIMAL")

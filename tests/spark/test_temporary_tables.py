@@ -100,7 +100,7 @@ def _current(lake: Path, table: str) -> tuple[list[str], list[dict[str, Any]]]:
 
 
 def _ingest(spark: Any, server: MariaDBServer, first: int, lake: Path) -> None:
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
 
     ingest(spark, [str(p) for p in server.binlog_files()[first:]], str(lake), split_bytes=SPLIT_BYTES)
 

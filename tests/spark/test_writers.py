@@ -31,7 +31,7 @@ def sources(storage: Any, corpus_dir: Path) -> str:
 @pytest.fixture(scope="module")
 def one_run(spark: Any, storage: Any, sources: str) -> dict[str, Any]:
     """The lake one ingest of the sources leaves, as a snapshot, with every table's rows."""
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
 
     lake = storage.uri("lake")
     ingest(spark, [sources], lake)

@@ -98,7 +98,7 @@ class BinlogFile:
 class FileIdentity:
     """Which binlog a file is, beyond its name: the server that started it (``server_id``), when
     (``created``: its FORMAT_DESCRIPTION's header timestamp, kept by a server's replication stream too), and a
-    SHA-256 ``digest`` of its first ``prefix`` bytes (:mod:`binlake.spark.identity`).  A server never changes a
+    SHA-256 ``digest`` of its first ``prefix`` bytes (:mod:`binlake.ingest.identity`).  A server never changes a
     byte it wrote but the FORMAT_DESCRIPTION's in-use flag (cleared when it closes the file), which the digest
     leaves out, so a file's identity holds from its head as it grows, whatever it is called."""
 
@@ -294,7 +294,7 @@ class TaskReport:
     the row changes per ``"db/table op"``, the statements emptying tables, the XA transactions prepared without an
     outcome in the batch (XID -> their tables), the skips, and per keyed table the staged file of the last change
     of each key (its path below the batch's staging folder; ``""``: no change of the split counts; absent: the
-    split gives none, see :mod:`binlake.spark.tasks`)."""
+    split gives none, see :mod:`binlake.ingest.tasks`)."""
 
     VERSION = 1
 
@@ -341,7 +341,7 @@ class TaskReport:
 @dataclass(frozen=True, slots=True)
 class BatchManifest:
     """A batch's plan, written before any table is touched: its byte ranges, the position of every file after it,
-    the schema in force where it starts (``schema``: :func:`binlake.spark.statements.tracker_to_json`'s format,
+    the schema in force where it starts (``schema``: :func:`binlake.ingest.statements.tracker_to_json`'s format,
     the schema tracker's own) and the statements its QUERY events hold.  A batch re-run after a crash decodes
     exactly these ranges.
 

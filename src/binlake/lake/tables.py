@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 UTC_TS = pa.timestamp("us", tz="UTC")
-SEQ = pa.decimal128(38, 0)  # binlake.spark.extract: file_seq * 10**20 + event_pos * 10**10 + row
+SEQ = pa.decimal128(38, 0)  # binlake.ingest.extract: file_seq * 10**20 + event_pos * 10**10 + row
 
 _LOW64 = (1 << 64) - 1
 

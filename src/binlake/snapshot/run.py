@@ -39,6 +39,9 @@ from binlake.changes.records import Transaction
 from binlake.changes.sources import ServerSource
 from binlake.changes.stream import ChangeStream
 from binlake.errors import BinlogError, TableChangedError
+from binlake.ingest.extract import column_info
+from binlake.ingest.layouts import HISTORY, history_row
+from binlake.ingest.statements import tracker_at, tracker_to_json
 from binlake.lake.lake import Lake
 from binlake.lake.records import BatchDone, BatchManifest, ChunkDone, SnapshotChunk, SnapshotPlan, SnapshotPoint
 from binlake.lake.tables import HISTORY_DIR
@@ -66,9 +69,6 @@ from binlake.snapshot.server import (
     snapshot_method,
     snapshot_tables,
 )
-from binlake.spark.extract import column_info
-from binlake.spark.layouts import HISTORY, history_row
-from binlake.spark.statements import tracker_at, tracker_to_json
 
 __all__ = [
     "Runner",

@@ -1,5 +1,5 @@
 """``binlake ingest SOURCE... --lake LAKE [--master URL]`` and ``binlake ingest --host H ... --lake LAKE [--follow]``:
-the command-line face of :mod:`binlake.spark.ingest` (binlog files) and :mod:`binlake.spark.live` (a running server).
+the command-line face of :mod:`binlake.ingest.run` (binlog files) and :mod:`binlake.ingest.live` (a running server).
 
 ``cli.py`` imports this module only when the ``ingest`` command runs, so the decoder's commands never load Spark.
 
@@ -21,11 +21,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from binlake.ingest.live import Snapshot
     from binlake.lake.lake import Lake
     from binlake.metrics import Metrics, MetricsRun
     from binlake.replication.options import ConnectionOptions
     from binlake.replication.position import ResumePoint
-    from binlake.spark.live import Snapshot
 
 __all__ = ["add_ingest_arguments", "ingest_main"]
 
@@ -184,10 +184,10 @@ def _see(log: str | None) -> str:
 
 def _ingest(args: argparse.Namespace, spark: Future[Any], cores: int | None, metrics: Metrics) -> int:
     from binlake.errors import BinlogError
+    from binlake.ingest.progress import Progress
+    from binlake.ingest.run import ingest, summary
+    from binlake.ingest.statements import ReadSpec
     from binlake.render import EXIT_ERROR, decode_options, decryptor_of, error_line
-    from binlake.spark.ingest import ingest, summary
-    from binlake.spark.progress import Progress
-    from binlake.spark.statements import ReadSpec
 
     if not args.sources:
         print("binlake ingest: give binlog files (SOURCE...) or a server (--host)", file=sys.stderr)
@@ -201,7 +201,7 @@ def _ingest(args: argparse.Namespace, spark: Future[Any], cores: int | None, met
         print(error_line(e), file=sys.stderr)
         return EXIT_ERROR
     if result.batches and metrics.enabled:
-        from binlake.spark.live import tell_batches
+        from binlake.ingest.live import tell_batches
 
         tell_batches(metrics, result)
     print(summary(result))
@@ -212,14 +212,14 @@ def _live(args: argparse.Namespace, spark: Future[Any], cores: int | None, watch
     import logging
 
     from binlake.errors import BinlogError
+    from binlake.ingest.live import live_ingest
+    from binlake.ingest.progress import Progress
+    from binlake.ingest.run import IngestResult, summary
+    from binlake.ingest.statements import ReadSpec
     from binlake.render import EXIT_ERROR, decode_options, decryptor_of, error_line
     from binlake.replication.connection import BinlogSizes
     from binlake.replication.options import connection_from_args
     from binlake.replication.position import ResumePoint
-    from binlake.spark.ingest import IngestResult, summary
-    from binlake.spark.live import live_ingest
-    from binlake.spark.progress import Progress
-    from binlake.spark.statements import ReadSpec
 
     if args.sources:
         print("binlake ingest: --host reads a server: give no SOURCE with it", file=sys.stderr)
@@ -299,8 +299,8 @@ def _snapshot_check(args: argparse.Namespace) -> Callable[[Lake, ConnectionOptio
     """What the live ingest asks before it touches the lake, for the snapshot the options ask for
     (:func:`binlake.snapshot.check_snapshot`): ``--snapshot TABLES``, an empty lake's first snapshot (``--tables``
     or every table), and ``--tables`` given for a lake that took its first snapshot already."""
+    from binlake.ingest.live import stream_started
     from binlake.snapshot import check_snapshot
-    from binlake.spark.live import stream_started
 
     if args.snapshot is not None:
         globs, again = _globs(args.snapshot), True

@@ -16,13 +16,13 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from binlake.errors import BinlogError
+from binlake.ingest.progress import Progress
 from binlake.lake.lake import Lake
 from binlake.lake.records import ChunkDone, SnapshotChunk, SnapshotPlan
 from binlake.replication.options import ConnectionOptions
 from binlake.snapshot.chunks import write_chunk
 from binlake.snapshot.run import Runner
 from binlake.snapshot.server import ServerAddress
-from binlake.spark.progress import Progress
 from binlake.spark.session import context_of
 
 __all__ = ["spark_runner"]

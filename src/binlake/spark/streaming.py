@@ -233,7 +233,7 @@ def stream_splits(
     into splits of about ``split_bytes``, numbered."""
     if end.file is None or (start.file, start.pos) == (end.file, end.pos):
         return []
-    from binlake.spark.plan import plan_file
+    from binlake.ingest.plan import plan_file
 
     first, last = _index(files, start), _index(files, end)
     out: list[Split] = []
@@ -343,7 +343,7 @@ class LiveSource:
 
     def files(self) -> list[BinlogFile]:
         """The mirror's binlog files (what has been copied so far), in binlog order."""
-        from binlake.spark.plan import list_binlogs
+        from binlake.ingest.plan import list_binlogs
 
         return list_binlogs(self.mirror) if os.path.isdir(self.mirror) else []
 
@@ -424,7 +424,7 @@ class BinlakeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if refresh:
                 self.live.catch_up()
             return self.live.files()
-        from binlake.spark.plan import list_binlogs
+        from binlake.ingest.plan import list_binlogs
 
         assert self.path is not None
         return list_binlogs(self.path)

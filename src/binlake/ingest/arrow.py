@@ -6,7 +6,7 @@ Views (``spark.read.format("binlake").option("view", ...)``):
 * ``tablemaps``: one row per run of identical table maps in a partition (:data:`TABLEMAPS`); ``map_id``
   identifies a layout, so ``groupBy("map_id")`` gives the distinct maps;
 * ``changes``: one row per row change (:data:`CHANGES`); ``before``/``after`` are ``map<string,string>`` from
-  column name to the value rendered as text (:func:`binlake.spark.extract.render_value`; SQL NULL is a null map
+  column name to the value rendered as text (:func:`binlake.ingest.extract.render_value`; SQL NULL is a null map
   value, a column missing from a MINIMAL image is a missing key), so one schema holds every table.
 
 Lake change tables use each column's own type (:func:`lake_type`), e.g. ``INT`` -> ``int64``, ``DECIMAL(10,2)``
@@ -31,9 +31,9 @@ import pyarrow as pa
 
 from binlake.coltypes import Column, ColumnType
 from binlake.events.base import EventType
+from binlake.ingest.extract import Changes, EventRecord, TableMapRecord, column_info, render_value
+from binlake.ingest.plan import BinlogFile
 from binlake.lake.tables import SEQ, UTC_TS
-from binlake.spark.extract import Changes, EventRecord, TableMapRecord, column_info, render_value
-from binlake.spark.plan import BinlogFile
 from binlake.values.row import ABSENT
 
 __all__ = [

@@ -153,7 +153,7 @@ def plan_file(
     ``whole_tail=False`` (incremental ingest) stops a file that does not end with its ROTATE or STOP at its last
     transaction boundary a header walk sees, so a transaction the server is still writing, or one an interrupted
     copy holds only part of (its format description no longer flagged in use, but cut short), is left for the next
-    run (:func:`binlake.spark.ingest` then decodes the events after that boundary for a last group it cannot see
+    run (:func:`binlake.ingest.run` then decodes the events after that boundary for a last group it cannot see
     end); an encrypted file, whose boundaries and events the header walk cannot see, is one split, planned once it
     is closed and whole (no partial event at its end).  ``headers``: where to walk the file's headers (and keep
     them for the scan).
@@ -188,7 +188,7 @@ def plan_splits(
     headers: HeaderCache | None = None,
 ) -> list[Split]:
     """Splits of every file in order, numbered; ``resume`` maps a file name to the position to start from.
-    ``headers``: keeps the header walks for :func:`~binlake.spark.statements.scan_statements` of the splits."""
+    ``headers``: keeps the header walks for :func:`~binlake.ingest.statements.scan_statements` of the splits."""
     out: list[Split] = []
     for f in files:
         start = max(4, (resume or {}).get(f.name, 4))

@@ -6,7 +6,7 @@ Two parts, each restarting from its own durable state:
   files byte for byte, CRC32 verified, into ``LAKE/_binlogs/`` through :mod:`binlake.storage` (a local folder or an
   object store).  Its state is the copies themselves: a restarted mirror cuts a partial event off its last file and
   asks the server to go on at that file's size;
-- the **file ingest** (:func:`binlake.spark.ingest.ingest_held`) lands what is new in those files, a batch at a
+- the **file ingest** (:func:`binlake.ingest.run.ingest_held`) lands what is new in those files, a batch at a
   time, on Spark.  A batch's plan (its byte ranges, and :attr:`~binlake.lake.records.BatchManifest.resume`: the
   end of its last whole transaction with the GTID state there) is written before any table is touched and every
   table's commit carries the batch number, so a batch cut by a kill is finished, exactly once, by the next run.
@@ -43,6 +43,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from binlake.errors import BinlogError, ReplicationError
+from binlake.ingest.plan import DEFAULT_SPLIT_BYTES, list_binlogs
+from binlake.ingest.progress import Progress
+from binlake.ingest.run import IngestResult, ingest_held
+from binlake.ingest.statements import ReadSpec
 from binlake.lake.lake import Lake
 from binlake.metrics import NO_METRICS, Metrics
 from binlake.replication.connection import ReplicationConnection
@@ -51,10 +55,6 @@ from binlake.replication.mirror import Mirror, mirror_files
 from binlake.replication.options import ConnectionOptions
 from binlake.replication.position import ResumePoint, StartAt
 from binlake.replication.privileges import require_replication
-from binlake.spark.ingest import IngestResult, ingest_held
-from binlake.spark.plan import DEFAULT_SPLIT_BYTES, list_binlogs
-from binlake.spark.progress import Progress
-from binlake.spark.statements import ReadSpec
 from binlake.storage import Location
 
 __all__ = [

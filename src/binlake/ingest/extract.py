@@ -43,10 +43,10 @@ from binlake.events.format import FormatDescriptionEvent, StartV3Event
 from binlake.events.query import QueryEvent
 from binlake.events.rows import RowsEvent
 from binlake.events.table_map import TableMapEvent
+from binlake.ingest.plan import Split
+from binlake.ingest.statements import SEQ_FILE, SEQ_POS, START_EVENTS, ReadSpec, open_split
 from binlake.recovery import Skipped
 from binlake.schema import SchemaTracker
-from binlake.spark.plan import Split
-from binlake.spark.statements import SEQ_FILE, SEQ_POS, START_EVENTS, ReadSpec, open_split
 from binlake.sql.statements import Scope, emptied, may_empty
 from binlake.sql.temporary import TemporaryTables
 from binlake.transactions import QUERY_EVENTS, Transactions
@@ -182,8 +182,8 @@ def decode_split(
     ``tablemaps=False`` the table-map runs (the ingest learns its table maps on the driver), ``rows=False`` leaves
     each :class:`Changes`' rows undecoded (``event`` holds the rows event: the ingest decodes it into columns).
 
-    ``read``: decoding options, decryptor and ``on_error`` (:class:`~binlake.spark.statements.ReadSpec`);
-    ``schema``: the tracker of the DDL in force at the split's start (:func:`~binlake.spark.statements.tracker_at`),
+    ``read``: decoding options, decryptor and ``on_error`` (:class:`~binlake.ingest.statements.ReadSpec`);
+    ``schema``: the tracker of the DDL in force at the split's start (:func:`~binlake.ingest.statements.tracker_at`),
     whose sessions' temporary tables are where the split's statements find them (a ``TRUNCATE t`` of a temporary
     ``t`` empties no base table);
     ``skips``: receives each skip of ``on_error`` ``skip-*`` (a ``skip-transaction`` skip also drops the changes of

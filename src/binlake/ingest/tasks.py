@@ -1,15 +1,15 @@
 """The work of one ingest task (a Spark executor's Python worker): decode splits and write each table's changes, the
 events and the last change of each key, as files the driver then commits (nothing is committed here).
 
-A task decodes its split with :func:`binlake.spark.extract.decode_split` (rows left undecoded), builds each lake
-table's data columns straight from the rows events' bytes with :mod:`binlake.spark.columnar` (the tuple path where
+A task decodes its split with :func:`binlake.ingest.extract.decode_split` (rows left undecoded), builds each lake
+table's data columns straight from the rows events' bytes with :mod:`binlake.ingest.columnar` (the tuple path where
 that cannot), adds the META columns (``_op``, ``_seq``...) vectorised per rows event, and writes Parquet row groups
 of :data:`FLUSH_ROWS` rows; for tables with a primary key it stages the last change of each key as an Arrow file.
 
 Files go to the lake's storage through :class:`~binlake.lake.Lake` (a local folder or an object store), and the
 task's :class:`~binlake.lake.records.TaskReport` goes back to the driver as JSON.
 
-Example (what :func:`binlake.spark.ingest.ingest` runs on every partition)::
+Example (what :func:`binlake.ingest.run.ingest` runs on every partition)::
 
     reports = collect(rdd, lambda splits: write_task(splits, lake, layouts, schemas, pk, plan))
 """
@@ -33,6 +33,12 @@ import pyarrow as pa
 from binlake.coltypes import Column
 from binlake.errors import BinlogError
 from binlake.events.table_map import TableMapEvent
+from binlake.ingest.arrow import EVENTS, event_batch, safe_array, to_lake, transpose, utc_seconds
+from binlake.ingest.columnar import plan_for, table_for
+from binlake.ingest.extract import Changes, EventRecord, Truncate, decode_split, map_id
+from binlake.ingest.layouts import Layout
+from binlake.ingest.progress import profiled
+from binlake.ingest.statements import SEQ_FILE, SEQ_POS, ReadSpec, tracker_at
 from binlake.lake.current import counted_changes, database_key, keys_of, latest_changes
 from binlake.lake.delta import ParquetSink
 from binlake.lake.lake import Lake
@@ -41,12 +47,6 @@ from binlake.lake.records import DataFile, Emptied, SkipRecord, Split, Statement
 from binlake.lake.tables import EVENTS_DIR, META_NAMES, seq_array
 from binlake.recovery import Skipped
 from binlake.schema import SchemaTracker
-from binlake.spark.arrow import EVENTS, event_batch, safe_array, to_lake, transpose, utc_seconds
-from binlake.spark.columnar import plan_for, table_for
-from binlake.spark.extract import Changes, EventRecord, Truncate, decode_split, map_id
-from binlake.spark.layouts import Layout
-from binlake.spark.progress import profiled
-from binlake.spark.statements import SEQ_FILE, SEQ_POS, ReadSpec, tracker_at
 from binlake.wire import bits_lsb_first
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ class _Layout:
 class _TableWriter:
     """The row changes of one lake table from one task, written as a Parquet file every FLUSH_ROWS rows.
 
-    Data columns are built by the compiled columnar builder (:mod:`binlake.spark.columnar`) straight from each rows
+    Data columns are built by the compiled columnar builder (:mod:`binlake.ingest.columnar`) straight from each rows
     event's bytes where it handles the layout and the bytes; other events are decoded to tuples, and runs of them
     transposed and converted a column at a time.  The META columns are built per rows event, vectorised.
 

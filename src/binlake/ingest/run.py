@@ -60,6 +60,14 @@ from binlake.decoder import Decoder, decode_event
 from binlake.errors import BinlogError
 from binlake.events.base import EventType
 from binlake.events.gtid import GtidListEvent, MariaGtidEvent
+from binlake.ingest.arrow import EVENTS
+from binlake.ingest.identity import recorded, sort_out
+from binlake.ingest.layouts import HISTORY, Layout, MapLog, history_row, known_layouts, resolve_layout
+from binlake.ingest.plan import DEFAULT_SPLIT_BYTES, binlog_head, list_binlogs, plan_splits, source_exists
+from binlake.ingest.progress import Progress
+from binlake.ingest.statements import ReadSpec, scan_statements, tracker_at, tracker_from_json, tracker_to_json
+from binlake.ingest.tails import inside, last_whole, plainly_outside
+from binlake.ingest.tasks import TaskPlan, collect, write_task
 from binlake.lake.current import staged_latest, update_current
 from binlake.lake.lake import Lake
 from binlake.lake.names import decode_name, table_dir
@@ -69,15 +77,7 @@ from binlake.reader import HeaderCache, binlog_order, header_table, opened, resu
 from binlake.replication.gtid import GtidTracker
 from binlake.replication.position import ResumePoint
 from binlake.schema import SchemaTracker
-from binlake.spark.arrow import EVENTS
-from binlake.spark.identity import recorded, sort_out
-from binlake.spark.layouts import HISTORY, Layout, MapLog, history_row, known_layouts, resolve_layout
-from binlake.spark.plan import DEFAULT_SPLIT_BYTES, binlog_head, list_binlogs, plan_splits, source_exists
-from binlake.spark.progress import Progress
 from binlake.spark.session import context_of
-from binlake.spark.statements import ReadSpec, scan_statements, tracker_at, tracker_from_json, tracker_to_json
-from binlake.spark.tails import inside, last_whole, plainly_outside
-from binlake.spark.tasks import TaskPlan, collect, write_task
 from binlake.transactions import GTID_EVENTS
 
 __all__ = ["IngestResult", "ingest", "ingest_held", "summary"]
@@ -223,7 +223,7 @@ def ingest_held(
     start: ResumePoint | None = None,
     definitions: SchemaSource | None = None,
 ) -> IngestResult:
-    """:func:`ingest` of ``files`` (:func:`~binlake.spark.plan.list_binlogs`'s records) into ``lake``, whose writer
+    """:func:`ingest` of ``files`` (:func:`~binlake.ingest.plan.list_binlogs`'s records) into ``lake``, whose writer
     lease the caller holds (``with lake.writing(): ...``): a live ingest holds it across its batches, and gives the
     server's table ``definitions`` (:mod:`binlake.columns`)."""
     lake.check()
@@ -312,7 +312,7 @@ def _whole_transactions(
 ) -> list[Split]:
     """``splits`` (the planner's: a file that does not end with its ROTATE or STOP stops at the last transaction
     boundary a header walk sees) with each file's last one reaching the end of the file's last whole transaction
-    (:func:`~binlake.spark.tails.last_whole`).  A file whose format description no longer flags it in use but that
+    (:func:`~binlake.ingest.tails.last_whole`).  A file whose format description no longer flags it in use but that
     ends inside a transaction or an event is a copy cut short (a server closes a file with a ROTATE or STOP, and
     MySQL's crash recovery truncates one to its last whole transaction): one line says so, and its rest and the
     files after it wait for the rest of it.  An encrypted file is planned once closed (its type codes are

@@ -19,11 +19,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.sqlgen import DB, Case, control_case, ddl_case, gap, kw, other_case
 
+from binlake.binlogs import BinlogFile
 from binlake.errors import BinlogError
 from binlake.events.base import EventType
 from binlake.ingest.extract import EventRecord, Truncate, decode_split
-from binlake.ingest.plan import BinlogFile, Split
 from binlake.ingest.statements import ReadSpec, scan_statements
+from binlake.lake.records import Split
 from binlake.reader import header_table, read_events
 from binlake.recovery import Skipped, read_events_recovering
 from binlake.render.stats import collect

@@ -21,13 +21,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from binlake import reader
+from binlake.binlogs import BinlogFile, list_binlogs
 from binlake.crypto import load_key_file, mariadb_decryptor
 from binlake.decoder import MAGIC
 from binlake.errors import BinlogError, MalformedError, TruncatedError
 from binlake.events.base import EventType
 from binlake.ingest import plan, statements
-from binlake.ingest.plan import BinlogFile, Split, list_binlogs, plan_splits
+from binlake.ingest.plan import plan_splits
 from binlake.ingest.statements import ReadSpec, Statement, scan_statements
+from binlake.lake.records import Split
 from binlake.reader import HeaderCache, HeaderInfo, HeaderTable, header_table, walk_headers
 from binlake.schema import SchemaTracker
 

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
+from binlake.binlogs import list_binlogs
 from binlake.changes import ChangeStream, FileSource
-from binlake.ingest.plan import list_binlogs, plan_splits
+from binlake.ingest.plan import plan_splits
 from binlake.render.changes.debezium import DebeziumEncoder, DebeziumOptions, ValueModes
 from binlake.spark.datasource import read_split
 

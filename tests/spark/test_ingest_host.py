@@ -29,7 +29,7 @@ from tests.replication import conftest as replication
 from tests.replication.conftest import PASSWORD, ReplServer, batch
 from tests.spark.test_spark import _delta, _lake_snapshot
 
-from binlake.ingest.plan import list_binlogs
+from binlake.binlogs import list_binlogs
 from binlake.ingest.run import resume_after
 from binlake.lake.lake import Lake
 from binlake.lake.names import decode_name

@@ -456,7 +456,8 @@ def test_schema_follows_splits_and_batches(spark: Any, corpus_dir: Path, tmp_pat
     """MariaDB 5.3 TIME(n)/DATETIME(n)/TIMESTAMP(n) need their CREATE TABLE: in an earlier split, or batch."""
     import datetime as dt
 
-    from binlake.ingest.plan import list_binlogs, plan_splits
+    from binlake.binlogs import list_binlogs
+    from binlake.ingest.plan import plan_splits
     from binlake.ingest.run import ingest
 
     path = corpus_dir / "mariadb" / "binlogs" / "corpus-bin.000003"

@@ -29,10 +29,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from binlake.binlogs import BinlogFile
 from binlake.coltypes import Column, ColumnType
 from binlake.events.base import EventType
 from binlake.ingest.extract import Changes, EventRecord, TableMapRecord, column_info, render_value
-from binlake.ingest.plan import BinlogFile
 from binlake.lake.tables import SEQ, UTC_TS
 from binlake.values.row import ABSENT
 

@@ -43,8 +43,8 @@ from binlake.events.format import FormatDescriptionEvent, StartV3Event
 from binlake.events.query import QueryEvent
 from binlake.events.rows import RowsEvent
 from binlake.events.table_map import TableMapEvent
-from binlake.ingest.plan import Split
 from binlake.ingest.statements import SEQ_FILE, SEQ_POS, START_EVENTS, ReadSpec, open_split
+from binlake.lake.records import Split
 from binlake.recovery import Skipped
 from binlake.schema import SchemaTracker
 from binlake.sql.statements import Scope, emptied, may_empty

@@ -42,8 +42,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from binlake.binlogs import list_binlogs
 from binlake.errors import BinlogError, ReplicationError
-from binlake.ingest.plan import DEFAULT_SPLIT_BYTES, list_binlogs
+from binlake.ingest.plan import DEFAULT_SPLIT_BYTES
 from binlake.ingest.progress import Progress
 from binlake.ingest.run import IngestResult, ingest_held
 from binlake.ingest.statements import ReadSpec

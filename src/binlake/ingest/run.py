@@ -55,6 +55,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from binlake.binlogs import BinlogFile, list_binlogs, source_exists
 from binlake.columns import SchemaSource
 from binlake.decoder import Decoder, decode_event
 from binlake.errors import BinlogError
@@ -63,7 +64,7 @@ from binlake.events.gtid import GtidListEvent, MariaGtidEvent
 from binlake.ingest.arrow import EVENTS
 from binlake.ingest.identity import recorded, sort_out
 from binlake.ingest.layouts import HISTORY, Layout, MapLog, history_row, known_layouts, resolve_layout
-from binlake.ingest.plan import DEFAULT_SPLIT_BYTES, binlog_head, list_binlogs, plan_splits, source_exists
+from binlake.ingest.plan import DEFAULT_SPLIT_BYTES, binlog_head, plan_splits
 from binlake.ingest.progress import Progress
 from binlake.ingest.statements import ReadSpec, scan_statements, tracker_at, tracker_from_json, tracker_to_json
 from binlake.ingest.tails import inside, last_whole, plainly_outside
@@ -71,7 +72,7 @@ from binlake.ingest.tasks import TaskPlan, collect, write_task
 from binlake.lake.current import staged_latest, update_current
 from binlake.lake.lake import Lake
 from binlake.lake.names import decode_name, table_dir
-from binlake.lake.records import BatchDone, BatchManifest, BinlogFile, DataFile, Emptied, SkipRecord, Split
+from binlake.lake.records import BatchDone, BatchManifest, DataFile, Emptied, SkipRecord, Split
 from binlake.lake.tables import EVENTS_DIR, HISTORY_DIR, META, META_NAMES, SKIPS, SKIPS_DIR
 from binlake.reader import HeaderCache, binlog_order, header_table, opened, resume_decoder
 from binlake.replication.gtid import GtidTracker
@@ -223,7 +224,7 @@ def ingest_held(
     start: ResumePoint | None = None,
     definitions: SchemaSource | None = None,
 ) -> IngestResult:
-    """:func:`ingest` of ``files`` (:func:`~binlake.ingest.plan.list_binlogs`'s records) into ``lake``, whose writer
+    """:func:`ingest` of ``files`` (:func:`~binlake.binlogs.list_binlogs`'s records) into ``lake``, whose writer
     lease the caller holds (``with lake.writing(): ...``): a live ingest holds it across its batches, and gives the
     server's table ``definitions`` (:mod:`binlake.columns`)."""
     lake.check()

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import itertools
 
+from binlake.binlogs import BinlogFile
 from binlake.errors import BinlogError
 from binlake.ingest.statements import ReadSpec
-from binlake.lake.records import BinlogFile
 from binlake.reader import header_table, read_events, walk_headers
 from binlake.transactions import BETWEEN_EVENTS, GTID_EVENTS, Transactions, last_boundary
 

@@ -1,7 +1,7 @@
 """The values that cross a process or a file boundary in an ingest, as typed, versioned records with explicit JSON.
 
-* :class:`BinlogFile` and :class:`Split`: the byte ranges the driver plans and the tasks decode (pickled into each
-  Spark task, kept in the batch manifest);
+* :class:`Split`: a byte range of a :class:`~binlake.binlogs.BinlogFile` the driver plans and a task decodes (kept in
+  the batch manifest);
 * :class:`FileIdentity`: which binlog a file name stood for when the lake landed it (kept in the batch manifest);
 * :class:`Statement`: what the driver learns from a batch's QUERY events (DDL, renames, XA outcomes);
 * :class:`DataFile`, :class:`Emptied`, :class:`SkipRecord` and :class:`TaskReport`: what a task wrote and saw, sent
@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from binlake.binlogs import BinlogFile
 from binlake.errors import BinlogError, ReplicationError, UnsupportedError
 from binlake.replication.definitions import SnapshotColumn
 from binlake.replication.position import Flavor, ResumePoint
@@ -39,7 +40,6 @@ from binlake.sql.temporary import TemporaryState
 __all__ = [
     "BatchDone",
     "BatchManifest",
-    "BinlogFile",
     "ChunkDone",
     "DataFile",
     "Emptied",
@@ -67,31 +67,6 @@ def _check_version(kind: str, found: object, known: int, where: str | None) -> N
             "another binlake version (install the same version on the driver and the executors)",
             file=where,
         )
-
-
-@dataclass(frozen=True, slots=True)
-class BinlogFile:
-    """One binlog file: where it is (a local path or a URI), its name (stored in every table), its sequence number
-    (orders files) and its size when planned."""
-
-    path: str
-    name: str
-    seq: int
-    size: int
-
-    @property
-    def source(self) -> Any:
-        """What :mod:`binlake.reader` reads: the local path, or a :class:`binlake.storage.StoredFile`."""
-        from binlake.storage import binlog_source
-
-        return binlog_source(self.path)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "name": self.name, "seq": self.seq, "size": self.size}
-
-    @classmethod
-    def from_json(cls, v: dict[str, Any]) -> BinlogFile:
-        return cls(str(v["path"]), str(v["name"]), int(v["seq"]), int(v["size"]))
 
 
 @dataclass(frozen=True, slots=True)

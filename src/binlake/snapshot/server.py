@@ -118,7 +118,7 @@ def connect(options: ConnectionOptions) -> ReplicationConnection:
 
 def binlog_seq(name: str) -> int:
     """A binlog's sequence number: the numeric extension of its name (``binlake-bin.000042`` -> 42), as
-    :func:`binlake.ingest.plan.list_binlogs` numbers files."""
+    :func:`binlake.binlogs.list_binlogs` numbers files."""
     m = re.search(r"\.(\d+)$", name)
     if m is None:
         raise ReplicationError(f"a binlog name without a numeric extension: {name!r}")

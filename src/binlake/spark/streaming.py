@@ -58,10 +58,11 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxBytes, SupportsTriggerAvailableNow
 
+from binlake.binlogs import BinlogFile
 from binlake.errors import BinlogError
 from binlake.events.base import EventType
 from binlake.events.gtid import GtidEvent, GtidListEvent, MariaGtidEvent, PreviousGtidsEvent
-from binlake.lake.records import BinlogFile, Split
+from binlake.lake.records import Split
 from binlake.reader import HeaderTable, header_table, read_events
 from binlake.transactions import FILE_END_EVENTS, GTID_EVENTS, Transactions, last_boundary, next_boundary
 
@@ -343,7 +344,7 @@ class LiveSource:
 
     def files(self) -> list[BinlogFile]:
         """The mirror's binlog files (what has been copied so far), in binlog order."""
-        from binlake.ingest.plan import list_binlogs
+        from binlake.binlogs import list_binlogs
 
         return list_binlogs(self.mirror) if os.path.isdir(self.mirror) else []
 
@@ -424,7 +425,7 @@ class BinlakeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if refresh:
                 self.live.catch_up()
             return self.live.files()
-        from binlake.ingest.plan import list_binlogs
+        from binlake.binlogs import list_binlogs
 
         assert self.path is not None
         return list_binlogs(self.path)

@@ -19,7 +19,7 @@ import pyarrow as pa
 from binlake.coltypes import Column
 from binlake.columns import ColumnCatalog, SchemaSource, borrowed, fits
 from binlake.events.table_map import TableMapEvent
-from binlake.ingest.arrow import COLUMN, lake_type, tablemap_rows
+from binlake.ingest.arrow import lake_type, tablemap_rows
 from binlake.ingest.extract import TableMapRecord, map_id
 from binlake.lake.lake import Lake
 from binlake.lake.names import table_dir
@@ -28,7 +28,6 @@ from binlake.lake.tables import HISTORY_DIR, META_NAMES
 from binlake.schema import SchemaTracker
 
 __all__ = [
-    "HISTORY",
     "Known",
     "Layout",
     "MapLog",
@@ -38,23 +37,6 @@ __all__ = [
 ]
 
 Layout = list[tuple[str, pa.DataType]]  # per column of a table map: lake column name and type
-
-
-HISTORY = pa.schema(
-    [
-        ("database", pa.string()),
-        ("table", pa.string()),
-        ("map_id", pa.string()),
-        ("table_id", pa.int64()),
-        ("first_file", pa.string()),
-        ("first_pos", pa.int64()),
-        ("primary_key", pa.list_(pa.string())),
-        ("columns", pa.list_(COLUMN)),
-        ("lake_columns", pa.list_(pa.string())),
-        ("lake_types", pa.list_(pa.string())),
-        ("batch", pa.int64()),
-    ]
-)
 
 
 def _type_tag(t: pa.DataType) -> str:

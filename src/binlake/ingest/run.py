@@ -61,9 +61,8 @@ from binlake.decoder import Decoder, decode_event
 from binlake.errors import BinlogError
 from binlake.events.base import EventType
 from binlake.events.gtid import GtidListEvent, MariaGtidEvent
-from binlake.ingest.arrow import EVENTS
 from binlake.ingest.identity import recorded, sort_out
-from binlake.ingest.layouts import HISTORY, Layout, MapLog, history_row, known_layouts, resolve_layout
+from binlake.ingest.layouts import Layout, MapLog, history_row, known_layouts, resolve_layout
 from binlake.ingest.plan import DEFAULT_SPLIT_BYTES, binlog_head, plan_splits
 from binlake.ingest.progress import Progress
 from binlake.ingest.statements import ReadSpec, scan_statements, tracker_at, tracker_from_json, tracker_to_json
@@ -73,7 +72,7 @@ from binlake.lake.current import staged_latest, update_current
 from binlake.lake.lake import Lake
 from binlake.lake.names import decode_name, table_dir
 from binlake.lake.records import BatchDone, BatchManifest, DataFile, Emptied, SkipRecord, Split
-from binlake.lake.tables import EVENTS_DIR, HISTORY_DIR, META, META_NAMES, SKIPS, SKIPS_DIR
+from binlake.lake.tables import EVENTS, EVENTS_DIR, HISTORY, HISTORY_DIR, META, META_NAMES, SKIPS, SKIPS_DIR
 from binlake.reader import HeaderCache, binlog_order, header_table, opened, resume_decoder
 from binlake.replication.gtid import GtidTracker
 from binlake.replication.position import ResumePoint

@@ -33,7 +33,7 @@ import pyarrow as pa
 from binlake.coltypes import Column
 from binlake.errors import BinlogError
 from binlake.events.table_map import TableMapEvent
-from binlake.ingest.arrow import EVENTS, event_batch, safe_array, to_lake, transpose, utc_seconds
+from binlake.ingest.arrow import event_batch, safe_array, to_lake, transpose, utc_seconds
 from binlake.ingest.columnar import plan_for, table_for
 from binlake.ingest.extract import Changes, EventRecord, Truncate, decode_split, map_id
 from binlake.ingest.layouts import Layout
@@ -44,7 +44,7 @@ from binlake.lake.delta import ParquetSink
 from binlake.lake.lake import Lake
 from binlake.lake.names import table_dir
 from binlake.lake.records import DataFile, Emptied, SkipRecord, Split, Statement, TaskReport
-from binlake.lake.tables import EVENTS_DIR, META_NAMES, seq_array
+from binlake.lake.tables import EVENTS, EVENTS_DIR, META_DICTIONARY, META_NAMES, meta_columns, seq_array
 from binlake.recovery import Skipped
 from binlake.schema import SchemaTracker
 from binlake.wire import bits_lsb_first
@@ -61,11 +61,6 @@ FLUSH_ROWS = 65536  # rows of one table (or events) per row group
 # last reduction) to one row per key: once per split for splits of the default size (keys rarely repeat within a
 # row group, so reducing each one did the work twice), and a bound on the memory of larger ones
 LATEST_ROWS = 1 << 20
-
-
-# the change tables' columns with few distinct values (not _gtid: one per transaction, ~50 rows each in the
-# benchmark, and a dictionary of them cost 30 % of the Parquet writing for no smaller file once zstd has run)
-_DICTIONARY = ["_op", "_file", "_xid"]
 
 
 @dataclass(frozen=True)
@@ -221,7 +216,8 @@ class _TableWriter:
         self.images = []
 
     def _meta(self) -> tuple[list[pa.Array], bool]:
-        """The META columns of the buffered rows (vectorised per rows event) and whether any image is partial."""
+        """The META columns of the buffered rows (vectorised per rows event: :func:`~binlake.lake.tables.meta_columns`)
+        and whether any image is partial."""
         chunks = self.chunks
         n = len(chunks)
         per = np.fromiter((k for _, k, _, _, _ in chunks), np.int64, n)
@@ -239,18 +235,19 @@ class _TableWriter:
         for c, k, a, b, _ in chunks if partial else ():  # one entry per row: only when some image is partial
             absent.extend((a, b) * k if c.op == "update" else [a] * k)
         take = pa.array(ci)
-        arrays = [
-            _OPS.take(pa.array(op)),
-            _arr_str([self.file]).take(pa.array(np.zeros(total, np.int32))),
-            pa.array(np.fromiter((c.pos for c, _, _, _, _ in chunks), np.int64, n)[ci]),
-            pa.array(row.astype(np.int32)),
-            _arr_str([c.gtid for c, _, _, _, _ in chunks]).take(take),
-            utc_seconds([c.ts for c, _, _, _, _ in chunks]).take(take),
-            seq_array(np.array([c.seq for c, _, _, _, _ in chunks], dtype=object), ci, row),
-            pa.array([rb for _, _, _, _, rb in chunks], pa.bool_()).take(take),
-            _arr_str([c.xid for c, _, _, _, _ in chunks]).take(take),
-            safe_array(absent, pa.list_(pa.string())) if partial else pa.nulls(total, pa.list_(pa.string())),
-        ]
+        arrays = meta_columns(
+            total,
+            op=_OPS.take(pa.array(op)),
+            file=_arr_str([self.file]).take(pa.array(np.zeros(total, np.int32))),
+            pos=pa.array(np.fromiter((c.pos for c, _, _, _, _ in chunks), np.int64, n)[ci]),
+            row=pa.array(row.astype(np.int32)),
+            gtid=_arr_str([c.gtid for c, _, _, _, _ in chunks]).take(take),
+            ts=utc_seconds([c.ts for c, _, _, _, _ in chunks]).take(take),
+            seq=seq_array(np.array([c.seq for c, _, _, _, _ in chunks], dtype=object), ci, row),
+            rolled_back=pa.array([rb for _, _, _, _, rb in chunks], pa.bool_()).take(take),
+            xid=_arr_str([c.xid for c, _, _, _, _ in chunks]).take(take),
+            absent=safe_array(absent, pa.list_(pa.string())) if partial else None,
+        )
         return arrays, partial
 
     def _columns(self) -> list[pa.ChunkedArray]:
@@ -376,7 +373,7 @@ def _write_split(
                     members = tuple(c.set_values for c in tm.columns)
                     lay = by_id[mid] = _Layout(key, names, tuple(where.get(n) for n in data), members)
                     if key not in writers:
-                        sink = lake.sink(lake.changes(key), key, schemas[key], _DICTIONARY)
+                        sink = lake.sink(lake.changes(key), key, schemas[key], META_DICTIONARY)
                         w = writers[key] = _TableWriter(key, sink, schemas[key], pk.get(key), split.file.name)
                         if key in renamed:
                             w.spoil()

@@ -30,7 +30,7 @@ import pyarrow as pa
 from binlake.lake.delta import ParquetSink
 from binlake.lake.lake import Lake
 from binlake.lake.records import ChunkDone, DataFile, SnapshotChunk, SnapshotPlan, SnapshotPoint, SnapshotTable
-from binlake.lake.tables import META, SEQ, UTC_TS, seq_array
+from binlake.lake.tables import META, META_DICTIONARY, SEQ, UTC_TS, meta_columns, seq_array
 from binlake.replication.options import ConnectionOptions
 from binlake.snapshot.server import (
     ServerAddress,
@@ -87,7 +87,7 @@ class ChunkWriter:
     def __init__(self, lake: Lake, table: SnapshotTable, point: SnapshotPoint, ts_us: int) -> None:
         self.table, self.point, self.ts_us = table, point, ts_us
         self.keyed = bool(table.primary_key)
-        self._changes = ParquetSink(lake.changes(table.key), table.key, changes_schema(table), ["_op", "_file"])
+        self._changes = ParquetSink(lake.changes(table.key), table.key, changes_schema(table), META_DICTIONARY)
         self._current = (
             ParquetSink(lake.current(table.key), table.key, current_schema(table), []) if self.keyed else None
         )
@@ -106,22 +106,11 @@ class ChunkWriter:
         else:
             seq = pa.array([Decimal(s) for s in seqs], SEQ)
         ts = pa.array(np.full(n, self.ts_us, dtype=np.int64)).view(UTC_TS)
-        meta = {
-            "_op": pa.repeat(pa.scalar(READ), n),
-            "_file": pa.repeat(pa.scalar(self.point.file), n),
-            "_pos": pa.repeat(pa.scalar(self.point.position, pa.int64()), n),
-            "_row": pa.array(index.astype(np.int32)),
-            "_gtid": pa.repeat(pa.scalar(self.point.gtid, pa.string()), n),
-            "_ts": ts,
-            "_seq": seq,
-            "_rolled_back": pa.repeat(pa.scalar(False), n),
-            "_xid": pa.nulls(n, pa.string()),
-            "_absent": pa.nulls(n, pa.list_(pa.string())),
-        }
+        p = self.point
+        meta = meta_columns(n, op=READ, file=p.file, pos=p.position, row=pa.array(index.astype(np.int32)),
+                            gtid=p.gtid, ts=ts, seq=seq, rolled_back=False, xid=None)  # fmt: skip
         cols = [rows[f.name] for f in rows.schema]
-        self._changes.write(
-            pa.Table.from_arrays([*cols, *(meta[name].cast(t) for name, t in META)], schema=self._changes.schema)
-        )
+        self._changes.write(pa.Table.from_arrays([*cols, *meta], schema=self._changes.schema))
         if self._current is not None:
             self._current.write(pa.Table.from_arrays([*cols, seq, ts], schema=self._current.schema))
         self.rows += n

@@ -40,11 +40,11 @@ from binlake.changes.sources import ServerSource
 from binlake.changes.stream import ChangeStream
 from binlake.errors import BinlogError, TableChangedError
 from binlake.ingest.extract import column_info
-from binlake.ingest.layouts import HISTORY, history_row
+from binlake.ingest.layouts import history_row
 from binlake.ingest.statements import tracker_at, tracker_to_json
 from binlake.lake.lake import Lake
 from binlake.lake.records import BatchDone, BatchManifest, ChunkDone, SnapshotChunk, SnapshotPlan, SnapshotPoint
-from binlake.lake.tables import HISTORY_DIR
+from binlake.lake.tables import HISTORY, HISTORY_DIR
 from binlake.replication.options import ConnectionOptions
 from binlake.schema import SchemaTracker
 from binlake.snapshot.chunks import (

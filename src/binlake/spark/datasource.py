@@ -33,10 +33,11 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from binlake.binlogs import list_binlogs
 from binlake.errors import BinlogError
-from binlake.ingest.arrow import CHANGES, EVENTS, TABLEMAPS, change_batch, event_batch, tablemap_batch
+from binlake.ingest.arrow import CHANGES, TABLEMAPS, change_batch, event_batch, tablemap_batch
 from binlake.ingest.extract import Changes, EventRecord, TableMapRecord, decode_split, map_id
 from binlake.ingest.plan import DEFAULT_SPLIT_BYTES, plan_splits
 from binlake.lake.records import Split
+from binlake.lake.tables import EVENTS
 from binlake.render.changes.debezium import SETTINGS, DebeziumEncoder, DebeziumOptions, ValueModes
 from binlake.schema import SchemaTracker
 from binlake.spark.debezium import SplitJson, connector_of

@@ -77,13 +77,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 ASIDE = ("binlake.testing",)
 
 # (importer, imported) module edges that break the layers today, tolerated until the change that removes them.
-# spark/, lake/ and snapshot/ are being reshaped by the lake issue (spark/ splits into an engine-free ingest/ below
-# the snapshot); these edges go with it.
-KNOWN_VIOLATIONS: dict[tuple[str, str], str] = {
-    # the ingest still runs its tasks on a SparkContext and counts them with Spark's status tracker
-    ("binlake.ingest.run", "binlake.spark.session"): "the ingest runs its tasks through a Runner (lake issue)",
-    ("binlake.ingest.progress", "binlake.spark.session"): "the ingest runs its tasks through a Runner (lake issue)",
-}
+KNOWN_VIOLATIONS: dict[tuple[str, str], str] = {}
 
 
 def _modules() -> dict[str, Path]:

@@ -35,6 +35,7 @@ from binlake.lake.lake import Lake
 from binlake.lake.names import decode_name
 from binlake.lake.records import Split
 from binlake.replication.position import ResumePoint
+from binlake.spark.runner import SparkRunner
 from binlake.storage import locate
 from binlake.testing.mariadb import MariaDBServer, run_workloads
 
@@ -170,7 +171,7 @@ def test_live_ingest_is_exactly_once_across_sigkills(spark: Any, fresh_server: R
     # (a) the same lake as one ingest of the server's own files
     files = server.binlog_files()
     assert [f.name for f in files] == sorted(p.name for p in (lake / "_binlogs").iterdir())
-    ingest(spark, [str(f) for f in files], str(tmp_path / "files"))
+    ingest(SparkRunner(spark), [str(f) for f in files], str(tmp_path / "files"))
     ours, theirs = _lake_snapshot(lake), _lake_snapshot(tmp_path / "files")
     ours.pop("_schema_history"), theirs.pop("_schema_history")  # (it says which batch first saw each table map)
     assert sorted(ours) == sorted(theirs) and len(ours) > 20
@@ -286,7 +287,7 @@ def test_no_follow_run_into_an_object_store(
     try:
         copies = sorted(e.location.name for e in (locate(lake) / "_binlogs").list())
         assert copies == [f.name for f in server.binlog_files()]
-        ingest(spark, [str(f) for f in server.binlog_files()], str(tmp_path / "files"))
+        ingest(SparkRunner(spark), [str(f) for f in server.binlog_files()], str(tmp_path / "files"))
         ours, theirs = _lake_snapshot(lake), _lake_snapshot(tmp_path / "files")
         assert ours["r/t/changes"] == theirs["r/t/changes"] and len(ours["r/t/changes"]) > 400
         assert ours["r/t/current"] == theirs["r/t/current"]

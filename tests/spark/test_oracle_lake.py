@@ -19,6 +19,7 @@ from tests.server import _oracle
 from tests.spark.test_spark import _delta
 
 from binlake.lake.names import table_dir
+from binlake.spark.runner import SparkRunner
 
 pytestmark = pytest.mark.spark
 
@@ -53,7 +54,7 @@ def test_lake_current_state_equals_select(spark: Any, oracle: _oracle.Oracle, tm
 
     write()
     lake = tmp_path / "lake"
-    ingest(spark, [str(r.binlog) for r in runs], str(lake))
+    ingest(SparkRunner(spark), [str(r.binlog) for r in runs], str(lake))
     differences: list[_oracle.Difference] = []
     for run in runs:
         tally.add_table(run.table)
@@ -80,7 +81,7 @@ def test_issue_tables_land_with_every_sign_and_charset(spark: Any, oracle: _orac
         server.execute(f"CREATE DATABASE issue_{meta.lower()}; USE issue_{meta.lower()}; {_oracle.SETUP}; {BINARIES}")
     server.execute("SET GLOBAL binlog_row_metadata = FULL; FLUSH BINARY LOGS")
     lake = tmp_path / "lake"
-    ingest(spark, files, str(lake))
+    ingest(SparkRunner(spark), files, str(lake))
     for meta in ("FULL", "MINIMAL", "NO_LOG"):
         db = f"issue_{meta.lower()}"
         for view in ("current", "changes"):

@@ -26,6 +26,7 @@ import pytest
 
 from binlake.lake.names import decode_name, encode_name, table_dir
 from binlake.reader import walk_headers
+from binlake.spark.runner import SparkRunner
 from binlake.storage import Location, locate
 
 pytestmark = pytest.mark.spark
@@ -98,7 +99,7 @@ def local_lake(spark: Any, corpus_binlogs: Path, tmp_path_factory: pytest.TempPa
     from binlake.ingest.run import ingest
 
     lake = tmp_path_factory.mktemp("lake") / "lake"
-    result = ingest(spark, [str(corpus_binlogs)], str(lake), split_bytes=64 << 10)
+    result = ingest(SparkRunner(spark), [str(corpus_binlogs)], str(lake), split_bytes=64 << 10)
     assert result.batches == 1 and result.files == 3
     return locate(lake)
 
@@ -117,7 +118,7 @@ def corpus_lake(spark: Any, storage: Any, sources: str, local_lake: Location) ->
     if storage.name == "local":
         return local_lake
     lake = storage.uri("lake")
-    result = ingest(spark, [sources], lake, split_bytes=64 << 10)
+    result = ingest(SparkRunner(spark), [sources], lake, split_bytes=64 << 10)
     assert result.batches == 1 and result.files == 3
     return locate(lake)
 
@@ -195,7 +196,7 @@ def test_rerun_is_a_no_op(spark: Any, sources: str, corpus_lake: Location) -> No
     from binlake.ingest.run import ingest
 
     before = _lake_snapshot(corpus_lake)
-    result = ingest(spark, [sources], corpus_lake.uri)
+    result = ingest(SparkRunner(spark), [sources], corpus_lake.uri)
     assert result.batches == 0 and not result.changes
     assert _lake_snapshot(corpus_lake) == before
 
@@ -205,7 +206,7 @@ def test_incremental_equals_one_run(spark: Any, storage: Any, sources: str, corp
 
     lake = storage.uri("lake")
     for n in CORPUS_FILES:  # one new file per run, as a server would rotate
-        ingest(spark, [f"{sources}/{n}"], lake)
+        ingest(SparkRunner(spark), [f"{sources}/{n}"], lake)
     # the same rows; only _schema_history's batch numbers differ (three runs)
     assert _lake_snapshot(lake, ignore=frozenset({"batch"})) == _lake_snapshot(corpus_lake, ignore=frozenset({"batch"}))
 
@@ -240,7 +241,8 @@ def test_sigkill_mid_ingest_then_rerun(spark: Any, storage: Any, sources: str, c
     finally:
         proc.wait()
     assert not (lake / "_binlake" / "batches" / "0000000001.done").exists()
-    result = ingest(spark, [sources], lake.uri)  # the killed ingest's lease: its process is gone, taken at once
+    # the killed ingest's lease: its process is gone, taken at once
+    result = ingest(SparkRunner(spark), [sources], lake.uri)
     assert result.batches == 1 and not result.waited
     assert _lake_snapshot(lake) == _lake_snapshot(corpus_lake)
 
@@ -320,7 +322,7 @@ def test_current_state_equals_the_server(spark: Any, workload_binlogs: Any, tmp_
     server.flush_logs()
     files = [str(p) for p in server.binlog_files()]
     lake = tmp_path / "lake"
-    result = ingest(spark, files, str(lake), split_bytes=256 << 10)
+    result = ingest(SparkRunner(spark), files, str(lake), split_bytes=256 << 10)
     assert result.renames == 4  # the DDL workload's RENAME TABLE evolve TO evolved, and these three
     assert not (tmp_path / "x").exists() and not (lake.parent.parent / "x").exists()
     hostile = lake / table_dir("hostile", "../../x") / "current"
@@ -384,9 +386,9 @@ def _two_batches(spark: Any, corpus: Path, name: str, cut: int, tmp: Path, **kw:
     head = bytearray(src.read_bytes()[:cut])
     head[4 + 17] |= 0x01
     (binlogs / name).write_bytes(bytes(head))
-    results = [ingest(spark, [str(binlogs)], str(lake), **kw)]
+    results = [ingest(SparkRunner(spark), [str(binlogs)], str(lake), **kw)]
     (binlogs / name).write_bytes(src.read_bytes())
-    results.append(ingest(spark, [str(binlogs)], str(lake), **kw))
+    results.append(ingest(SparkRunner(spark), [str(binlogs)], str(lake), **kw))
     assert [r.batches for r in results] == [1, 1]
     return lake, results
 
@@ -464,7 +466,7 @@ def test_schema_follows_splits_and_batches(spark: Any, corpus_dir: Path, tmp_pat
     splits = plan_splits(list_binlogs(path), split_bytes=256)
     assert any(s.start > 2084 for s in splits)  # the rows of t_temporal_old are in splits after its CREATE TABLE
     lake = tmp_path / "one" / "lake"
-    ingest(spark, [str(path)], str(lake), split_bytes=256)
+    ingest(SparkRunner(spark), [str(path)], str(lake), split_bytes=256)
     # a second lake reads the CREATE TABLE (at 1778) in its first run and the rows in the next one
     lake2, _ = _two_batches(spark, corpus_dir, "corpus-bin.000003", 2126, tmp_path)
     for lk in (lake, lake2):
@@ -521,10 +523,14 @@ def test_on_error_skips_are_kept_and_reported(spark: Any, corpus_dir: Path, tmp_
     binlogs.mkdir()
     (binlogs / src.name).write_bytes(bytes(data))
     with pytest.raises(BinlogError, match="CRC32"):
-        ingest(spark, [str(binlogs)], str(tmp_path / "stop"))
+        ingest(SparkRunner(spark), [str(binlogs)], str(tmp_path / "stop"))
     lake = tmp_path / "lake"
     result = ingest(
-        spark, [str(binlogs)], str(lake), read=ReadSpec(on_error="skip-transaction"), split_bytes=split_bytes
+        SparkRunner(spark),
+        [str(binlogs)],
+        str(lake),
+        read=ReadSpec(on_error="skip-transaction"),
+        split_bytes=split_bytes,
     )
     assert [(s.file, s.start) for s in result.skips] == [(src.name, 2109)]
     assert "1 damaged stretch(es) skipped" in summary(result)
@@ -600,7 +606,7 @@ def test_progress_bar_on_a_tty_log_lines_otherwise() -> None:
 
     tty, log = Tty(), io.StringIO()
     for stream in (tty, log):
-        Progress(_FakeSpark(), stream, interval=0.01).run("decode", lambda: time.sleep(0.1))
+        Progress(SparkRunner(_FakeSpark()), stream, interval=0.01).run("decode", lambda: time.sleep(0.1))
     assert "\r\x1b[Kdecode     [###########...................] 3/8 tasks" in tty.getvalue()
     lines = log.getvalue().splitlines()
     assert lines[0].startswith("binlake ingest: decode: 3/8 tasks") and len(lines) == 2  # one line per change

@@ -15,6 +15,7 @@ import pytest
 from tests.spark.test_spark import _delta
 
 from binlake.lake.names import table_dir
+from binlake.spark.runner import SparkRunner
 from binlake.testing.mariadb import INSTALL_HINT, MariaDBServer, missing_tools
 
 pytestmark = pytest.mark.spark
@@ -69,7 +70,7 @@ def test_temporary_tables_leave_the_base_table_alone(spark: Any, mixed_server: M
     for text in (b"DROP TEMPORARY TABLE `t`", b"DROP TEMPORARY TABLE `t` /* generated", b"/*!40005 TEMPORARY */"):
         assert text in logged, text  # the statements this test is about were logged
     lake = tmp_path / "lake"
-    ingest(spark, files, str(lake))
+    ingest(SparkRunner(spark), files, str(lake))
     want = [{"id": int(i), "v": v} for i, v in server.query("SELECT id, v FROM tt.t")]
     assert _current(lake, "tt", "t") == sorted(want, key=repr)
     assert len(want) == 4
@@ -98,7 +99,7 @@ def test_a_sequence_logged_with_minimal_metadata(spark: Any, mixed_server: Maria
         server.execute("SET GLOBAL binlog_row_metadata = FULL")
     files = [str(p) for p in server.binlog_files()[first:]]
     lake = tmp_path / "lake"
-    ingest(spark, files, str(lake))
+    ingest(SparkRunner(spark), files, str(lake))
     names = ["next_not_cached_value", "minimum_value", "maximum_value", "start_value", "increment", "cache_size"]
     names += ["cycle_option", "cycle_count"]
     for table in ("s", "odd seq"):

@@ -121,13 +121,14 @@ def test_every_corpus_types_table_with_a_key_equals_the_server(
     columns of the table (binlake.columns), so the current state still equals the server.  Ingested in two
     runs, the second from the MINIMAL workload's file on, so those maps are named from the lake's history."""
     from binlake.ingest.run import ingest
+    from binlake.spark.runner import SparkRunner
 
     server = workload_binlogs.server
     lake = tmp_path / "lake"
     files = [str(p) for p in workload_binlogs.files]
     first_minimal = files.index(str(workload_binlogs.by_workload["meta_minimal"][0]))
-    ingest(spark, files[:first_minimal], str(lake))
-    ingest(spark, files, str(lake))
+    ingest(SparkRunner(spark), files[:first_minimal], str(lake))
+    ingest(SparkRunner(spark), files, str(lake))
     keyed = {
         r[0]: r[1].split(",")
         for r in server.query(

@@ -32,9 +32,10 @@ def sources(storage: Any, corpus_dir: Path) -> str:
 def one_run(spark: Any, storage: Any, sources: str) -> dict[str, Any]:
     """The lake one ingest of the sources leaves, as a snapshot, with every table's rows."""
     from binlake.ingest.run import ingest
+    from binlake.spark.runner import SparkRunner
 
     lake = storage.uri("lake")
-    ingest(spark, [sources], lake)
+    ingest(SparkRunner(spark), [sources], lake)
     return {
         "snapshot": _lake_snapshot(lake),
         "tables": {t.relative_to(locate(lake)): _rows(t) for t in _delta_tables(lake)},

@@ -1,5 +1,6 @@
-"""The work of one ingest task (a Spark executor's Python worker): decode splits and write each table's changes, the
-events and the last change of each key, as files the driver then commits (nothing is committed here).
+"""The work of one ingest task (in this process, or a Spark executor's Python worker: a
+:class:`~binlake.lake.runner.Runner` runs it): decode a split and write each table's changes, the events and the last
+change of each key, as files the driver then hands the lake (nothing is committed here).
 
 A task decodes its split with :func:`binlake.ingest.extract.decode_split` (rows left undecoded), builds each lake
 table's data columns straight from the rows events' bytes with :mod:`binlake.ingest.columnar` (the tuple path where
@@ -9,9 +10,10 @@ of :data:`FLUSH_ROWS` rows; for tables with a primary key it stages the last cha
 Files go to the lake's storage through :class:`~binlake.lake.Lake` (a local folder or an object store), and the
 task's :class:`~binlake.lake.records.TaskReport` goes back to the driver as JSON.
 
-Example (what :func:`binlake.ingest.run.ingest` runs on every partition)::
+Example (what :func:`binlake.ingest.run.ingest` runs for every split)::
 
-    reports = collect(rdd, lambda splits: write_task(splits, lake, layouts, schemas, pk, plan))
+    task = partial(write_task, lake, layouts, schemas, pk, plan)
+    reports = [TaskReport.from_json(r) for r in runner.map(task, splits)]
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import itertools
 import os
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from operator import itemgetter
@@ -31,7 +33,6 @@ import numpy as np
 import pyarrow as pa
 
 from binlake.coltypes import Column
-from binlake.errors import BinlogError
 from binlake.events.table_map import TableMapEvent
 from binlake.ingest.arrow import event_batch, safe_array, to_lake, transpose, utc_seconds
 from binlake.ingest.columnar import plan_for, table_for
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
     from binlake._columnar import Plan
 
 
-__all__ = ["FLUSH_ROWS", "TaskPlan", "collect", "write_task"]
+__all__ = ["FLUSH_ROWS", "TaskPlan", "write_task"]
 
 
 FLUSH_ROWS = 65536  # rows of one table (or events) per row group
@@ -77,25 +78,6 @@ class TaskPlan:
 
     def tracker(self, split: Split) -> SchemaTracker:
         return tracker_at(self.schema, self.ddl, split.file.seq * SEQ_FILE + split.start * SEQ_POS)
-
-
-def _guarded(reports: Iterator[TaskReport]) -> Iterator[str | BinlogError]:
-    """A task's output: each report as JSON, a BinlogError passed to the driver as a value (Spark would wrap it in
-    its own exception, losing the file and position): :func:`collect` raises it there."""
-    try:
-        for report in reports:
-            yield report.to_json()
-    except BinlogError as e:
-        yield e
-
-
-def collect(rdd: Any, task: Callable[[Iterator[Split]], Iterator[TaskReport]]) -> list[TaskReport]:
-    """Run ``task`` on every partition of ``rdd``; the reports, or the first BinlogError a task met."""
-    rows: list[str | BinlogError] = rdd.mapPartitions(lambda it: _guarded(task(it))).collect()
-    for row in rows:
-        if isinstance(row, BinlogError):
-            raise row
-    return [TaskReport.from_json(row) for row in rows if isinstance(row, str)]
 
 
 _OPS = pa.array(["insert", "update_preimage", "update_postimage", "delete"], pa.string())
@@ -305,20 +287,18 @@ def _skip_record(s: Skipped) -> SkipRecord:
 
 
 def write_task(
-    splits: Iterable[Split],
     lake: Lake,
     layouts: dict[str, Layout],
     schemas: dict[str, pa.Schema],
     pk: dict[str, list[str]],
     plan: TaskPlan,
-) -> Iterator[TaskReport]:
-    """Decode splits; write each table's changes and the events as Parquet files and the last change of each key
-    as staged Arrow files; report them (nothing is committed)."""
+    split: Split,
+) -> str:
+    """Decode ``split``; write each table's changes and the events as Parquet files and the last change of each key
+    as a staged Arrow file; the :class:`~binlake.lake.records.TaskReport` of them, as JSON (nothing is committed)."""
     renamed = {table_dir(*t) for s in plan.renames for pair in s.pairs for t in pair}
-    for split in splits:
-        with profiled(f"decode-{split.index}"), _no_cycle_collection():
-            report = _write_split(split, lake, layouts, schemas, pk, plan, renamed)
-        yield report
+    with profiled(f"decode-{split.index}"), _no_cycle_collection():
+        return _write_split(split, lake, layouts, schemas, pk, plan, renamed).to_json()
 
 
 @contextmanager

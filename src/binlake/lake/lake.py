@@ -37,6 +37,7 @@ import pyarrow as pa
 
 from binlake.errors import BinlogError
 from binlake.lake import delta, deltalog
+from binlake.lake.batch import Batch, Timer
 from binlake.lake.lease import LeaseLost, WriterLease
 from binlake.lake.names import decode_name
 from binlake.lake.records import BatchDone, BatchManifest, DataFile
@@ -128,6 +129,18 @@ class Lake:
     def write_done(self, batch: int, done: BatchDone) -> None:
         self.check()
         (self._batches / f"{batch:010d}.done").write_bytes(done.to_json().encode("utf-8"))
+
+    @contextmanager
+    def batch(self, manifest: BatchManifest, *, timed: Timer | None = None) -> Iterator[Batch]:
+        """Land batch ``manifest.batch``: the block hands the :class:`~binlake.lake.batch.Batch` what the batch
+        produced, and when it ends the lake commits that in its own order and marks the batch done
+        (:mod:`binlake.lake.batch`; ``timed`` runs each step of the commit).  A block that raises commits nothing.
+        What an interrupted attempt of the batch staged goes first."""
+        self.check()
+        self.staging(manifest.batch).delete_dir()
+        landing = Batch(self, manifest, timed)
+        yield landing
+        landing.commit()
 
     # -- the writer lease --------------------------------------------------------------------------------------
 

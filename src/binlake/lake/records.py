@@ -351,6 +351,16 @@ class BatchManifest:
     def bytes(self) -> int:
         return sum(s.end - s.start for s in self.splits)
 
+    @property
+    def outcomes(self) -> dict[str, bool]:
+        """The XA transactions the batch's statements decide: XID -> rolled back (the last outcome of each)."""
+        return {s.xid: s.rolled_back for s in self.statements if s.kind == "xa"}
+
+    @property
+    def renames(self) -> list[Statement]:
+        """The batch's ``RENAME TABLE`` statements (and ``ALTER TABLE ... RENAME``), in binlog order."""
+        return [s for s in self.statements if s.kind == "rename"]
+
     def to_json(self) -> str:
         return json.dumps(
             {

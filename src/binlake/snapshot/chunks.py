@@ -1,4 +1,4 @@
-"""One chunk of a snapshot, read and written: what each Spark task (or the driver, without Spark) does.
+"""One chunk of a snapshot, read and written: what each task of the snapshot's runner does (:func:`chunk_task`).
 
 A chunk's task opens its own connection and its own consistent snapshot (its own binlog point), reads the chunk
 as the server sends it (:func:`binlake.snapshot.server.read_chunk`), writes the rows as op ``read`` to a Parquet
@@ -21,8 +21,9 @@ Example::
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable
 from decimal import Decimal
+from functools import partial
 
 import numpy as np
 import pyarrow as pa
@@ -30,6 +31,7 @@ import pyarrow as pa
 from binlake.lake.delta import ParquetSink
 from binlake.lake.lake import Lake
 from binlake.lake.records import ChunkDone, DataFile, SnapshotChunk, SnapshotPlan, SnapshotPoint, SnapshotTable
+from binlake.lake.runner import InProcessRunner, Runner
 from binlake.lake.tables import META, META_DICTIONARY, SEQ, UTC_TS, meta_columns, seq_array
 from binlake.replication.options import ConnectionOptions
 from binlake.snapshot.server import (
@@ -42,7 +44,7 @@ from binlake.snapshot.server import (
 )
 from binlake.storage import Location
 
-__all__ = ["READ", "ChunkWriter", "chunk_record", "done_chunks", "snapshot_dir", "write_chunk"]
+__all__ = ["READ", "ChunkWriter", "chunk_record", "chunk_task", "done_chunks", "snapshot_dir", "write_chunk"]
 
 READ = "read"
 
@@ -134,10 +136,22 @@ def write_chunk(lake: Lake, plan: SnapshotPlan, chunk: SnapshotChunk, options: C
     return done
 
 
-def run_chunks(
-    lake: Lake, plan: SnapshotPlan, chunks: list[SnapshotChunk], options: ConnectionOptions, address: ServerAddress
-) -> Iterator[ChunkDone]:
-    """Read ``chunks`` one after the other in this process (the runner without Spark; ``options`` hold the
-    password, ``address`` is what a runner in other processes hands them)."""
-    for c in chunks:
-        yield write_chunk(lake, plan, c, options)
+def chunk_task(
+    lake: Lake, plan: SnapshotPlan, runner: Runner, options: ConnectionOptions, address: ServerAddress
+) -> Callable[[SnapshotChunk], str]:
+    """What ``runner`` runs for each chunk: :func:`write_chunk`, giving the :class:`~binlake.lake.records.ChunkDone`
+    record's JSON.  In this process (an :class:`~binlake.lake.runner.InProcessRunner`) it connects with ``options``
+    (their password included); a runner of other processes (Spark tasks) gets the lake's URI, the plan's JSON and
+    ``address``, without the password, which each task reads where it runs (``address.password_file`` or
+    ``$BINLAKE_PASSWORD``): nothing secret goes into a task."""
+    if isinstance(runner, InProcessRunner):
+        return partial(_chunk_here, lake, plan, options)
+    return partial(_chunk_there, lake.root.uri, plan.to_json(), address)
+
+
+def _chunk_here(lake: Lake, plan: SnapshotPlan, options: ConnectionOptions, chunk: SnapshotChunk) -> str:
+    return write_chunk(lake, plan, chunk, options).to_json()
+
+
+def _chunk_there(uri: str, plan: str, address: ServerAddress, chunk: SnapshotChunk) -> str:
+    return write_chunk(Lake(uri), SnapshotPlan.from_json(plan), chunk, address.options()).to_json()

@@ -22,10 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from binlake.ingest.live import Snapshot
+    from binlake.ingest.progress import Progress
     from binlake.lake.lake import Lake
     from binlake.metrics import Metrics, MetricsRun
     from binlake.replication.options import ConnectionOptions
     from binlake.replication.position import ResumePoint
+    from binlake.spark.runner import SparkRunner
 
 __all__ = ["add_ingest_arguments", "ingest_main"]
 
@@ -188,14 +190,16 @@ def _ingest(args: argparse.Namespace, spark: Future[Any], cores: int | None, met
     from binlake.ingest.run import ingest, summary
     from binlake.ingest.statements import ReadSpec
     from binlake.render import EXIT_ERROR, decode_options, decryptor_of, error_line
+    from binlake.spark.runner import SparkRunner
 
     if not args.sources:
         print("binlake ingest: give binlog files (SOURCE...) or a server (--host)", file=sys.stderr)
         return EXIT_ERROR
     try:
         read = ReadSpec(decode_options(args), decryptor_of(args), args.on_error)
-        result = ingest(spark, list(args.sources), args.lake, split_bytes=args.split_mb << 20,
-                        progress=Progress(spark), read=read, cores=cores, wait=args.wait,
+        runner = SparkRunner(spark)
+        result = ingest(runner, list(args.sources), args.lake, split_bytes=args.split_mb << 20,
+                        progress=Progress(runner), read=read, cores=cores, wait=args.wait,
                         lease_seconds=args.lease_seconds)  # fmt: skip
     except BinlogError as e:
         print(error_line(e), file=sys.stderr)
@@ -220,6 +224,7 @@ def _live(args: argparse.Namespace, spark: Future[Any], cores: int | None, watch
     from binlake.replication.connection import BinlogSizes
     from binlake.replication.options import connection_from_args
     from binlake.replication.position import ResumePoint
+    from binlake.spark.runner import SparkRunner
 
     if args.sources:
         print("binlake ingest: --host reads a server: give no SOURCE with it", file=sys.stderr)
@@ -228,7 +233,8 @@ def _live(args: argparse.Namespace, spark: Future[Any], cores: int | None, watch
         print("binlake ingest: --interval, --batch-mib and --chunk-rows are positive", file=sys.stderr)
         return EXIT_ERROR
     logging.basicConfig(format="binlake: %(message)s", level=logging.INFO)  # the reconnection lines
-    progress = Progress(spark)
+    runner = SparkRunner(spark)
+    progress = Progress(runner)
 
     def batch_done(r: IngestResult) -> None:
         if r.batches:
@@ -245,8 +251,8 @@ def _live(args: argparse.Namespace, spark: Future[Any], cores: int | None, watch
         sizes = BinlogSizes(options)
         watch.poll_server(sizes, sizes.close)
         read = ReadSpec(decode_options(args), decryptor_of(args), args.on_error)
-        first, again = _snapshots(args, spark, progress)
-        result = live_ingest(spark, options, args.lake, start=start, from_start=args.from_start, snapshot=first,
+        first, again = _snapshots(args, runner, progress)
+        result = live_ingest(runner, options, args.lake, start=start, from_start=args.from_start, snapshot=first,
                              snapshot_again=again, check=_snapshot_check(args), follow=args.follow,
                              interval=args.interval, batch_bytes=args.batch_mib << 20 if args.batch_mib else None,
                              split_bytes=args.split_mb << 20, progress=progress, read=read, cores=cores,
@@ -318,14 +324,13 @@ def _snapshot_check(args: argparse.Namespace) -> Callable[[Lake, ConnectionOptio
 
 
 def _snapshots(
-    args: argparse.Namespace, spark: Future[Any], progress: Any
+    args: argparse.Namespace, runner: SparkRunner, progress: Progress
 ) -> tuple[Snapshot | None, Callable[[Lake, ConnectionOptions], object] | None]:
     """The live ingest's snapshot hooks the options ask for: an empty lake's first snapshot (unless
     ``--no-snapshot``), and ``--snapshot TABLES`` taken again; their chunks are Spark tasks."""
     from binlake.errors import ReplicationError
     from binlake.replication.options import PASSWORD_ENV
     from binlake.snapshot import SnapshotSpec, snapshot_held
-    from binlake.spark.snapshot import spark_runner
 
     def spec(options: ConnectionOptions, tables: list[str], *, again: bool = False) -> SnapshotSpec:
         if options.password and args.password_file is None and PASSWORD_ENV not in os.environ:
@@ -334,8 +339,8 @@ def _snapshots(
                 f"or ${PASSWORD_ENV} (a password typed at the prompt stays in this process)"
             )
         pw = None if args.password_file is None else str(args.password_file)  # (Spark tasks read it where they run)
-        return SnapshotSpec(tables, runner=spark_runner(spark.result(), progress), password_file=pw,
-                            chunk_rows=args.chunk_rows, log=progress.log, again=again)  # fmt: skip
+        return SnapshotSpec(tables, runner=runner, password_file=pw, chunk_rows=args.chunk_rows, log=progress.log,
+                            again=again, progress=progress)  # fmt: skip
 
     def first(lake: Lake, options: ConnectionOptions) -> ResumePoint:
         return snapshot_held(options, lake, spec(options, _globs(args.tables))).point.resume_point()

@@ -1,27 +1,10 @@
 """``binlake ingest``: binlogs -> a lake of Delta tables, incrementally and exactly once.
 
-Lake layout (every name from the binlog encoded by :mod:`binlake.lake.names`; the lake is a folder or an
-object-store URI, :class:`binlake.lake.Lake`)::
-
-    LAKE/<db>/<table>/changes   one row per row change: the table's own typed columns, then _op (insert |
-                                update_preimage | update_postimage | delete), _file, _pos, _row, _gtid, _ts
-                                (commit time), _seq (decimal(38,0), binlog order across files),
-                                _rolled_back (true: its transaction ended in ROLLBACK or XA ROLLBACK; null: XA
-                                PREPAREd, outcome not seen yet; neither is applied to current), _xid (the XID of
-                                an XA PREPAREd transaction), _absent (names of the columns the row image does not
-                                hold, binlog_row_image=MINIMAL/NOBLOB; null when it holds all: a column in _absent
-                                is *unknown*, a null column not in it is SQL NULL)
-    LAKE/<db>/<table>/current   tables with a primary key: the rows as they are after the last change, + _seq, _ts
-    LAKE/_events                every event (the ``events`` view's columns)
-    LAKE/_schema_history        every distinct table map: columns, key, lake column names, where first seen
-    LAKE/_skips                 what ``--on-error skip-event|skip-transaction`` skipped (file, bytes, reason)
-    LAKE/_binlake/batches/      the plan of each batch (NNNNNNNNNN.json) and its completion mark (.done, holding
-                                the XA transactions still waiting for their outcome): binlake.lake.records
-    LAKE/_binlake/lease         the writer lease: one ingest writes a lake at a time (binlake.lake.lease)
-
-A run holds the lake's writer lease throughout (another ingest waits for it or stops) and is one or more batches.
-A batch's plan (its byte ranges and the positions reached after it) is written
-atomically before any table is touched; each table's commit carries the Delta application transaction
+It writes the lake's tables (their layout: :mod:`binlake.lake.lake`) from the binlogs' row changes, events and table
+maps, a batch at a time.  A run holds the lake's writer lease throughout (another ingest waits for it or stops) and
+is one or more batches.  A batch's plan (its byte ranges and the positions reached after it) is written atomically
+before any table is touched, its tasks run on a :class:`~binlake.lake.runner.Runner`, and the lake commits what they
+wrote (:meth:`~binlake.lake.lake.Lake.batch`); each table's commit carries the Delta application transaction
 ``(binlake-ingest, batch)``, so re-running an unfinished batch (after a kill -9 at any moment) decodes the same
 ranges and commits only to the tables that have not got it: every table ends as one clean run leaves it.  Column
 changes (ALTER TABLE) add columns to the tables (schema merge); a column whose type changes gets a second column

@@ -68,6 +68,14 @@ META = [
     ("_xid", pa.string()),
     ("_absent", pa.list_(pa.string())),
 ]
+"""The columns every change table has after the table's own, in this order: ``_op`` (``insert``, ``update_preimage``,
+``update_postimage``, ``delete``; ``read`` for a snapshot's row), ``_file``, ``_pos`` (the rows event's, or its
+TRANSACTION_PAYLOAD's), ``_row`` (the row's index in its event), ``_gtid``, ``_ts`` (the transaction's commit time),
+``_seq`` (orders every change in binlog order across files: binlake.ingest.extract), ``_rolled_back`` (true: its
+transaction ended in ROLLBACK or XA ROLLBACK; null: XA PREPAREd, its outcome not seen yet; current state applies
+neither), ``_xid`` (the XID of an XA PREPAREd transaction), ``_absent`` (the columns the row image does not hold,
+``binlog_row_image=MINIMAL/NOBLOB``; null when it holds all: a column in ``_absent`` is unknown, a null column not in
+it is SQL NULL)."""
 META_NAMES = {n for n, _ in META}
 # the META columns with few distinct values, written with Parquet dictionaries (not _gtid: one per transaction, ~50
 # rows each in the benchmark, and a dictionary of them cost 30 % of the Parquet writing for no smaller file once

@@ -222,9 +222,10 @@ def decode_split(
         if cut:  # a transaction that never ended (a damaged log): keep what is there
             yield from _closed(cut, last_ts, False)
         trx_seq = 0 if step.begins else trx_seq + 1
-        for c in group.undone(step):  # the changes since the savepoint were undone
-            if isinstance(c, Changes):
-                c.rolled_back = True
+        if step.control is not None:
+            for c in group.undone(step):  # the changes since the savepoint were undone
+                if isinstance(c, Changes):
+                    c.rolled_back = True
         if h.type_code in _FOLLOWED:
             if isinstance(ev, QueryEvent):
                 scope = temporary.statement(ev)
@@ -256,9 +257,10 @@ def decode_split(
             chunk = _changes(ev, base + pos * SEQ_POS + off, pos, trx.gtid, rows)
             if chunk is not None:
                 group.add(chunk)
-        ended = group.after(step)
-        if ended is not None:
-            yield from _closed(ended, h.timestamp, step.outcome == "rollback")
+        if step.ends:
+            ended = group.after(step)
+            if ended is not None:
+                yield from _closed(ended, h.timestamp, step.outcome == "rollback")
         last_ts = h.timestamp
     rest = group.finish()
     if rest:  # the split ends inside a transaction (a damaged or still-written file): keep what is there

@@ -359,9 +359,9 @@ def test_a_snapshot_hook_gives_an_empty_lake_its_start(spark: Any, fresh_server:
         return ResumePoint(str(file), int(pos or 0), gtid, "mariadb")
 
     batch(server, 2)
-    result = live_ingest(spark, fresh_server.options(), str(lake), snapshot=snapshot)
+    result = live_ingest(SparkRunner(spark), fresh_server.options(), str(lake), snapshot=snapshot)
     batch(server, 3)
-    again = live_ingest(spark, fresh_server.options(), str(lake), snapshot=snapshot)
+    again = live_ingest(SparkRunner(spark), fresh_server.options(), str(lake), snapshot=snapshot)
     assert len(calls) == 1 and result.batches == 1 and again.batches == 1
     rows = _delta(lake / "r" / "t" / "changes").to_pylist()
     assert {r["batch"] for r in rows} == {2, 3} and len([r for r in rows if r["_op"] == "insert"]) == 80

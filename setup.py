@@ -5,7 +5,7 @@ so that a machine without it loses only that one).
 
 The extensions are optional: without a C compiler or Python headers the build warns and installs the pure-Python
 package, which decodes the same values, only slower (``binlake.rowdecoder.ACCELERATED``,
-``binlake.spark.columnar.AVAILABLE`` and ``binlake.decoder.FRAMING`` tell which ones run; CI fails where one is not
+``binlake.ingest.columnar.AVAILABLE`` and ``binlake.decoder.FRAMING`` tell which ones run; CI fails where one is not
 built: ``tests/test_compiled.py``).
 
     pip install -e '.[test]'        # builds src/binlake/_speedups*.so, _columnar*.so and _framing*.so in place

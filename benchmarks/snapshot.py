@@ -72,10 +72,10 @@ def worker(port: int, lake: str, master: str, chunk_rows: int) -> dict[str, obje
     os.environ["BINLAKE_PASSWORD"] = PASSWORD  # the chunk readers' password (local workers inherit it)
     spec = SnapshotSpec(tables=["binlake_bench.shipment"], chunk_rows=chunk_rows)
     if master != "none":
+        from binlake.spark.runner import SparkRunner
         from binlake.spark.session import build_context
-        from binlake.spark.snapshot import spark_runner
 
-        spec = replace(spec, runner=spark_runner(build_context(master)))  # as binlake ingest --host starts it
+        spec = replace(spec, runner=SparkRunner(build_context(master)))  # as binlake ingest --host starts it
     result = take_snapshot(options, lake, spec)
     driver_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {"rows": sum(result.rows.values()), "chunks": result.chunks_read, "driver_peak_kib": driver_kib}

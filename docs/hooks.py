@@ -33,11 +33,11 @@ def help_text(command: str | None) -> str:
 
 def records_table() -> str:
     """The versioned records of a lake and of the commands' state files, with the version each is written in."""
+    from binlake.ingest.statements import SCHEMA_STATE_VERSION
     from binlake.lake.lease import LeaseRecord
     from binlake.lake.records import BatchDone, BatchManifest, ChunkDone, SnapshotPlan, Statement, TaskReport
     from binlake.render.changes.tail import TAIL_STATE_VERSION
     from binlake.replication.position import RESUME_POINT_VERSION
-    from binlake.spark.statements import SCHEMA_STATE_VERSION
     from binlake.sql.temporary import TemporaryState
 
     rows = [

@@ -14,9 +14,9 @@ from binlake.coltypes import Column
 from binlake.columns import ColumnCatalog, fits, named
 from binlake.events.query import QueryEvent
 from binlake.events.table_map import TableMapEvent
+from binlake.ingest.extract import column_info
 from binlake.reader import read_events
 from binlake.schema import SchemaTracker, TableSchema
-from binlake.spark.extract import column_info
 from binlake.values.collations import charset_name
 
 

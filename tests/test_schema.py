@@ -637,7 +637,7 @@ def test_primary_key_follows_renames_drops_and_versioning() -> None:
 
 
 def test_primary_key_survives_the_lakes_json_and_old_json_loads() -> None:
-    from binlake.spark.statements import tracker_from_json, tracker_to_json
+    from binlake.ingest.statements import tracker_from_json, tracker_to_json
 
     s = tracker_with("CREATE TABLE t (a INT, b INT, PRIMARY KEY (b, a))")
     s.execute("CREATE TABLE n (x INT)", "d")
@@ -845,7 +845,7 @@ def test_alter_table_charsets_and_convert() -> None:
 
 
 def test_charsets_survive_the_lakes_json_and_version_2_loads() -> None:
-    from binlake.spark.statements import tracker_from_json, tracker_to_json
+    from binlake.ingest.statements import tracker_from_json, tracker_to_json
 
     s = SchemaTracker()
     s.execute("CREATE DATABASE d CHARACTER SET utf8mb4")

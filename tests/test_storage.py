@@ -274,7 +274,8 @@ def _upload(files: list[Path], folder: Location) -> None:
 
 
 def test_binlogs_listed_and_read_from_s3(corpus_dir: Path, s3: tuple[str, dict[str, str]]) -> None:
-    from binlake.spark.plan import list_binlogs, plan_splits
+    from binlake.binlogs import list_binlogs
+    from binlake.ingest.plan import plan_splits
 
     local = corpus_dir / "mariadb" / "binlogs"
     names = ["corpus-bin.000004", "corpus-bin.000005", "corpus-bin.000022"]

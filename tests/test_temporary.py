@@ -315,7 +315,7 @@ def test_the_state_crosses_batches_and_splits_as_records() -> None:
     """The batch manifest keeps the schema state (tables and temporary tables), the DDL with the temporary tables of
     its session, and the temporary tables where each split starts; a task's tracker_at rebuilds them exactly.
     Records of version 1 (before temporary tables were tracked) still load."""
-    from binlake.spark.statements import Statement, tracker_at, tracker_from_json, tracker_to_json
+    from binlake.ingest.statements import Statement, tracker_at, tracker_from_json, tracker_to_json
 
     s = tracker_with(("CREATE TEMPORARY TABLE t (id INT)", (1, 7)))
     state = json.loads(json.dumps(tracker_to_json(s)))

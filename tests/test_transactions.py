@@ -19,15 +19,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.sqlgen import DB, Case, control_case, ddl_case, gap, kw, other_case
 
+from binlake.binlogs import BinlogFile
 from binlake.errors import BinlogError
 from binlake.events.base import EventType
+from binlake.ingest.extract import EventRecord, Truncate, decode_split
+from binlake.ingest.statements import ReadSpec, scan_statements
+from binlake.lake.records import Split
 from binlake.reader import header_table, read_events
 from binlake.recovery import Skipped, read_events_recovering
 from binlake.render.stats import collect
 from binlake.schema import SchemaTracker, TableSchema, TrackedColumn
-from binlake.spark.extract import EventRecord, Truncate, decode_split
-from binlake.spark.plan import BinlogFile, Split
-from binlake.spark.statements import ReadSpec, scan_statements
 from binlake.sql.lexer import MODE_ANSI_QUOTES, MODE_NO_BACKSLASH_ESCAPES
 from binlake.transactions import (
     BETWEEN_EVENTS,

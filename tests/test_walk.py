@@ -1,8 +1,8 @@
 """The header walk in C (``binlake._framing.walk``) against the Python one, and the planning and scanning built on it.
 
 Both walks must give the same headers and stop with the same error at the same position on every corpus binlog, on
-truncated and damaged copies of them, and on random bytes; :func:`~binlake.spark.plan.plan_splits` and
-:func:`~binlake.spark.statements.scan_statements` must give the same splits and statements whichever walk runs,
+truncated and damaged copies of them, and on random bytes; :func:`~binlake.ingest.plan.plan_splits` and
+:func:`~binlake.ingest.statements.scan_statements` must give the same splits and statements whichever walk runs,
 with or without a shared :class:`~binlake.reader.HeaderCache`, and the splits those of the planner before the
 header tables (``reference_plan`` below: the loop over :func:`~binlake.reader.walk_headers` it replaced).
 """
@@ -21,15 +21,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from binlake import reader
+from binlake.binlogs import BinlogFile, list_binlogs
 from binlake.crypto import load_key_file, mariadb_decryptor
 from binlake.decoder import MAGIC
 from binlake.errors import BinlogError, MalformedError, TruncatedError
 from binlake.events.base import EventType
+from binlake.ingest import plan, statements
+from binlake.ingest.plan import plan_splits
+from binlake.ingest.statements import ReadSpec, Statement, scan_statements
+from binlake.lake.records import Split
 from binlake.reader import HeaderCache, HeaderInfo, HeaderTable, header_table, walk_headers
 from binlake.schema import SchemaTracker
-from binlake.spark import plan, statements
-from binlake.spark.plan import BinlogFile, Split, list_binlogs, plan_splits
-from binlake.spark.statements import ReadSpec, Statement, scan_statements
 
 try:
     from binlake import _framing

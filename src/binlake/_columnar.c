@@ -2,7 +2,7 @@
  *
  * A Table holds growable Arrow buffers (validity bitmap, fixed-width data or int32 offsets and bytes) for the
  * target columns of one lake change table.  A Plan, built once per table layout, change kind and columns-present
- * bitmaps by binlake.spark.columnar.plan_for, says per row image (1 for insert/delete, 2 for update) and per
+ * bitmaps by binlake.ingest.columnar.plan_for, says per row image (1 for insert/delete, 2 for update) and per
  * present column how its stored value is read (a V_* kind and two parameters) and which target it feeds (-1: read,
  * checked and dropped).  Table.append(plan, rows_data) appends every image of a rows event as one output row
  * (targets no present column feeds get NULL) and returns the number of rows appended; when the bytes are malformed
@@ -11,7 +11,7 @@
  * every buffer back to where the call started, so the caller can take the tuple path for that event.
  * Table.finish() hands the buffers over as bytes and empties the table.
  *
- * The value semantics are those of binlake.values' readers followed by binlake.spark.arrow.to_lake: DATE and
+ * The value semantics are those of binlake.values' readers followed by binlake.ingest.arrow.to_lake: DATE and
  * DATETIME values datetime cannot hold (zero dates, month or day 0, the year 0, Feb 30) and the zero TIMESTAMP are
  * NULL; fields past their calendar maxima are malformed.  Layouts (Field_*::pack in sql/field.cc, decimal2bin in
  * strings/decimal.cc, my_datetime_packed_from_binary / my_timestamp_from_binary in mysys/my_time.c) are described
@@ -30,7 +30,7 @@
 
 #include "_layouts.h"
 
-/* Arrow target kinds (exported as the module's A_* constants: binlake.spark.columnar reads them there) */
+/* Arrow target kinds (exported as the module's A_* constants: binlake.ingest.columnar reads them there) */
 enum {
     A_INT64 = 1,     /* int64 */
     A_DEC128 = 2,    /* decimal128: 16-byte two's complement unscaled integer */
@@ -722,7 +722,7 @@ static PyTypeObject TableType = {
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "binlake._columnar",
-    .m_doc = "Rows-event bytes straight into Arrow column buffers (binlake.spark.columnar); A_* are the Arrow "
+    .m_doc = "Rows-event bytes straight into Arrow column buffers (binlake.ingest.columnar); A_* are the Arrow "
               "target kinds, V_* how stored values are read.",
     .m_size = -1,
 };

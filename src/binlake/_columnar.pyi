@@ -1,4 +1,4 @@
-"""Types of the compiled Arrow column builder (``_columnar.c``), used by :mod:`binlake.spark.columnar`."""
+"""Types of the compiled Arrow column builder (``_columnar.c``), used by :mod:`binlake.ingest.columnar`."""
 
 _Step = tuple[int, int, int, int]  # (vkind, target or -1, p1, p2)
 _Column = tuple[int, int, bytes | None, bytes, bytes | None]  # (length, null_count, validity, data, offsets)

@@ -30,7 +30,7 @@ the map marks no primary key, the DDL's (a sequence's row key: :attr:`~binlake.s
 
 What a value is follows from those facts alone: a string column is text in its charset when the charset is known
 and not ``binary``, else bytes (:attr:`Column.is_text <binlake.coltypes.Column.is_text>`).  The lake's column
-types (``binlake.spark.arrow.lake_type``), the row decoder (:mod:`binlake.values.strings`) and the Debezium and
+types (``binlake.ingest.arrow.lake_type``), the row decoder (:mod:`binlake.values.strings`) and the Debezium and
 SQL outputs all read it so, so a column lands with the same type and values wherever it is read.
 
 Example::

@@ -723,7 +723,7 @@ def _source_table(src: Source, start: int, stop: int | None) -> HeaderTable:
 
 class HeaderCache:
     """The header tables of the files walked last, so that planning a file and then scanning its splits
-    (:func:`binlake.spark.plan.plan_splits`, :func:`binlake.spark.statements.scan_statements`) walk its headers
+    (:func:`binlake.ingest.plan.plan_splits`, :func:`binlake.ingest.statements.scan_statements`) walk its headers
     once: :meth:`table` answers from the table of an earlier walk of the same file (same size, modification time
     and inode) that holds the range, else walks it and keeps that table.  Holds at most ``max_events`` rows (19
     bytes each), forgetting the oldest tables first.

@@ -1,6 +1,6 @@
 """Where a transaction starts and ends in a binlog, and the groups of event types that decide it: one definition
 for ``binlake stats``, the damaged-log reader (:mod:`binlake.recovery`), the ingest's planner and task decoder
-(:mod:`binlake.spark.plan`, :mod:`binlake.spark.extract`), and a replication client that must hand on whole
+(:mod:`binlake.ingest.plan`, :mod:`binlake.ingest.extract`), and a replication client that must hand on whole
 transactions and resume where the last whole one ends.
 
 The servers write a transaction as one group of events (MariaDB ``sql/log_event.h`` "event groups";
@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Generic, Literal, TypeVar
 
 from binlake.events.base import Event, EventType
 from binlake.events.rows import STMT_END_F, RowsEvent
@@ -59,6 +59,7 @@ __all__ = [
     "QUERY_EVENTS",
     "ROWS_EVENTS",
     "STATEMENT_EVENTS",
+    "Grouping",
     "Outcome",
     "Step",
     "Transactions",
@@ -67,6 +68,7 @@ __all__ = [
 ]
 
 E = EventType
+T = TypeVar("T")
 
 GTID_EVENTS = frozenset({E.GTID_LOG_EVENT, E.ANONYMOUS_GTID_LOG_EVENT, E.GTID_TAGGED_LOG_EVENT, E.GTID_EVENT})
 """Events that open a transaction (and carry its GTID)."""
@@ -337,3 +339,71 @@ class Transactions:
         if not self._begun:  # the statement of a group opened without BEGIN (DDL after its GTID)
             return self._end(pos, "commit", ctl)
         return _step(True, False, ctl=ctl)
+
+
+class Grouping(Generic[T]):
+    """The items of the transaction being read (row changes, statements), in binlog order, handed on when it ends:
+    the one grouping of events into transactions, for the change stream (:class:`binlake.changes.ChangeStream`) and
+    the ingest's tasks (:func:`binlake.ingest.extract.decode_split`), each event stepped by :class:`Transactions`.
+
+    Each event's :class:`Step` is given twice: to :meth:`before` before the event's items go in (:meth:`add`), and to
+    :meth:`after`.  :meth:`before` hands back the items of the transaction the event cuts off, one that never ended
+    (a log cut short or damaged, a transaction begun before the last one's end), and opens the one the event begins;
+    :meth:`after` hands back the items of the transaction the event ends (``step.outcome`` says how).  What to do
+    with a transaction cut off is the reader's: the change stream drops it, the ingest keeps what is there.
+    :meth:`undone` gives the items a ``ROLLBACK TO SAVEPOINT`` undoes.
+
+    >>> g, trx = Grouping[str](), Transactions()
+    >>> g.before(trx.feed(E.QUERY_EVENT, 100, 150, text="BEGIN")), g.open
+    (None, True)
+    >>> g.add("row 1"); g.after(trx.feed(E.WRITE_ROWS_EVENT, 150, 200)) is None
+    True
+    >>> g.after(trx.feed(E.XID_EVENT, 200, 231))
+    ['row 1']
+    """
+
+    __slots__ = ("_savepoints", "items", "open")
+
+    def __init__(self) -> None:
+        self.items: list[T] = []
+        self.open = False  # a transaction began (its first event was read) and has not ended or been cut off
+        self._savepoints: dict[str, int] = {}  # SAVEPOINT name -> len(items) when it was set
+
+    def before(self, step: Step) -> list[T] | None:
+        """``step`` of the next event, before its items: the items of the transaction it cuts off (``None``: none)."""
+        if step.cut is None and step.inside and not step.begins and step.control is None:
+            return None  # the common case: an event inside the open transaction
+        cut = self._take() if self.open and (step.cut is not None or step.begins or not step.inside) else None
+        if step.begins:
+            self.open = True
+        ctl = step.control
+        if ctl is not None and ctl.kind == "savepoint":
+            self._savepoints[ctl.name] = len(self.items)
+        return cut
+
+    def add(self, item: T) -> None:
+        self.items.append(item)
+
+    def undone(self, step: Step) -> list[T]:
+        """The items the ``ROLLBACK TO SAVEPOINT`` of ``step`` undoes: those since its savepoint (none for another
+        step, or a savepoint this transaction did not set)."""
+        ctl = step.control
+        at = self._savepoints.get(ctl.name) if ctl is not None and ctl.kind == "rollback_to" else None
+        return self.items[at:] if at is not None else []
+
+    def after(self, step: Step) -> list[T] | None:
+        """``step`` of the event, after its items: the transaction's items when the event ends it (``None``: it
+        does not)."""
+        return self._take() if step.ends else None
+
+    def finish(self) -> list[T] | None:
+        """The input ends here (or the open transaction is lost): the items of the transaction left open (``None``:
+        none was), and the grouping starts afresh."""
+        was = self.open
+        items = self._take()
+        return items if was else None
+
+    def _take(self) -> list[T]:
+        items, self.items, self.open = self.items, [], False
+        self._savepoints.clear()
+        return items

@@ -16,6 +16,8 @@ import pytest
 
 from binlake.coltypes import ColumnType as T
 from binlake.errors import ConnectionLostError, ReplicationError
+from binlake.ingest.arrow import lake_type
+from binlake.ingest.extract import column_info
 from binlake.lake.records import SnapshotPoint
 from binlake.replication.connection import ReplicationConnection, ServerInfo, binlog_status_statement
 from binlake.replication.definitions import SnapshotColumn
@@ -23,8 +25,6 @@ from binlake.replication.options import ConnectionOptions, Secret
 from binlake.snapshot import server as snapshot_server
 from binlake.snapshot.columns import to_column
 from binlake.snapshot.server import begin_snapshot, session_settings, snapshot_method
-from binlake.spark.arrow import lake_type
-from binlake.spark.extract import column_info
 
 UUID_A = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 UUID_B = "5d1c7a31-0f61-11ef-8a4b-0242ac120002"

@@ -7,31 +7,35 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
-from binlake.lake.lake import Lake
-from binlake.lake.records import ChunkDone, SnapshotChunk, SnapshotPlan
+from binlake.lake.runner import InProcessRunner
 from binlake.replication import ConnectionOptions
 from binlake.replication.options import read_password
 from binlake.snapshot import SnapshotSpec, take_snapshot
-from binlake.snapshot.chunks import run_chunks
-from binlake.snapshot.server import ServerAddress
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
-def slow(
-    lake: Lake, plan: SnapshotPlan, chunks: list[SnapshotChunk], options: ConnectionOptions, address: ServerAddress
-) -> Iterator[ChunkDone]:
-    delay = float(os.environ.get("BINLAKE_SNAPSHOT_DELAY", "0"))
-    for done in run_chunks(lake, plan, chunks, options, address):
-        yield done
-        time.sleep(delay)
+class Slow(InProcessRunner):
+    """The chunks one after the other in this process, ``$BINLAKE_SNAPSHOT_DELAY`` seconds apart."""
+
+    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        delay = float(os.environ.get("BINLAKE_SNAPSHOT_DELAY", "0"))
+        out = []
+        for item in items:
+            out.append(fn(item))
+            time.sleep(delay)
+        return out
 
 
 def main(port: int, password_file: str, lake: str) -> int:
     password = read_password(Path(password_file), user="snap", host="127.0.0.1")
     options = ConnectionOptions("127.0.0.1", "snap", 7778, port, password, timeout=30.0)
-    take_snapshot(options, lake, SnapshotSpec(runner=slow, password_file=password_file, chunk_rows=10_000, log=print))
+    take_snapshot(options, lake, SnapshotSpec(runner=Slow(), password_file=password_file, chunk_rows=10_000, log=print))
     return 0
 
 

@@ -30,11 +30,12 @@ def charset_server() -> Iterator[tuple[MariaDBServer, CharsetBinlog]]:
 def test_lake_lands_every_code_of_every_charset(
     spark: Any, charset_server: tuple[MariaDBServer, CharsetBinlog], tmp_path: Path
 ) -> None:
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
+    from binlake.spark.runner import SparkRunner
 
     data = charset_server[1]
     lake = tmp_path / "lake"
-    ingest(spark, [str(f) for f in data.files], str(lake))
+    ingest(SparkRunner(spark), [str(f) for f in data.files], str(lake))
     tables = {
         name: {r["id"]: r for r in _delta(lake / "charset_codes" / name / "current").to_pylist()}
         for name in ("codes", "names", "surrogates")

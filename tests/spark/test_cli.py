@@ -1,5 +1,5 @@
 """``binlake ingest`` as a command (the JVM started in a thread while the driver plans: ``ingest`` given a Future
-of the session), and :func:`binlake.spark.ingest.ingest` given one that is not ready yet."""
+of the session), and :func:`binlake.ingest.run.ingest` given one that is not ready yet."""
 
 from __future__ import annotations
 
@@ -24,9 +24,10 @@ pytest.importorskip("pyspark")
 pytest.importorskip("deltalake")
 
 from binlake.errors import BinlogError
+from binlake.ingest.progress import Progress
+from binlake.ingest.run import MIN_SPLIT_BYTES, _balanced, ingest
 from binlake.lake import Lake
-from binlake.spark.ingest import MIN_SPLIT_BYTES, _balanced, ingest
-from binlake.spark.progress import Progress
+from binlake.spark.runner import SparkRunner
 from binlake.spark.session import context_of, local_cores
 
 REPO = Path(__file__).resolve().parents[2]
@@ -211,8 +212,8 @@ def test_ingest_plans_while_the_session_starts(spark: Any, tmp_path: Path) -> No
             seen.append((text, starting.done()))
             super().log(text)
 
-    progress = Watched(starting, io.StringIO())
-    result = ingest(starting, [str(EXAMPLE)], str(tmp_path / "lake"), progress=progress, cores=2)
+    progress = Watched(SparkRunner(starting), io.StringIO())
+    result = ingest(SparkRunner(starting), [str(EXAMPLE)], str(tmp_path / "lake"), progress=progress, cores=2)
     timer.join()
     assert sum(result.changes.values()) == 866
     assert [t.split(":")[0] for t, _ in seen[:2]] == ["plan", "scan"]
@@ -221,7 +222,7 @@ def test_ingest_plans_while_the_session_starts(spark: Any, tmp_path: Path) -> No
     current = Lake(tmp_path / "lake").read(Lake(tmp_path / "lake").current("shop/customers"))
     assert current is not None and current.num_rows == 119
     with pytest.raises(BinlogError, match="no such file"):
-        ingest(starting, [str(tmp_path / "nothing*")], str(tmp_path / "lake2"), cores=1)
+        ingest(SparkRunner(starting), [str(tmp_path / "nothing*")], str(tmp_path / "lake2"), cores=1)
 
 
 def test_local_cores() -> None:
@@ -262,7 +263,7 @@ def test_a_snapshot_needs_a_password_its_tasks_can_read(monkeypatch: pytest.Monk
     args = argparse.Namespace(snapshot=None, no_snapshot=False, tables=None, password_file=None, chunk_rows=1000)
     unused: Future[Any] = Future()  # Spark is never asked for: the refusal comes first
     unused.set_exception(AssertionError("the snapshot asked for Spark before checking the password"))
-    first, again = _snapshots(args, unused, Progress(None, io.StringIO()))
+    first, again = _snapshots(args, SparkRunner(unused), Progress(None, io.StringIO()))
     assert first is not None and again is None
     options = ConnectionOptions(host="127.0.0.1", user="repl", server_id=7, password=Secret("typed-at-prompt"))
     with pytest.raises(ReplicationError, match="--password-file or \\$BINLAKE_PASSWORD") as err:

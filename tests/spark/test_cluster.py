@@ -45,12 +45,13 @@ def binlogs(corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def local_lake(spark: Any, binlogs: Path, corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
     """The corpus ingested on the session's local[2], as a snapshot."""
     from binlake.crypto import load_key_file, mariadb_decryptor
-    from binlake.spark.ingest import ingest
-    from binlake.spark.statements import ReadSpec
+    from binlake.ingest.run import ingest
+    from binlake.ingest.statements import ReadSpec
+    from binlake.spark.runner import SparkRunner
 
     lake = tmp_path_factory.mktemp("local") / "lake"
     read = ReadSpec(decryptor=mariadb_decryptor(load_key_file(corpus_dir / "workloads" / "keys.txt")))
-    ingest(spark, [str(binlogs)], str(lake), read=read)
+    ingest(SparkRunner(spark), [str(binlogs)], str(lake), read=read)
     return _lake_snapshot(lake)
 
 

@@ -28,6 +28,7 @@ from tests.spark.test_ingest_host import run_live
 from tests.spark.test_spark import _delta
 
 from binlake.lake.names import table_dir
+from binlake.spark.runner import SparkRunner
 from binlake.testing.mariadb import INSTALL_HINT, MariaDBServer, missing_tools
 
 pytestmark = [pytest.mark.spark]
@@ -97,11 +98,11 @@ def _as_lake(v: Any) -> Any:
 
 
 def test_full_minimal_and_no_log_land_the_same_lake(spark: Any, written: Any, tmp_path: Path) -> None:
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
 
     server, files = written
     lake = tmp_path / "lake"
-    ingest(spark, [str(files[m]) for m in METADATA], str(lake))
+    ingest(SparkRunner(spark), [str(files[m]) for m in METADATA], str(lake))
     schemas = {}
     for meta in METADATA:
         db = f"m_{meta.lower()}"
@@ -176,15 +177,15 @@ def test_the_sakila_55_binlog_lands_named_with_a_current_state(spark: Any, corpu
     sakila``): its tables land with their real names and types and a current state, with or without ``--schema``
     (a schema file that says the same)."""
     from binlake.events.context import DecodeOptions
-    from binlake.spark.ingest import ingest
-    from binlake.spark.statements import ReadSpec
+    from binlake.ingest.run import ingest
+    from binlake.ingest.statements import ReadSpec
 
     [path] = (corpus_dir / "mysql").glob("*/mysql-bin.sakila")
     seed = "USE sakila; CREATE TABLE actor (actor_id SMALLINT UNSIGNED NOT NULL, first_name VARCHAR(45) NOT NULL,"
     seed += " last_name VARCHAR(45) NOT NULL, last_update TIMESTAMP NOT NULL, PRIMARY KEY (actor_id)) CHARSET=utf8;"
     for n, read in enumerate((ReadSpec(), ReadSpec(DecodeOptions(schema_sql=seed)))):
         lake = tmp_path / f"lake{n}"
-        ingest(spark, [str(path)], str(lake), read=read)
+        ingest(SparkRunner(spark), [str(path)], str(lake), read=read)
         actor = _delta(lake / table_dir("sakila", "actor") / "current")
         assert [(f.name, str(f.type)) for f in actor.schema if not f.name.startswith("_")] == [
             ("actor_id", "int64"),

@@ -1,4 +1,4 @@
-"""The compiled columnar builder (``binlake.spark.columnar`` over ``_columnar.c``) against the tuple path of
+"""The compiled columnar builder (``binlake.ingest.columnar`` over ``_columnar.c``) against the tuple path of
 ``binlake ingest``: row images decoded to tuples, transposed, converted by ``to_lake`` a column at a time.
 
 * Real binlogs: every rows event of the MariaDB corpus and of the test workloads whose layout the builder takes
@@ -35,10 +35,10 @@ from binlake.coltypes import Column  # noqa: E402
 from binlake.coltypes import ColumnType as T  # noqa: E402
 from binlake.errors import BinlogError  # noqa: E402
 from binlake.events.rows import RowsEvent  # noqa: E402
+from binlake.ingest import columnar  # noqa: E402
+from binlake.ingest.arrow import lake_type, to_lake, transpose  # noqa: E402
 from binlake.reader import read_events  # noqa: E402
 from binlake.rowdecoder import row_decoder  # noqa: E402
-from binlake.spark import columnar  # noqa: E402
-from binlake.spark.arrow import lake_type, to_lake, transpose  # noqa: E402
 from binlake.testing.mariadb import WorkloadBinlogs  # noqa: E402
 
 pytestmark = pytest.mark.skipif(

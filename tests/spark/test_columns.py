@@ -19,11 +19,11 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from binlake.ingest.arrow import SEQ, _converter, to_lake  # noqa: E402
+from binlake.ingest.statements import SEQ_FILE, SEQ_POS  # noqa: E402
 from binlake.lake import current as current_module  # noqa: E402
 from binlake.lake.current import last_of_keys, merge_current  # noqa: E402
 from binlake.lake.tables import seq_array  # noqa: E402
-from binlake.spark.arrow import SEQ, _converter, to_lake  # noqa: E402
-from binlake.spark.statements import SEQ_FILE, SEQ_POS  # noqa: E402
 from binlake.values.row import ABSENT  # noqa: E402
 
 
@@ -137,30 +137,6 @@ def test_last_of_keys_by_bucket_and_by_one_group_by(keys: list[int], kind: str) 
 # -- the columnar builder and the tuple path, mixed within one table -----------------------------------------------
 
 
-class _LocalRDD:
-    """Just enough of an RDD for ``ingest``'s tasks to run in this process (no JVM): its partitions in order."""
-
-    def __init__(self, items: list[Any]) -> None:
-        self.items = items
-
-    def mapPartitions(self, f: Any) -> _LocalRDD:
-        return _LocalRDD([out for item in self.items for out in f(iter([item]))])
-
-    def collect(self) -> list[Any]:
-        return self.items
-
-
-class _LocalContext:
-    defaultParallelism = 2
-
-    def parallelize(self, items: list[Any], slices: int) -> _LocalRDD:
-        return _LocalRDD(list(items))
-
-
-class _LocalSpark:
-    sparkContext = _LocalContext()
-
-
 _MIXED_FILES = ["corpus-bin.000002", "corpus-bin.000004", "corpus-bin.000005", "corpus-bin.000006"]
 _MIXED_FILES += ["corpus-bin.000008", "corpus-bin.000012", "corpus-bin.000013"]
 
@@ -170,11 +146,12 @@ def _local_lake(corpus_dir: Any, lake: Any) -> dict[str, list[tuple[Any, ...]]]:
 
     from tests.spark.test_spark import _lake_snapshot
 
-    from binlake.spark.ingest import ingest
-    from binlake.spark.progress import Progress
+    from binlake.ingest.progress import Progress
+    from binlake.ingest.run import ingest
+    from binlake.lake.runner import InProcessRunner
 
     files = [str(corpus_dir / "mariadb" / "binlogs" / n) for n in _MIXED_FILES]
-    ingest(_LocalSpark(), files, str(lake), progress=Progress(None, io.StringIO()), split_bytes=64 << 10)
+    ingest(InProcessRunner(), files, str(lake), progress=Progress(None, io.StringIO()), split_bytes=64 << 10)
     return _lake_snapshot(lake, ignore=frozenset({"batch"}))
 
 
@@ -185,7 +162,7 @@ def test_columnar_and_tuple_paths_make_the_same_lake_in_any_mix(
     built by the columnar builder where it can (the usual way), by the tuple path alone, and with every other
     rows event of a table forced onto the tuple path (runs of both kinds interleaved inside one Parquet file):
     three identical lakes."""
-    from binlake.spark import columnar, tasks
+    from binlake.ingest import columnar, tasks
 
     if not columnar.AVAILABLE:
         pytest.skip("binlake._columnar is not built (or BINLAKE_PURE_PYTHON is set): one path only")
@@ -224,9 +201,10 @@ def test_columnar_and_tuple_paths_agree_on_every_mysql_corpus_file(
     from tests.spark.test_spark import _lake_snapshot
 
     from binlake.errors import BinlogError
-    from binlake.spark import columnar, tasks
-    from binlake.spark.ingest import ingest
-    from binlake.spark.progress import Progress
+    from binlake.ingest import columnar, tasks
+    from binlake.ingest.progress import Progress
+    from binlake.ingest.run import ingest
+    from binlake.lake.runner import InProcessRunner
 
     if not columnar.AVAILABLE:
         pytest.skip("binlake._columnar is not built (or BINLAKE_PURE_PYTHON is set): one path only")
@@ -250,7 +228,7 @@ def test_columnar_and_tuple_paths_agree_on_every_mysql_corpus_file(
             monkeypatch.setattr(tasks, "table_for", table_for)
             lake = tmp_path / f"{n}-{mode}"
             try:
-                ingest(_LocalSpark(), [str(path)], str(lake), progress=Progress(None, io.StringIO()))
+                ingest(InProcessRunner(), [str(path)], str(lake), progress=Progress(None, io.StringIO()))
                 lakes.append(_lake_snapshot(lake, ignore=frozenset({"batch"})))
             except BinlogError as e:
                 lakes.append(("error", e.pos, type(e).__name__))

@@ -62,8 +62,9 @@ def _reference(corpus: Path, name: str) -> tuple[Counter[Key], int | None]:
 def all_lake(spark: Any, corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One ingest of corpus-bin.000001 ... 000015 and the encrypted 000022 (with the corpus' key file)."""
     from binlake.crypto import load_key_file, mariadb_decryptor
-    from binlake.spark.ingest import ingest
-    from binlake.spark.statements import ReadSpec
+    from binlake.ingest.run import ingest
+    from binlake.ingest.statements import ReadSpec
+    from binlake.spark.runner import SparkRunner
 
     links = tmp_path_factory.mktemp("all-links")
     for n in (*FILES, ENCRYPTED):
@@ -71,7 +72,11 @@ def all_lake(spark: Any, corpus_dir: Path, tmp_path_factory: pytest.TempPathFact
     lake = tmp_path_factory.mktemp("all-lake") / "lake"
     keys = load_key_file(corpus_dir / "workloads" / "keys.txt")
     result = ingest(
-        spark, [str(links)], str(lake), split_bytes=256 << 10, read=ReadSpec(decryptor=mariadb_decryptor(keys))
+        SparkRunner(spark),
+        [str(links)],
+        str(lake),
+        split_bytes=256 << 10,
+        read=ReadSpec(decryptor=mariadb_decryptor(keys)),
     )
     assert result.batches == 1 and result.files == len(FILES) + 1
     return lake

@@ -22,11 +22,12 @@ import pytest
 from tests.spark.test_spark import _lake_snapshot
 
 from binlake.errors import BinlogHistoryError
+from binlake.ingest.progress import Progress
+from binlake.ingest.run import IngestResult, _run_batch, ingest
+from binlake.ingest.statements import ReadSpec
 from binlake.lake.lake import Lake
 from binlake.lake.records import BatchManifest
-from binlake.spark.ingest import IngestResult, _run_batch, ingest
-from binlake.spark.progress import Progress
-from binlake.spark.statements import ReadSpec
+from binlake.spark.runner import SparkRunner
 
 pytestmark = pytest.mark.spark
 
@@ -38,8 +39,8 @@ IGNORE = frozenset({"batch"})  # _schema_history's batch numbers: a lake landed 
 
 def _run(spark: Any, source: Path, lake: Path) -> tuple[IngestResult, str]:
     """``binlake ingest SOURCE --lake LAKE``: what it did, and its log."""
-    log = io.StringIO()
-    return ingest(spark, [str(source)], str(lake), progress=Progress(spark, log)), log.getvalue()
+    log, runner = io.StringIO(), SparkRunner(spark)
+    return ingest(runner, [str(source)], str(lake), progress=Progress(runner, log)), log.getvalue()
 
 
 @pytest.fixture(scope="module")
@@ -161,7 +162,8 @@ def _stuck_lake(spark: Any, tmp_path: Path, cut: int) -> tuple[Path, Lake]:
     with lake.writing():
         (batches / "0000000001.json").write_bytes(kept["0000000001.json"].encode())
         first = BatchManifest.from_json(kept["0000000001.json"])
-        _run_batch(spark, lake, first, Progress(spark, io.StringIO()), IngestResult(), ReadSpec())
+        runner = SparkRunner(spark)
+        _run_batch(runner, lake, first, Progress(runner, io.StringIO()), IngestResult(), ReadSpec())
         (batches / "0000000001.done").write_bytes(kept["0000000001.done"].encode())
         (batches / "0000000002.json").write_bytes(kept["0000000002.json"].encode())
     changes = lake.read(lake.changes("shop/orders"))

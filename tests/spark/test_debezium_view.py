@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
+from binlake.binlogs import list_binlogs
 from binlake.changes import ChangeStream, FileSource
+from binlake.ingest.plan import plan_splits
 from binlake.render.changes.debezium import DebeziumEncoder, DebeziumOptions, ValueModes
 from binlake.spark.datasource import read_split
-from binlake.spark.plan import list_binlogs, plan_splits
 
 pytestmark = pytest.mark.spark
 

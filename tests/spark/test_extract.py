@@ -1,4 +1,4 @@
-"""What the task decoder (binlake.spark.extract) reads from statements: which tables a statement empties without
+"""What the task decoder (binlake.ingest.extract) reads from statements: which tables a statement empties without
 row events.  No Spark needed."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ class _Query:
     ],
 )
 def test_statements_that_empty_tables(query: str, want: list[tuple[str, str]]) -> None:
-    from binlake.spark.extract import _truncates
+    from binlake.ingest.extract import _truncates
     from binlake.sql.statements import NO_TEMPORARY
 
     got = _truncates(_Query(query), 7, 4, None, NO_TEMPORARY)
@@ -49,7 +49,7 @@ def test_statements_that_empty_tables(query: str, want: list[tuple[str, str]]) -
 )
 def test_statements_on_a_temporary_table_empty_no_base_table(query: str, want: list[tuple[str, str]]) -> None:
     """In a session whose temporary table d.t shadows the base table d.t."""
-    from binlake.spark.extract import _truncates
+    from binlake.ingest.extract import _truncates
     from binlake.sql.statements import Scope
 
     got = _truncates(_Query(query), 7, 4, None, Scope.of([("d", "t")]))

@@ -29,12 +29,13 @@ from tests.replication import conftest as replication
 from tests.replication.conftest import PASSWORD, ReplServer, batch
 from tests.spark.test_spark import _delta, _lake_snapshot
 
+from binlake.binlogs import list_binlogs
+from binlake.ingest.run import resume_after
 from binlake.lake.lake import Lake
 from binlake.lake.names import decode_name
 from binlake.lake.records import Split
 from binlake.replication.position import ResumePoint
-from binlake.spark.ingest import resume_after
-from binlake.spark.plan import list_binlogs
+from binlake.spark.runner import SparkRunner
 from binlake.storage import locate
 from binlake.testing.mariadb import MariaDBServer, run_workloads
 
@@ -116,7 +117,7 @@ def rounds(server: MariaDBServer, stop: threading.Event) -> int:
 
 
 def test_live_ingest_is_exactly_once_across_sigkills(spark: Any, fresh_server: ReplServer, tmp_path: Path) -> None:
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
 
     server, lake = fresh_server.server, tmp_path / "lake"
     server.execute(KEYED)
@@ -170,7 +171,7 @@ def test_live_ingest_is_exactly_once_across_sigkills(spark: Any, fresh_server: R
     # (a) the same lake as one ingest of the server's own files
     files = server.binlog_files()
     assert [f.name for f in files] == sorted(p.name for p in (lake / "_binlogs").iterdir())
-    ingest(spark, [str(f) for f in files], str(tmp_path / "files"))
+    ingest(SparkRunner(spark), [str(f) for f in files], str(tmp_path / "files"))
     ours, theirs = _lake_snapshot(lake), _lake_snapshot(tmp_path / "files")
     ours.pop("_schema_history"), theirs.pop("_schema_history")  # (it says which batch first saw each table map)
     assert sorted(ours) == sorted(theirs) and len(ours) > 20
@@ -266,7 +267,7 @@ def assert_current_equals_select(server: MariaDBServer, db: str, table: str, lak
 def test_no_follow_run_into_an_object_store(
     spark: Any, fresh_server: ReplServer, s3_server: Any, tmp_path: Path
 ) -> None:
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
 
     server = fresh_server.server
     server.execute(KEYED)
@@ -286,7 +287,7 @@ def test_no_follow_run_into_an_object_store(
     try:
         copies = sorted(e.location.name for e in (locate(lake) / "_binlogs").list())
         assert copies == [f.name for f in server.binlog_files()]
-        ingest(spark, [str(f) for f in server.binlog_files()], str(tmp_path / "files"))
+        ingest(SparkRunner(spark), [str(f) for f in server.binlog_files()], str(tmp_path / "files"))
         ours, theirs = _lake_snapshot(lake), _lake_snapshot(tmp_path / "files")
         assert ours["r/t/changes"] == theirs["r/t/changes"] and len(ours["r/t/changes"]) > 400
         assert ours["r/t/current"] == theirs["r/t/current"]
@@ -344,7 +345,7 @@ def test_resume_after_follows_the_gtid_state_file_by_file(corpus_dir: Path) -> N
 def test_a_snapshot_hook_gives_an_empty_lake_its_start(spark: Any, fresh_server: ReplServer, tmp_path: Path) -> None:
     """The snapshot of an empty lake (the snapshot issue's function) is called once, with the lake's lease held, and
     the stream starts at the point it returns: the changes before it are not landed, those after it are."""
-    from binlake.spark.live import live_ingest
+    from binlake.ingest.live import live_ingest
 
     server, lake = fresh_server.server, tmp_path / "lake"
     batch(server, 1)
@@ -358,9 +359,9 @@ def test_a_snapshot_hook_gives_an_empty_lake_its_start(spark: Any, fresh_server:
         return ResumePoint(str(file), int(pos or 0), gtid, "mariadb")
 
     batch(server, 2)
-    result = live_ingest(spark, fresh_server.options(), str(lake), snapshot=snapshot)
+    result = live_ingest(SparkRunner(spark), fresh_server.options(), str(lake), snapshot=snapshot)
     batch(server, 3)
-    again = live_ingest(spark, fresh_server.options(), str(lake), snapshot=snapshot)
+    again = live_ingest(SparkRunner(spark), fresh_server.options(), str(lake), snapshot=snapshot)
     assert len(calls) == 1 and result.batches == 1 and again.batches == 1
     rows = _delta(lake / "r" / "t" / "changes").to_pylist()
     assert {r["batch"] for r in rows} == {2, 3} and len([r for r in rows if r["_op"] == "insert"]) == 80

@@ -88,11 +88,11 @@ def test_live_ingest_metrics(spark: Any, fresh_server: ReplServer, tmp_path: Pat
 def test_a_batch_behind_the_stream_reads_the_first_event_it_has_not_landed(tmp_path: Path) -> None:
     """The commit stage's lag after a batch that ends before the stream: the age of the mirror's first event past the
     batch's resume point (in the same file, or, at a file's end, the next file's first), read from the copy."""
+    from binlake.ingest.live import tell_batches
+    from binlake.ingest.run import IngestResult
     from binlake.metrics import Recorder
     from binlake.reader import header_table
     from binlake.replication.position import ResumePoint
-    from binlake.spark.ingest import IngestResult
-    from binlake.spark.live import tell_batches
     from binlake.storage import locate
 
     example = (REPO / "examples" / "example-bin.000001").read_bytes()

@@ -19,6 +19,7 @@ from tests.server import _oracle
 from tests.spark.test_spark import _delta
 
 from binlake.lake.names import table_dir
+from binlake.spark.runner import SparkRunner
 
 pytestmark = pytest.mark.spark
 
@@ -37,7 +38,7 @@ def oracle() -> Iterator[_oracle.Oracle]:
 
 
 def test_lake_current_state_equals_select(spark: Any, oracle: _oracle.Oracle, tmp_path: Path) -> None:
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
 
     runs: list[_oracle.Run] = []
     names = (f"lake{i:05d}" for i in itertools.count(1))
@@ -53,7 +54,7 @@ def test_lake_current_state_equals_select(spark: Any, oracle: _oracle.Oracle, tm
 
     write()
     lake = tmp_path / "lake"
-    ingest(spark, [str(r.binlog) for r in runs], str(lake))
+    ingest(SparkRunner(spark), [str(r.binlog) for r in runs], str(lake))
     differences: list[_oracle.Difference] = []
     for run in runs:
         tally.add_table(run.table)
@@ -70,7 +71,7 @@ def test_issue_tables_land_with_every_sign_and_charset(spark: Any, oracle: _orac
     in its change table and current state with every value as ``SELECT`` gives it (MINIMAL and NO_LOG maps are
     named, signed, given their charsets and ENUM members from the DDL: issue 21), and NO_LOG binary columns
     padded as ``SELECT`` shows them."""
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
 
     server = oracle.server
     files = []
@@ -80,7 +81,7 @@ def test_issue_tables_land_with_every_sign_and_charset(spark: Any, oracle: _orac
         server.execute(f"CREATE DATABASE issue_{meta.lower()}; USE issue_{meta.lower()}; {_oracle.SETUP}; {BINARIES}")
     server.execute("SET GLOBAL binlog_row_metadata = FULL; FLUSH BINARY LOGS")
     lake = tmp_path / "lake"
-    ingest(spark, files, str(lake))
+    ingest(SparkRunner(spark), files, str(lake))
     for meta in ("FULL", "MINIMAL", "NO_LOG"):
         db = f"issue_{meta.lower()}"
         for view in ("current", "changes"):

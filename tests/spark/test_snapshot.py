@@ -238,9 +238,9 @@ def test_snapshot_then_stream_equals_the_server(spark: Any, seeded: MariaDBServe
     """Parallel chunk tasks (Spark, each on its own connection and snapshot) while a workload writes; the chunks
     read before the last one's point are brought forward from the binlog; then the file ingest of the server's
     binlogs goes on from the snapshot's point."""
+    from binlake.ingest.run import ingest
     from binlake.snapshot import SnapshotSpec, take_snapshot
-    from binlake.spark.ingest import ingest
-    from binlake.spark.snapshot import spark_runner
+    from binlake.spark.runner import SparkRunner
 
     server, lake = seeded, tmp_path / "lake"
     lines: list[str] = []
@@ -249,7 +249,7 @@ def test_snapshot_then_stream_equals_the_server(spark: Any, seeded: MariaDBServe
             _options(server),
             str(lake),
             SnapshotSpec(
-                runner=spark_runner(spark), password_file=_password_file(tmp_path), chunk_rows=CHUNK, log=lines.append
+                runner=SparkRunner(spark), password_file=_password_file(tmp_path), chunk_rows=CHUNK, log=lines.append
             ),
         )
     assert writer.n > 20
@@ -257,7 +257,7 @@ def test_snapshot_then_stream_equals_the_server(spark: Any, seeded: MariaDBServe
     assert result.rows["s.big"] > BIG * 0.9 and result.chunks_read >= BIG // CHUNK
     assert any("s.big: about" in line for line in lines) and any("rows landed" in line for line in lines)
     files = [str(f) for f in server.binlog_files()]
-    ingest(spark, files, str(lake))
+    ingest(SparkRunner(spark), files, str(lake))
 
     _check_all(server, lake)
 
@@ -277,10 +277,10 @@ def test_snapshot_columns_are_the_table_maps(seeded: MariaDBServer) -> None:
     workload logged (so a snapshot's lake columns are the stream's): every fact of every column of every table
     whose last map agrees in column count with it."""
     from binlake.events.table_map import TableMapEvent
+    from binlake.ingest.arrow import column_info, lake_type
     from binlake.reader import read_events
     from binlake.snapshot.columns import to_column
     from binlake.snapshot.server import connect, describe_tables, select_tables
-    from binlake.spark.arrow import column_info, lake_type
 
     last: dict[tuple[str, str], TableMapEvent] = {}
     for f in sorted(seeded.base_dir.glob("workload-binlogs/*")):
@@ -377,20 +377,20 @@ def test_tables_snapshotted_again_while_the_stream_goes_on(spark: Any, seeded: M
     """A lake the stream writes: chosen keyed tables snapshotted again (writes going on), the stream resumed from
     where it was: every table still equals the server; a table without a key is refused."""
     from binlake.errors import BinlogError
+    from binlake.ingest.run import ingest
     from binlake.snapshot import SnapshotSpec, take_snapshot
-    from binlake.spark.ingest import ingest
-    from binlake.spark.snapshot import spark_runner
+    from binlake.spark.runner import SparkRunner
 
     server, lake = seeded, tmp_path / "lake"
     take_snapshot(_options(server), str(lake), SnapshotSpec(chunk_rows=CHUNK * 2))
-    ingest(spark, [str(f) for f in server.binlog_files()], str(lake))
+    ingest(SparkRunner(spark), [str(f) for f in server.binlog_files()], str(lake))
     with _writes(server):
-        spec = SnapshotSpec(["s.big", "s.kinds"], None, spark_runner(spark), _password_file(tmp_path), CHUNK)
+        spec = SnapshotSpec(["s.big", "s.kinds"], None, SparkRunner(spark), _password_file(tmp_path), CHUNK)
         again = take_snapshot(_options(server), str(lake), replace(spec, again=True))
     assert again.batch > 1 and set(again.rows) == {"s.big", "s.kinds"} and again.reconciled > 0
     with pytest.raises(BinlogError, match="without a primary key"):
         take_snapshot(_options(server), str(lake), SnapshotSpec(["s.nopk"], again=True))
-    ingest(spark, [str(f) for f in server.binlog_files()], str(lake))
+    ingest(SparkRunner(spark), [str(f) for f in server.binlog_files()], str(lake))
     _check_all(server, lake)
 
 

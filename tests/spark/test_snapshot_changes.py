@@ -5,21 +5,21 @@ process (a runner that fires them after the first chunk)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from tests.spark.test_snapshot import _compare_keyed
 
 from binlake.errors import TableChangedError
-from binlake.lake.lake import Lake
-from binlake.lake.records import ChunkDone, SnapshotChunk, SnapshotPlan
+from binlake.lake.runner import InProcessRunner
 from binlake.replication import ConnectionOptions, Secret
 from binlake.snapshot import SnapshotSpec, take_snapshot
-from binlake.snapshot.chunks import run_chunks
-from binlake.snapshot.server import ServerAddress
 from binlake.testing.mariadb import INSTALL_HINT, MariaDBServer, missing_tools
 
+T = TypeVar("T")
+R = TypeVar("R")
 PASSWORD = "Snap-change-pw-5"
 ROWS = 5_000
 SEED = f"""
@@ -41,27 +41,33 @@ def server() -> Iterator[MariaDBServer]:
         yield s
 
 
-def _firing(statements: Callable[[int], str | None], server: MariaDBServer) -> tuple[list[int], object]:
-    """A runner that reads the chunks in this process and, after the first chunk of each attempt, runs
-    ``statements(attempt)`` on the server (nothing when it gives ``None``); and the list of attempts."""
-    attempts: list[int] = []
+class _Firing(InProcessRunner):
+    """Reads the chunks in this process and, after the first chunk of each attempt, runs ``statements(attempt)`` on
+    the server (nothing when it gives ``None``); :attr:`attempts` lists the attempts."""
 
-    def run(
-        lake: Lake, plan: SnapshotPlan, chunks: list[SnapshotChunk], options: ConnectionOptions, a: ServerAddress
-    ) -> Iterable[ChunkDone]:
-        attempts.append(len(attempts) + 1)
-        for i, done in enumerate(run_chunks(lake, plan, chunks, options, a)):
-            yield done
-            sql = statements(attempts[-1]) if i == 0 else None
+    def __init__(self, statements: Callable[[int], str | None], server: MariaDBServer) -> None:
+        self.statements, self.server = statements, server
+        self.attempts: list[int] = []
+
+    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        self.attempts.append(len(self.attempts) + 1)
+        out = []
+        for i, item in enumerate(items):
+            out.append(fn(item))
+            sql = self.statements(self.attempts[-1]) if i == 0 else None
             if sql:
-                server.execute(sql)
+                self.server.execute(sql)
+        return out
 
-    return attempts, run
+
+def _firing(statements: Callable[[int], str | None], server: MariaDBServer) -> tuple[list[int], _Firing]:
+    runner = _Firing(statements, server)
+    return runner.attempts, runner
 
 
-def _snapshot(server: MariaDBServer, lake: Path, runner: object, log: list[str]) -> None:
+def _snapshot(server: MariaDBServer, lake: Path, runner: _Firing, log: list[str]) -> None:
     options = ConnectionOptions("127.0.0.1", "snap", 7001, server.port, Secret(PASSWORD), timeout=30.0)
-    spec = SnapshotSpec(tables=["d.*"], chunk_rows=1_000, runner=runner, log=log.append)  # type: ignore[arg-type]
+    spec = SnapshotSpec(tables=["d.*"], chunk_rows=1_000, runner=runner, log=log.append)
     take_snapshot(options, str(lake), spec)
 
 

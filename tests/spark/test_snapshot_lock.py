@@ -168,8 +168,9 @@ def test_lock_snapshot_then_stream_equals_the_server(
     one after the other while a workload writes and brought to one point, then the file ingest of the server's
     binlogs from it: every current-state table equals SELECT cell by cell, the table without a key as a
     multiset."""
+    from binlake.ingest.run import ingest
     from binlake.snapshot import SnapshotSpec, take_snapshot
-    from binlake.spark.ingest import ingest
+    from binlake.spark.runner import SparkRunner
 
     methods: list[str] = []
 
@@ -195,7 +196,7 @@ def test_lock_snapshot_then_stream_equals_the_server(
     assert result.chunks_read >= 5 and len(locked) == len(methods) == result.chunks_read + 1
     assert result.reconciled > 0  # the chunks were read at different points, and brought to one
     assert result.point.flavor == "mariadb" and result.point.gtid
-    ingest(spark, [str(f) for f in locker.binlog_files()], str(lake))
+    ingest(SparkRunner(spark), [str(f) for f in locker.binlog_files()], str(lake))
     _check_all(locker, lake)
 
 

@@ -26,6 +26,7 @@ import pytest
 
 from binlake.lake.names import decode_name, encode_name, table_dir
 from binlake.reader import walk_headers
+from binlake.spark.runner import SparkRunner
 from binlake.storage import Location, locate
 
 pytestmark = pytest.mark.spark
@@ -95,10 +96,10 @@ def corpus_binlogs(corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -
 @pytest.fixture(scope="module")
 def local_lake(spark: Any, corpus_binlogs: Path, tmp_path_factory: pytest.TempPathFactory) -> Location:
     """The corpus files ingested on a local disk (the lake the tests that are not about storage read)."""
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
 
     lake = tmp_path_factory.mktemp("lake") / "lake"
-    result = ingest(spark, [str(corpus_binlogs)], str(lake), split_bytes=64 << 10)
+    result = ingest(SparkRunner(spark), [str(corpus_binlogs)], str(lake), split_bytes=64 << 10)
     assert result.batches == 1 and result.files == 3
     return locate(lake)
 
@@ -112,12 +113,12 @@ def sources(storage: Any, corpus_dir: Path) -> str:
 @pytest.fixture(scope="module")
 def corpus_lake(spark: Any, storage: Any, sources: str, local_lake: Location) -> Location:
     """The corpus files ingested from ``storage`` into a lake on ``storage``."""
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
 
     if storage.name == "local":
         return local_lake
     lake = storage.uri("lake")
-    result = ingest(spark, [sources], lake, split_bytes=64 << 10)
+    result = ingest(SparkRunner(spark), [sources], lake, split_bytes=64 << 10)
     assert result.batches == 1 and result.files == 3
     return locate(lake)
 
@@ -192,20 +193,20 @@ def test_the_lake_is_the_same_on_every_storage(corpus_lake: Location, local_lake
 
 
 def test_rerun_is_a_no_op(spark: Any, sources: str, corpus_lake: Location) -> None:
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
 
     before = _lake_snapshot(corpus_lake)
-    result = ingest(spark, [sources], corpus_lake.uri)
+    result = ingest(SparkRunner(spark), [sources], corpus_lake.uri)
     assert result.batches == 0 and not result.changes
     assert _lake_snapshot(corpus_lake) == before
 
 
 def test_incremental_equals_one_run(spark: Any, storage: Any, sources: str, corpus_lake: Location) -> None:
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
 
     lake = storage.uri("lake")
     for n in CORPUS_FILES:  # one new file per run, as a server would rotate
-        ingest(spark, [f"{sources}/{n}"], lake)
+        ingest(SparkRunner(spark), [f"{sources}/{n}"], lake)
     # the same rows; only _schema_history's batch numbers differ (three runs)
     assert _lake_snapshot(lake, ignore=frozenset({"batch"})) == _lake_snapshot(corpus_lake, ignore=frozenset({"batch"}))
 
@@ -224,7 +225,7 @@ def _committed(lake: Location) -> bool:
 
 def test_sigkill_mid_ingest_then_rerun(spark: Any, storage: Any, sources: str, corpus_lake: Location) -> None:
     """Kill the ingest after its first table commit, re-run: the lake equals a clean run's."""
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
 
     lake = locate(storage.uri("lake"))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2] / "src"), *sys.path])}
@@ -240,7 +241,8 @@ def test_sigkill_mid_ingest_then_rerun(spark: Any, storage: Any, sources: str, c
     finally:
         proc.wait()
     assert not (lake / "_binlake" / "batches" / "0000000001.done").exists()
-    result = ingest(spark, [sources], lake.uri)  # the killed ingest's lease: its process is gone, taken at once
+    # the killed ingest's lease: its process is gone, taken at once
+    result = ingest(SparkRunner(spark), [sources], lake.uri)
     assert result.batches == 1 and not result.waited
     assert _lake_snapshot(lake) == _lake_snapshot(corpus_lake)
 
@@ -298,7 +300,7 @@ def _norm(v: Any) -> str | None:
 
 
 def test_current_state_equals_the_server(spark: Any, workload_binlogs: Any, tmp_path: Path) -> None:
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
 
     server = workload_binlogs.server
     server.execute(
@@ -320,7 +322,7 @@ def test_current_state_equals_the_server(spark: Any, workload_binlogs: Any, tmp_
     server.flush_logs()
     files = [str(p) for p in server.binlog_files()]
     lake = tmp_path / "lake"
-    result = ingest(spark, files, str(lake), split_bytes=256 << 10)
+    result = ingest(SparkRunner(spark), files, str(lake), split_bytes=256 << 10)
     assert result.renames == 4  # the DDL workload's RENAME TABLE evolve TO evolved, and these three
     assert not (tmp_path / "x").exists() and not (lake.parent.parent / "x").exists()
     hostile = lake / table_dir("hostile", "../../x") / "current"
@@ -377,16 +379,16 @@ def _cut_after_gtid_before(path: Path, pos: int) -> int:
 def _two_batches(spark: Any, corpus: Path, name: str, cut: int, tmp: Path, **kw: Any) -> tuple[Path, list[Any]]:
     """Ingest ``name`` as a server would have written it: its first ``cut`` bytes (the format description flagged
     LOG_EVENT_BINLOG_IN_USE_F: a file still being written), then all of it (same file, closed)."""
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
 
     src, binlogs, lake = corpus / "mariadb" / "binlogs" / name, tmp / "binlogs", tmp / "lake"
     binlogs.mkdir()
     head = bytearray(src.read_bytes()[:cut])
     head[4 + 17] |= 0x01
     (binlogs / name).write_bytes(bytes(head))
-    results = [ingest(spark, [str(binlogs)], str(lake), **kw)]
+    results = [ingest(SparkRunner(spark), [str(binlogs)], str(lake), **kw)]
     (binlogs / name).write_bytes(src.read_bytes())
-    results.append(ingest(spark, [str(binlogs)], str(lake), **kw))
+    results.append(ingest(SparkRunner(spark), [str(binlogs)], str(lake), **kw))
     assert [r.batches for r in results] == [1, 1]
     return lake, results
 
@@ -456,14 +458,15 @@ def test_schema_follows_splits_and_batches(spark: Any, corpus_dir: Path, tmp_pat
     """MariaDB 5.3 TIME(n)/DATETIME(n)/TIMESTAMP(n) need their CREATE TABLE: in an earlier split, or batch."""
     import datetime as dt
 
-    from binlake.spark.ingest import ingest
-    from binlake.spark.plan import list_binlogs, plan_splits
+    from binlake.binlogs import list_binlogs
+    from binlake.ingest.plan import plan_splits
+    from binlake.ingest.run import ingest
 
     path = corpus_dir / "mariadb" / "binlogs" / "corpus-bin.000003"
     splits = plan_splits(list_binlogs(path), split_bytes=256)
     assert any(s.start > 2084 for s in splits)  # the rows of t_temporal_old are in splits after its CREATE TABLE
     lake = tmp_path / "one" / "lake"
-    ingest(spark, [str(path)], str(lake), split_bytes=256)
+    ingest(SparkRunner(spark), [str(path)], str(lake), split_bytes=256)
     # a second lake reads the CREATE TABLE (at 1778) in its first run and the rows in the next one
     lake2, _ = _two_batches(spark, corpus_dir, "corpus-bin.000003", 2126, tmp_path)
     for lk in (lake, lake2):
@@ -510,8 +513,8 @@ def test_on_error_skips_are_kept_and_reported(spark: Any, corpus_dir: Path, tmp_
     """--on-error skip-transaction: a damaged rows event drops its transaction; `_skips` and the summary say so, once,
     whether the file is one split or many (each split's recovering reader starts at the split)."""
     from binlake.errors import BinlogError
-    from binlake.spark.ingest import ingest, summary
-    from binlake.spark.statements import ReadSpec
+    from binlake.ingest.run import ingest, summary
+    from binlake.ingest.statements import ReadSpec
 
     src = corpus_dir / "mariadb" / "binlogs" / "corpus-bin.000008"
     data = bytearray(src.read_bytes())
@@ -520,10 +523,14 @@ def test_on_error_skips_are_kept_and_reported(spark: Any, corpus_dir: Path, tmp_
     binlogs.mkdir()
     (binlogs / src.name).write_bytes(bytes(data))
     with pytest.raises(BinlogError, match="CRC32"):
-        ingest(spark, [str(binlogs)], str(tmp_path / "stop"))
+        ingest(SparkRunner(spark), [str(binlogs)], str(tmp_path / "stop"))
     lake = tmp_path / "lake"
     result = ingest(
-        spark, [str(binlogs)], str(lake), read=ReadSpec(on_error="skip-transaction"), split_bytes=split_bytes
+        SparkRunner(spark),
+        [str(binlogs)],
+        str(lake),
+        read=ReadSpec(on_error="skip-transaction"),
+        split_bytes=split_bytes,
     )
     assert [(s.file, s.start) for s in result.skips] == [(src.name, 2109)]
     assert "1 damaged stretch(es) skipped" in summary(result)
@@ -594,7 +601,7 @@ class _FakeSpark:
 def test_progress_bar_on_a_tty_log_lines_otherwise() -> None:
     import io
 
-    from binlake.spark.progress import Progress
+    from binlake.ingest.progress import Progress
 
     class Tty(io.StringIO):
         def isatty(self) -> bool:
@@ -602,7 +609,7 @@ def test_progress_bar_on_a_tty_log_lines_otherwise() -> None:
 
     tty, log = Tty(), io.StringIO()
     for stream in (tty, log):
-        Progress(_FakeSpark(), stream, interval=0.01).run("decode", lambda: time.sleep(0.1))
+        Progress(SparkRunner(_FakeSpark()), stream, interval=0.01).run("decode", lambda: time.sleep(0.1))
     assert "\r\x1b[Kdecode     [###########...................] 3/8 tasks" in tty.getvalue()
     lines = log.getvalue().splitlines()
     assert lines[0].startswith("binlake ingest: decode: 3/8 tasks") and len(lines) == 2  # one line per change
@@ -614,7 +621,7 @@ def test_a_quiet_progress_says_nothing_while_nothing_happens() -> None:
     and "nothing new" every interval); a batch that lands something shows its lines, in order."""
     import io
 
-    from binlake.spark.progress import Progress
+    from binlake.ingest.progress import Progress
 
     stream = io.StringIO()
     progress = Progress(None, stream, quiet=True)

@@ -15,6 +15,7 @@ import pytest
 from tests.spark.test_spark import _delta
 
 from binlake.lake.names import table_dir
+from binlake.spark.runner import SparkRunner
 from binlake.testing.mariadb import INSTALL_HINT, MariaDBServer, missing_tools
 
 pytestmark = pytest.mark.spark
@@ -39,7 +40,7 @@ def test_temporary_tables_leave_the_base_table_alone(spark: Any, mixed_server: M
     """CREATE TEMPORARY TABLE t shadows the base table t; its writes and its DROP TEMPORARY TABLE (written by the
     client, by the server for a DROP TABLE of the temporary table, and at disconnect inside an executable comment)
     are logged as statements in MIXED format, and none of them empties the base table's current state."""
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
 
     server = mixed_server
     server.flush_logs()
@@ -69,7 +70,7 @@ def test_temporary_tables_leave_the_base_table_alone(spark: Any, mixed_server: M
     for text in (b"DROP TEMPORARY TABLE `t`", b"DROP TEMPORARY TABLE `t` /* generated", b"/*!40005 TEMPORARY */"):
         assert text in logged, text  # the statements this test is about were logged
     lake = tmp_path / "lake"
-    ingest(spark, files, str(lake))
+    ingest(SparkRunner(spark), files, str(lake))
     want = [{"id": int(i), "v": v} for i, v in server.query("SELECT id, v FROM tt.t")]
     assert _current(lake, "tt", "t") == sorted(want, key=repr)
     assert len(want) == 4
@@ -79,7 +80,7 @@ def test_a_sequence_logged_with_minimal_metadata(spark: Any, mixed_server: Maria
     """A MariaDB SEQUENCE's table maps logged with binlog_row_metadata=MINIMAL carry no names: the lake names its
     columns from CREATE SEQUENCE (the server's fixed columns) and keeps its one row as its current state, equal to
     SELECT * on the server after NEXTVAL, SETVAL and an ALTER SEQUENCE followed by NEXTVAL."""
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
 
     server = mixed_server
     server.execute("SET GLOBAL binlog_row_metadata = MINIMAL")
@@ -98,7 +99,7 @@ def test_a_sequence_logged_with_minimal_metadata(spark: Any, mixed_server: Maria
         server.execute("SET GLOBAL binlog_row_metadata = FULL")
     files = [str(p) for p in server.binlog_files()[first:]]
     lake = tmp_path / "lake"
-    ingest(spark, files, str(lake))
+    ingest(SparkRunner(spark), files, str(lake))
     names = ["next_not_cached_value", "minimum_value", "maximum_value", "start_value", "increment", "cache_size"]
     names += ["cycle_option", "cycle_count"]
     for table in ("s", "odd seq"):

@@ -29,10 +29,10 @@ from typing import Any
 import pytest
 from tests.replication.conftest import PASSWORD, ReplServer, batch, fresh_server, tls_files  # noqa: F401
 
+from binlake.binlogs import list_binlogs
 from binlake.errors import BinlogError
 from binlake.reader import header_table, read_events
 from binlake.spark.datasource import read_split
-from binlake.spark.plan import list_binlogs
 from binlake.spark.streaming import StreamOffset, advance, available_end, stream_reader, stream_splits
 from binlake.transactions import Transactions
 

@@ -100,9 +100,10 @@ def _current(lake: Path, table: str) -> tuple[list[str], list[dict[str, Any]]]:
 
 
 def _ingest(spark: Any, server: MariaDBServer, first: int, lake: Path) -> None:
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
+    from binlake.spark.runner import SparkRunner
 
-    ingest(spark, [str(p) for p in server.binlog_files()[first:]], str(lake), split_bytes=SPLIT_BYTES)
+    ingest(SparkRunner(spark), [str(p) for p in server.binlog_files()[first:]], str(lake), split_bytes=SPLIT_BYTES)
 
 
 def _check(lake: Path, oracle: Session, tables: dict[str, list[list[str]]]) -> None:

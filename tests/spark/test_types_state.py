@@ -29,7 +29,7 @@ _GEOMETRIES |= {"geometrycollection"}
 _TEMPORALS = {"date", "datetime", "timestamp", "time"}
 _NET = {"inet4": 4, "inet6": 16, "uuid": 16}  # MariaDB type plugins: fixed-size binary in the record
 # a DATE/DATETIME/TIMESTAMP with a zero year, month or day ('0000-00-00', '2024-00-15') is NULL in the lake by
-# design (binlake.spark.arrow: no Arrow date holds it); only those cells may be NULL in the lake and not on the server
+# design (binlake.ingest.arrow: no Arrow date holds it); only those cells may be NULL in the lake and not on the server
 _ZERO_PART = re.compile(r"^(0000|\d{4}-00|\d{4}-\d\d-00)")
 
 
@@ -120,14 +120,15 @@ def test_every_corpus_types_table_with_a_key_equals_the_server(
     NO_LOG: not even signedness, charsets or ENUM/SET members): their rows land in the named, typed, keyed
     columns of the table (binlake.columns), so the current state still equals the server.  Ingested in two
     runs, the second from the MINIMAL workload's file on, so those maps are named from the lake's history."""
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
+    from binlake.spark.runner import SparkRunner
 
     server = workload_binlogs.server
     lake = tmp_path / "lake"
     files = [str(p) for p in workload_binlogs.files]
     first_minimal = files.index(str(workload_binlogs.by_workload["meta_minimal"][0]))
-    ingest(spark, files[:first_minimal], str(lake))
-    ingest(spark, files, str(lake))
+    ingest(SparkRunner(spark), files[:first_minimal], str(lake))
+    ingest(SparkRunner(spark), files, str(lake))
     keyed = {
         r[0]: r[1].split(",")
         for r in server.query(

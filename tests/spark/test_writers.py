@@ -31,10 +31,11 @@ def sources(storage: Any, corpus_dir: Path) -> str:
 @pytest.fixture(scope="module")
 def one_run(spark: Any, storage: Any, sources: str) -> dict[str, Any]:
     """The lake one ingest of the sources leaves, as a snapshot, with every table's rows."""
-    from binlake.spark.ingest import ingest
+    from binlake.ingest.run import ingest
+    from binlake.spark.runner import SparkRunner
 
     lake = storage.uri("lake")
-    ingest(spark, [sources], lake)
+    ingest(SparkRunner(spark), [sources], lake)
     return {
         "snapshot": _lake_snapshot(lake),
         "tables": {t.relative_to(locate(lake)): _rows(t) for t in _delta_tables(lake)},

@@ -3,7 +3,8 @@
 :class:`ChangeStream` reads an :class:`~binlake.changes.sources.EventSource` (files, or a server through the
 replication client) and yields one :class:`~binlake.changes.records.Transaction` per transaction the source holds
 whole, with its kept changes and the resume point right after it.  Transaction boundaries are
-:class:`binlake.transactions.Transactions`' (the one rule binlake has); the filters are
+:class:`binlake.transactions.Transactions`' (the one rule binlake has), and the items of each are grouped by
+:class:`binlake.transactions.Grouping` (as the ingest's tasks group theirs); the filters are
 :class:`binlake.changes.filters.ChangeFilter`'s.
 
 What it does per event:
@@ -56,7 +57,7 @@ from binlake.events.mariadb import AnnotateRowsEvent
 from binlake.events.query import QueryEvent
 from binlake.events.rows import RowsEvent
 from binlake.events.table_map import TableMapEvent
-from binlake.transactions import QUERY_EVENTS, Step, Transactions
+from binlake.transactions import QUERY_EVENTS, Grouping, Step, Transactions
 
 __all__ = ["ChangeStream"]
 
@@ -79,7 +80,6 @@ class _Open:
         "file",
         "gtid",
         "gtid_key",
-        "items",
         "opening",
         "query",
         "server_id",
@@ -105,7 +105,6 @@ class _Open:
         self.query: str | None = None
         self.triggered = False  # a table map of the statement being read says its table has triggers
         self.context: list[Event] = []
-        self.items: list[RowsChange | Statement] = []
 
 
 class ChangeStream:
@@ -117,40 +116,36 @@ class ChangeStream:
         self.catalog = TableCatalog(source.schema, source.definitions)
         self.dropped = 0
         self._trx = Transactions()
+        self._group: Grouping[RowsChange | Statement] = Grouping()  # the open transaction's items
 
     def __iter__(self) -> Iterator[Transaction]:
         f = self.filter
-        trx = self._trx
+        trx, group = self._trx, self._group
         cur: _Open | None = None
         for loc in self.source:
             ev = loc.event
             if loc.gap:
                 trx.lost()  # read from inside a file: the transaction there began unseen
             step = trx.event(ev)
-            if step.cut is not None or (cur is not None and not step.inside):
-                self._drop(cur)
+            if group.before(step) is not None:  # a transaction cut off: not whole
+                self.dropped += 1
                 cur = None
             if not step.inside:
                 continue
             if step.begins:
-                self._drop(cur)
                 if f.stop_datetime is not None and ev.header.timestamp >= f.stop_datetime:
                     return
                 cur = _Open(loc.file, ev)
             if cur is None:  # inside a transaction whose start was not read
                 continue
             self._event(cur, ev, loc.file, loc.end, step)
-            if step.ends:
-                out = self._close(cur, ev, step, loc.end)
+            items = group.after(step)
+            if items is not None:
+                out = self._close(cur, ev, step, loc.end, items)
                 cur = None
                 if out is not None:
                     yield out
-        if cur is not None:  # the source ended inside a transaction: not whole
-            self._drop(cur)
-
-    def _drop(self, cur: _Open | None) -> None:
-        """A transaction read in part is not delivered: count it."""
-        if cur is not None:
+        if group.finish() is not None:  # the source ended inside a transaction: not whole
             self.dropped += 1
 
     # -- one event of an open transaction
@@ -196,7 +191,7 @@ class ChangeStream:
             ev = replace(ev, table_map=info.table_map)
         h = ev.header
         pos = h.in_payload if h.in_payload is not None else h.pos
-        cur.items.append(RowsChange(ev.kind, info, ev, file, pos, end, h.timestamp, h.server_id, cur.query, by_trigger))
+        self._group.add(RowsChange(ev.kind, info, ev, file, pos, end, h.timestamp, h.server_id, cur.query, by_trigger))
 
     def _query(self, cur: _Open, ev: Event, file: str, end: int, step: Step) -> None:
         assert isinstance(ev, QueryEvent)
@@ -217,11 +212,13 @@ class ChangeStream:
             return  # a two-phase ALTER is its COMMIT ALTER
         if kind == "xa_start":
             cur.xid = ctl.xid if ctl is not None else None
-        cur.items.append(Statement(ev, context, file, ev.header.pos, end, ctl))
+        self._group.add(Statement(ev, context, file, ev.header.pos, end, ctl))
 
     # -- the end of a transaction
 
-    def _close(self, cur: _Open, ev: Event, step: Step, end: int) -> Transaction | None:
+    def _close(
+        self, cur: _Open, ev: Event, step: Step, end: int, items: list[RowsChange | Statement]
+    ) -> Transaction | None:
         f = self.filter
         if not f.wants_gtid(cur.gtid_key):
             return None
@@ -240,7 +237,7 @@ class ChangeStream:
         elif ctl is not None and ctl.kind in ("xa_commit", "xa_rollback"):
             cur.xid = ctl.xid
             closing = None  # the XA COMMIT / ROLLBACK statement is the transaction's one item
-            cur.items.append(Statement(ev, (), cur.file, ev.header.pos, end, ctl))  # type: ignore[arg-type]
+            items.append(Statement(ev, (), cur.file, ev.header.pos, end, ctl))  # type: ignore[arg-type]
         else:
             closing = None  # a statement logged alone (DDL): its statement is its one item
         return Transaction(
@@ -258,6 +255,6 @@ class ChangeStream:
             xid=cur.xid,
             opening=cur.opening,
             closing=closing,
-            items=cur.items,
+            items=items,
             resume=self.source.resume_point(),
         )

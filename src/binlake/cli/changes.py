@@ -77,7 +77,7 @@ def _note(line: str) -> None:
 
 
 def _file_source(args: argparse.Namespace) -> EventSource:
-    from binlake.spark.plan import list_binlogs
+    from binlake.binlogs import list_binlogs
 
     if args.from_ or args.gtid or args.follow:
         raise BinlogError("--from, --gtid and --follow read a server: give --host")

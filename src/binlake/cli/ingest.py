@@ -1,5 +1,5 @@
 """``binlake ingest SOURCE... --lake LAKE [--master URL]`` and ``binlake ingest --host H ... --lake LAKE [--follow]``:
-the command-line face of :mod:`binlake.spark.ingest` (binlog files) and :mod:`binlake.spark.live` (a running server).
+the command-line face of :mod:`binlake.ingest.run` (binlog files) and :mod:`binlake.ingest.live` (a running server).
 
 :mod:`binlake.cli` imports this module only when the ``ingest`` command runs, so the decoder's commands never load
 Spark; it imports Spark itself only in :func:`run`.  ``spark-submit .../binlake/cli/ingest.py SOURCE --lake LAKE``
@@ -24,11 +24,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from binlake.ingest.live import Snapshot
+    from binlake.ingest.progress import Progress
     from binlake.lake.lake import Lake
     from binlake.metrics import Metrics, MetricsRun
     from binlake.replication.options import ConnectionOptions
     from binlake.replication.position import ResumePoint
-    from binlake.spark.live import Snapshot
+    from binlake.spark.runner import SparkRunner
 
 __all__ = ["add_arguments", "main", "run"]
 
@@ -230,18 +232,20 @@ def _see(log: str | None) -> str:
 def _ingest(args: argparse.Namespace, spark: Future[Any], cores: int | None, metrics: Metrics) -> int:
     from binlake.cli.decode import decode_options, decryptor_of
     from binlake.errors import BinlogError
-    from binlake.spark.ingest import ingest, summary
-    from binlake.spark.progress import Progress
-    from binlake.spark.statements import ReadSpec
+    from binlake.ingest.progress import Progress
+    from binlake.ingest.run import ingest, summary
+    from binlake.ingest.statements import ReadSpec
+    from binlake.spark.runner import SparkRunner
 
     if not args.sources:
         raise BinlogError("give binlog files (SOURCE...) or a server (--host)")
     read = ReadSpec(decode_options(args), decryptor_of(args), args.on_error)
-    result = ingest(spark, list(args.sources), args.lake, split_bytes=args.split_mb << 20,
-                    progress=Progress(spark), read=read, cores=cores, wait=args.wait,
+    runner = SparkRunner(spark)
+    result = ingest(runner, list(args.sources), args.lake, split_bytes=args.split_mb << 20,
+                    progress=Progress(runner), read=read, cores=cores, wait=args.wait,
                     lease_seconds=args.lease_seconds)  # fmt: skip
     if result.batches and metrics.enabled:
-        from binlake.spark.live import tell_batches
+        from binlake.ingest.live import tell_batches
 
         tell_batches(metrics, result)
     print(summary(result))
@@ -252,12 +256,13 @@ def _live(args: argparse.Namespace, spark: Future[Any], cores: int | None, watch
     from binlake.cli.connection import connection_from_args
     from binlake.cli.decode import decode_options, decryptor_of
     from binlake.errors import BinlogError
+    from binlake.ingest.live import live_ingest
+    from binlake.ingest.progress import Progress
+    from binlake.ingest.run import IngestResult, summary
+    from binlake.ingest.statements import ReadSpec
     from binlake.replication.connection import BinlogSizes
     from binlake.replication.position import ResumePoint
-    from binlake.spark.ingest import IngestResult, summary
-    from binlake.spark.live import live_ingest
-    from binlake.spark.progress import Progress
-    from binlake.spark.statements import ReadSpec
+    from binlake.spark.runner import SparkRunner
 
     if args.sources:
         raise BinlogError("--host reads a server: give no SOURCE with it")
@@ -269,7 +274,8 @@ def _live(args: argparse.Namespace, spark: Future[Any], cores: int | None, watch
         if pos and not pos.isdigit():
             raise BinlogError(f"--from {args.from_point}: not FILE[:POS]")
         start = ResumePoint(file, int(pos) if pos else 4)
-    progress = Progress(spark, quiet=args.follow)  # months of batches with nothing new say nothing
+    runner = SparkRunner(spark)
+    progress = Progress(runner, quiet=args.follow)  # months of batches with nothing new say nothing
 
     def batch_done(r: IngestResult) -> None:
         if r.batches:
@@ -283,8 +289,8 @@ def _live(args: argparse.Namespace, spark: Future[Any], cores: int | None, watch
     sizes = BinlogSizes(options)
     watch.poll_server(sizes, sizes.close)
     read = ReadSpec(decode_options(args), decryptor_of(args), args.on_error)
-    first, again = _snapshots(args, spark, progress)
-    result = live_ingest(spark, options, args.lake, start=start, from_start=args.from_start, snapshot=first,
+    first, again = _snapshots(args, runner, progress)
+    result = live_ingest(runner, options, args.lake, start=start, from_start=args.from_start, snapshot=first,
                          snapshot_again=again, check=_snapshot_check(args), follow=args.follow,
                          interval=args.interval, batch_bytes=args.batch_mib << 20 if args.batch_mib else None,
                          split_bytes=args.split_mb << 20, progress=progress, read=read, cores=cores,
@@ -329,8 +335,8 @@ def _snapshot_check(args: argparse.Namespace) -> Callable[[Lake, ConnectionOptio
     """What the live ingest asks before it touches the lake, for the snapshot the options ask for
     (:func:`binlake.snapshot.check_snapshot`): ``--snapshot TABLES``, an empty lake's first snapshot (``--tables``
     or every table), and ``--tables`` given for a lake that took its first snapshot already."""
+    from binlake.ingest.live import stream_started
     from binlake.snapshot import check_snapshot
-    from binlake.spark.live import stream_started
 
     if args.snapshot is not None:
         globs, again = _globs(args.snapshot), True
@@ -348,14 +354,13 @@ def _snapshot_check(args: argparse.Namespace) -> Callable[[Lake, ConnectionOptio
 
 
 def _snapshots(
-    args: argparse.Namespace, spark: Future[Any], progress: Any
+    args: argparse.Namespace, runner: SparkRunner, progress: Progress
 ) -> tuple[Snapshot | None, Callable[[Lake, ConnectionOptions], object] | None]:
     """The live ingest's snapshot hooks the options ask for: an empty lake's first snapshot (unless
     ``--no-snapshot``), and ``--snapshot TABLES`` taken again; their chunks are Spark tasks."""
     from binlake.errors import ReplicationError
     from binlake.replication.options import PASSWORD_ENV
     from binlake.snapshot import SnapshotSpec, snapshot_held
-    from binlake.spark.snapshot import spark_runner
 
     def spec(options: ConnectionOptions, tables: list[str], *, again: bool = False) -> SnapshotSpec:
         if options.password and args.password_file is None and PASSWORD_ENV not in os.environ:
@@ -364,8 +369,8 @@ def _snapshots(
                 f"or ${PASSWORD_ENV} (a password typed at the prompt stays in this process)"
             )
         pw = None if args.password_file is None else str(args.password_file)  # (Spark tasks read it where they run)
-        return SnapshotSpec(tables, runner=spark_runner(spark.result(), progress), password_file=pw,
-                            chunk_rows=args.chunk_rows, log=progress.log, again=again)  # fmt: skip
+        return SnapshotSpec(tables, runner=runner, password_file=pw, chunk_rows=args.chunk_rows, log=progress.log,
+                            again=again, progress=progress)  # fmt: skip
 
     def first(lake: Lake, options: ConnectionOptions) -> ResumePoint:
         return snapshot_held(options, lake, spec(options, _globs(args.tables))).point.resume_point()

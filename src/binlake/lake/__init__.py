@@ -1,14 +1,17 @@
 """The lake without Spark: a :class:`Lake` of Delta tables on a local disk or an object store, its names, records,
 commit protocol, current-state merge and writer lease; ``binlake tables`` reads it.
 
-Spark (:mod:`binlake.spark`) decodes binlogs into the files a :class:`Lake` commits; everything here needs only
-``pyarrow`` and ``deltalake``.
+The ingest (:mod:`binlake.ingest`) decodes binlogs into the files a :class:`Lake` commits, its tasks run by a
+:class:`~binlake.lake.runner.Runner` (this process, or Spark's executors); everything here needs only ``pyarrow`` and
+``deltalake``.
 
 ==================  ===============================================================================================
-``lake``            :class:`Lake`: where tables are, the batch manifests, reading and committing (fenced by the lease)
+``lake``            :class:`Lake`: the layout, the batch manifests, reading and committing (fenced by the lease)
+``batch``           the commit protocol: what a batch produced, committed in the lake's order, then its done mark
+``runner``          where tasks run: the :class:`~binlake.lake.runner.Runner` protocol, this process's runner
 ``storage``         (``binlake.storage``) the filesystem layer under it: URIs through ``pyarrow.fs``
 ``names``           reversible folder names for database and table names from a binlog
-``tables``          the lake's own tables and the META columns of every change table
+``tables``          the lake's own tables, and the META columns of every change table (built by ``meta_columns``)
 ``records``         the typed, versioned records: batch manifests, completion marks, task reports, splits
 ``delta``           Delta commits with ``deltalake``, each carrying its batch as an application transaction
 ``deltalog``        binlake's own Delta log: snapshots replayed, commits delta-rs cannot make, files read with DVs

@@ -18,16 +18,18 @@ import os
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from binlake.lake.lake import Lake
 from binlake.lake.names import table_dir
 from binlake.lake.records import DataFile, Emptied, Statement, TaskReport
 from binlake.lake.tables import META_NAMES, SEQ, UTC_TS
+
+if TYPE_CHECKING:
+    from binlake.lake.lake import Lake  # (the lake imports this module: lake.batch commits through it)
 
 __all__ = [
     "counted_changes",

@@ -1,27 +1,36 @@
 """The :class:`Lake`: one lake of Delta tables at a root :class:`~binlake.storage.Location` (a local folder or an
 object-store URI), with everything an ingest, its tasks and ``binlake tables`` do to it.
 
-Layout (every name from the binlog encoded by :mod:`binlake.lake.names`)::
+The layout of a lake, written here once (every name from the binlog encoded by :mod:`binlake.lake.names`; README's
+"The lake" says what each table holds for its readers)::
 
-    LAKE/<db>/<table>/changes    one row per row change (the table's own typed columns, then binlake.lake.tables.META)
-    LAKE/<db>/<table>/current    tables with a primary key: the rows as their last change left them, + _seq, _ts
-    LAKE/_events                 every event
-    LAKE/_schema_history         every distinct table map
-    LAKE/_skips                  what --on-error skip-* skipped
-    LAKE/_binlake/batches/       each batch's manifest (NNNNNNNNNN.json) and completion mark (.done): records.py
-    LAKE/_binlake/staging/       files a batch's tasks leave for its driver (removed when the batch is done)
-    LAKE/_binlake/lease          the writer lease (lease.py)
+    LAKE/<db>/<table>/changes     one row per row change: the table's own typed columns (binlake.ingest.layouts),
+                                  then the META columns (binlake.lake.tables.META: _op, _file, _pos, _row, _gtid,
+                                  _ts, _seq, _rolled_back, _xid, _absent)
+    LAKE/<db>/<table>/current     tables with a primary key: the rows as their last change left them, + _seq, _ts
+                                  (binlake.lake.current)
+    LAKE/_events                  every event (binlake.lake.tables.EVENTS)
+    LAKE/_schema_history          every distinct table map: columns, key, lake columns, where first seen (HISTORY)
+    LAKE/_skips                   what --on-error skip-event|skip-transaction skipped (SKIPS)
+    LAKE/_binlogs/                a live ingest's copies of the server's binlogs (binlake.ingest.live)
+    LAKE/_binlake/batches/        each batch's manifest (NNNNNNNNNN.json) and completion mark (.done, holding the XA
+                                  transactions still waiting for their outcome): binlake.lake.records
+    LAKE/_binlake/staging/        files a batch's tasks leave for its driver (removed when the batch is done)
+    LAKE/_binlake/snapshots/      a snapshot's plan and chunk records, by batch (binlake.snapshot.chunks)
+    LAKE/_binlake/stream-start.json  where a live lake's stream starts, until its first batch (binlake.ingest.live)
+    LAKE/_binlake/lease           the writer lease (binlake.lake.lease)
 
-Every commit checks the writer lease first (:meth:`Lake.writing`): a lake is written by one ingest at a time, and
-one whose lease expired commits nothing more.  A :class:`Lake` pickles as its root URI (a Spark task gets one and
-resolves its filesystem from its own environment; no credential travels), without its lease: tasks write only files
-no table references yet, which the driver then commits.
+A batch lands through :meth:`Lake.batch`, which commits what the batch produced in the lake's own order and marks it
+done (:mod:`binlake.lake.batch`).  Every commit checks the writer lease first (:meth:`Lake.writing`): a lake is
+written by one ingest at a time, and one whose lease expired commits nothing more.  A :class:`Lake` pickles as its
+root URI (a Spark task gets one and resolves its filesystem from its own environment; no credential travels),
+without its lease: tasks write only files no table references yet, which the driver then commits.
 
 Example::
 
     lake = Lake("s3://bucket/lake")
-    with lake.writing(wait=60):
-        lake.commit(lake.changes("db/t"), files, schema, batch=3)
+    with lake.writing(wait=60), lake.batch(manifest) as b:
+        b.changes("db/t", files, schema)
     manifest, done = lake.last_manifest()
 """
 
@@ -37,6 +46,7 @@ import pyarrow as pa
 
 from binlake.errors import BinlogError
 from binlake.lake import delta, deltalog
+from binlake.lake.batch import Batch, Timer
 from binlake.lake.lease import LeaseLost, WriterLease
 from binlake.lake.names import decode_name
 from binlake.lake.records import BatchDone, BatchManifest, DataFile
@@ -128,6 +138,18 @@ class Lake:
     def write_done(self, batch: int, done: BatchDone) -> None:
         self.check()
         (self._batches / f"{batch:010d}.done").write_bytes(done.to_json().encode("utf-8"))
+
+    @contextmanager
+    def batch(self, manifest: BatchManifest, *, timed: Timer | None = None) -> Iterator[Batch]:
+        """Land batch ``manifest.batch``: the block hands the :class:`~binlake.lake.batch.Batch` what the batch
+        produced, and when it ends the lake commits that in its own order and marks the batch done
+        (:mod:`binlake.lake.batch`; ``timed`` runs each step of the commit).  A block that raises commits nothing.
+        What an interrupted attempt of the batch staged goes first."""
+        self.check()
+        self.staging(manifest.batch).delete_dir()
+        landing = Batch(self, manifest, timed)
+        yield landing
+        landing.commit()
 
     # -- the writer lease --------------------------------------------------------------------------------------
 

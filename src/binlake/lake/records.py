@@ -1,7 +1,7 @@
 """The values that cross a process or a file boundary in an ingest, as typed, versioned records with explicit JSON.
 
-* :class:`BinlogFile` and :class:`Split`: the byte ranges the driver plans and the tasks decode (pickled into each
-  Spark task, kept in the batch manifest);
+* :class:`Split`: a byte range of a :class:`~binlake.binlogs.BinlogFile` the driver plans and a task decodes (kept in
+  the batch manifest);
 * :class:`FileIdentity`: which binlog a file name stood for when the lake landed it (kept in the batch manifest);
 * :class:`Statement`: what the driver learns from a batch's QUERY events (DDL, renames, XA outcomes);
 * :class:`DataFile`, :class:`Emptied`, :class:`SkipRecord` and :class:`TaskReport`: what a task wrote and saw, sent
@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from binlake.binlogs import BinlogFile
 from binlake.errors import BinlogError, ReplicationError, UnsupportedError
 from binlake.replication.definitions import SnapshotColumn
 from binlake.replication.position import Flavor, ResumePoint
@@ -39,7 +40,6 @@ from binlake.sql.temporary import TemporaryState
 __all__ = [
     "BatchDone",
     "BatchManifest",
-    "BinlogFile",
     "ChunkDone",
     "DataFile",
     "Emptied",
@@ -70,35 +70,10 @@ def _check_version(kind: str, found: object, known: int, where: str | None) -> N
 
 
 @dataclass(frozen=True, slots=True)
-class BinlogFile:
-    """One binlog file: where it is (a local path or a URI), its name (stored in every table), its sequence number
-    (orders files) and its size when planned."""
-
-    path: str
-    name: str
-    seq: int
-    size: int
-
-    @property
-    def source(self) -> Any:
-        """What :mod:`binlake.reader` reads: the local path, or a :class:`binlake.storage.StoredFile`."""
-        from binlake.storage import binlog_source
-
-        return binlog_source(self.path)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "name": self.name, "seq": self.seq, "size": self.size}
-
-    @classmethod
-    def from_json(cls, v: dict[str, Any]) -> BinlogFile:
-        return cls(str(v["path"]), str(v["name"]), int(v["seq"]), int(v["size"]))
-
-
-@dataclass(frozen=True, slots=True)
 class FileIdentity:
     """Which binlog a file is, beyond its name: the server that started it (``server_id``), when
     (``created``: its FORMAT_DESCRIPTION's header timestamp, kept by a server's replication stream too), and a
-    SHA-256 ``digest`` of its first ``prefix`` bytes (:mod:`binlake.spark.identity`).  A server never changes a
+    SHA-256 ``digest`` of its first ``prefix`` bytes (:mod:`binlake.ingest.identity`).  A server never changes a
     byte it wrote but the FORMAT_DESCRIPTION's in-use flag (cleared when it closes the file), which the digest
     leaves out, so a file's identity holds from its head as it grows, whatever it is called."""
 
@@ -294,7 +269,7 @@ class TaskReport:
     the row changes per ``"db/table op"``, the statements emptying tables, the XA transactions prepared without an
     outcome in the batch (XID -> their tables), the skips, and per keyed table the staged file of the last change
     of each key (its path below the batch's staging folder; ``""``: no change of the split counts; absent: the
-    split gives none, see :mod:`binlake.spark.tasks`)."""
+    split gives none, see :mod:`binlake.ingest.tasks`)."""
 
     VERSION = 1
 
@@ -341,7 +316,7 @@ class TaskReport:
 @dataclass(frozen=True, slots=True)
 class BatchManifest:
     """A batch's plan, written before any table is touched: its byte ranges, the position of every file after it,
-    the schema in force where it starts (``schema``: :func:`binlake.spark.statements.tracker_to_json`'s format,
+    the schema in force where it starts (``schema``: :func:`binlake.ingest.statements.tracker_to_json`'s format,
     the schema tracker's own) and the statements its QUERY events hold.  A batch re-run after a crash decodes
     exactly these ranges.
 
@@ -375,6 +350,16 @@ class BatchManifest:
     @property
     def bytes(self) -> int:
         return sum(s.end - s.start for s in self.splits)
+
+    @property
+    def outcomes(self) -> dict[str, bool]:
+        """The XA transactions the batch's statements decide: XID -> rolled back (the last outcome of each)."""
+        return {s.xid: s.rolled_back for s in self.statements if s.kind == "xa"}
+
+    @property
+    def renames(self) -> list[Statement]:
+        """The batch's ``RENAME TABLE`` statements (and ``ALTER TABLE ... RENAME``), in binlog order."""
+        return [s for s in self.statements if s.kind == "rename"]
 
     def to_json(self) -> str:
         return json.dumps(

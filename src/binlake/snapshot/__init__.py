@@ -6,14 +6,14 @@ point the stream then goes on from.
   chunks, a chunk's rows in the lake's Arrow types (PyMySQL, unbuffered);
 * :mod:`.columns`: a column as its table map describes it, the SELECT expression and value conversion that give
   the binlog decoder's values;
-* :mod:`.chunks`: one chunk read and written (a Spark task's work), its record;
+* :mod:`.chunks`: one chunk read and written (a task's work, on the spec's runner), its record;
 * :mod:`.reconcile`: chunks read at different points brought to one;
 * :mod:`.run`: :func:`take_snapshot`, plan to landed batch, resumable by chunk.
 
 Example::
 
     from binlake.snapshot import take_snapshot
-    take_snapshot(options, "lake/", SnapshotSpec(runner=spark_runner(spark)))
+    take_snapshot(options, "lake/", SnapshotSpec(runner=SparkRunner(spark)))
 """
 
 from binlake.snapshot.run import (

@@ -1,4 +1,4 @@
-"""One chunk of a snapshot, read and written: what each Spark task (or the driver, without Spark) does.
+"""One chunk of a snapshot, read and written: what each task of the snapshot's runner does (:func:`chunk_task`).
 
 A chunk's task opens its own connection and its own consistent snapshot (its own binlog point), reads the chunk
 as the server sends it (:func:`binlake.snapshot.server.read_chunk`), writes the rows as op ``read`` to a Parquet
@@ -21,8 +21,9 @@ Example::
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable
 from decimal import Decimal
+from functools import partial
 
 import numpy as np
 import pyarrow as pa
@@ -30,7 +31,8 @@ import pyarrow as pa
 from binlake.lake.delta import ParquetSink
 from binlake.lake.lake import Lake
 from binlake.lake.records import ChunkDone, DataFile, SnapshotChunk, SnapshotPlan, SnapshotPoint, SnapshotTable
-from binlake.lake.tables import META, SEQ, UTC_TS, seq_array
+from binlake.lake.runner import InProcessRunner, Runner
+from binlake.lake.tables import META, META_DICTIONARY, SEQ, UTC_TS, meta_columns, seq_array
 from binlake.replication.options import ConnectionOptions
 from binlake.snapshot.server import (
     ServerAddress,
@@ -42,7 +44,7 @@ from binlake.snapshot.server import (
 )
 from binlake.storage import Location
 
-__all__ = ["READ", "ChunkWriter", "chunk_record", "done_chunks", "snapshot_dir", "write_chunk"]
+__all__ = ["READ", "ChunkWriter", "chunk_record", "chunk_task", "done_chunks", "snapshot_dir", "write_chunk"]
 
 READ = "read"
 
@@ -87,7 +89,7 @@ class ChunkWriter:
     def __init__(self, lake: Lake, table: SnapshotTable, point: SnapshotPoint, ts_us: int) -> None:
         self.table, self.point, self.ts_us = table, point, ts_us
         self.keyed = bool(table.primary_key)
-        self._changes = ParquetSink(lake.changes(table.key), table.key, changes_schema(table), ["_op", "_file"])
+        self._changes = ParquetSink(lake.changes(table.key), table.key, changes_schema(table), META_DICTIONARY)
         self._current = (
             ParquetSink(lake.current(table.key), table.key, current_schema(table), []) if self.keyed else None
         )
@@ -106,22 +108,11 @@ class ChunkWriter:
         else:
             seq = pa.array([Decimal(s) for s in seqs], SEQ)
         ts = pa.array(np.full(n, self.ts_us, dtype=np.int64)).view(UTC_TS)
-        meta = {
-            "_op": pa.repeat(pa.scalar(READ), n),
-            "_file": pa.repeat(pa.scalar(self.point.file), n),
-            "_pos": pa.repeat(pa.scalar(self.point.position, pa.int64()), n),
-            "_row": pa.array(index.astype(np.int32)),
-            "_gtid": pa.repeat(pa.scalar(self.point.gtid, pa.string()), n),
-            "_ts": ts,
-            "_seq": seq,
-            "_rolled_back": pa.repeat(pa.scalar(False), n),
-            "_xid": pa.nulls(n, pa.string()),
-            "_absent": pa.nulls(n, pa.list_(pa.string())),
-        }
+        p = self.point
+        meta = meta_columns(n, op=READ, file=p.file, pos=p.position, row=pa.array(index.astype(np.int32)),
+                            gtid=p.gtid, ts=ts, seq=seq, rolled_back=False, xid=None)  # fmt: skip
         cols = [rows[f.name] for f in rows.schema]
-        self._changes.write(
-            pa.Table.from_arrays([*cols, *(meta[name].cast(t) for name, t in META)], schema=self._changes.schema)
-        )
+        self._changes.write(pa.Table.from_arrays([*cols, *meta], schema=self._changes.schema))
         if self._current is not None:
             self._current.write(pa.Table.from_arrays([*cols, seq, ts], schema=self._current.schema))
         self.rows += n
@@ -145,10 +136,22 @@ def write_chunk(lake: Lake, plan: SnapshotPlan, chunk: SnapshotChunk, options: C
     return done
 
 
-def run_chunks(
-    lake: Lake, plan: SnapshotPlan, chunks: list[SnapshotChunk], options: ConnectionOptions, address: ServerAddress
-) -> Iterator[ChunkDone]:
-    """Read ``chunks`` one after the other in this process (the runner without Spark; ``options`` hold the
-    password, ``address`` is what a runner in other processes hands them)."""
-    for c in chunks:
-        yield write_chunk(lake, plan, c, options)
+def chunk_task(
+    lake: Lake, plan: SnapshotPlan, runner: Runner, options: ConnectionOptions, address: ServerAddress
+) -> Callable[[SnapshotChunk], str]:
+    """What ``runner`` runs for each chunk: :func:`write_chunk`, giving the :class:`~binlake.lake.records.ChunkDone`
+    record's JSON.  In this process (an :class:`~binlake.lake.runner.InProcessRunner`) it connects with ``options``
+    (their password included); a runner of other processes (Spark tasks) gets the lake's URI, the plan's JSON and
+    ``address``, without the password, which each task reads where it runs (``address.password_file`` or
+    ``$BINLAKE_PASSWORD``): nothing secret goes into a task."""
+    if isinstance(runner, InProcessRunner):
+        return partial(_chunk_here, lake, plan, options)
+    return partial(_chunk_there, lake.root.uri, plan.to_json(), address)
+
+
+def _chunk_here(lake: Lake, plan: SnapshotPlan, options: ConnectionOptions, chunk: SnapshotChunk) -> str:
+    return write_chunk(lake, plan, chunk, options).to_json()
+
+
+def _chunk_there(uri: str, plan: str, address: ServerAddress, chunk: SnapshotChunk) -> str:
+    return write_chunk(Lake(uri), SnapshotPlan.from_json(plan), chunk, address.options()).to_json()

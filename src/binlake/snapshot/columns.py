@@ -1,8 +1,8 @@
 """A snapshotted column three ways: the :class:`~binlake.coltypes.Column` a FULL table map of it carries (so its
-lake type is :func:`binlake.spark.arrow.lake_type`'s, the stream's), the SELECT expression that reads its stored
+lake type is :func:`binlake.ingest.arrow.lake_type`'s, the stream's), the SELECT expression that reads its stored
 value exactly, and the conversion of the text the server sends for it into the lake value the binlog decoder's
 gives for the same cell (:func:`column_array`: Arrow parses a batch at a time; the value-by-value path takes what
-PyMySQL would return to :func:`binlake.spark.arrow.to_lake`, the stream's own conversion).
+PyMySQL would return to :func:`binlake.ingest.arrow.to_lake`, the stream's own conversion).
 
 Why not PyMySQL's values as they come: a FLOAT's text is rounded to 6 digits (``CAST(f AS DOUBLE)`` is the stored
 single, widened exactly); INET4/INET6/UUID come as text where the binlog holds their binary form; BIT comes as
@@ -28,11 +28,11 @@ import pymysql.converters
 from pymysql.constants import FIELD_TYPE
 
 from binlake.coltypes import Column, ColumnType
+from binlake.ingest.arrow import to_lake
 from binlake.lake.tables import UTC_TS
 from binlake.replication.definitions import SnapshotColumn, quote
 from binlake.replication.position import Flavor
 from binlake.replication.resultset import ColumnDefinition
-from binlake.spark.arrow import to_lake
 from binlake.sql.lexer import STRING_KINDS, tokens, unquote
 from binlake.values.spatial import Geometry
 from binlake.values.vector import CONVERTERS as VECTOR_CONVERTERS
@@ -300,7 +300,7 @@ def column_array(
     - numbers and temporal values parsed by Arrow a batch at a time;
     - the rest, and a batch Arrow cannot parse (an invalid date such as ``2020-02-31`` that ALLOW_INVALID_DATES
       stored), value by value: each text as PyMySQL gives it (``bytes`` for a binary string, else ``str``), parsed
-      by PyMySQL's own parser, then :func:`from_server` and :func:`~binlake.spark.arrow.to_lake`, the stream's
+      by PyMySQL's own parser, then :func:`from_server` and :func:`~binlake.ingest.arrow.to_lake`, the stream's
       conversion."""
     binary = (field.type_code in _TEXT_TYPES and field.charset == BINARY) or col.data_type == "vector"
     per_value = _PER_VALUE.get(col.data_type)

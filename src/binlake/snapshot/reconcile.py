@@ -38,13 +38,13 @@ import pyarrow.parquet as pq
 
 from binlake.changes.records import RowsChange, Statement, Transaction
 from binlake.errors import TableChangedError
+from binlake.ingest.arrow import to_lake
 from binlake.lake.lake import Lake
 from binlake.lake.names import table_dir
 from binlake.lake.records import ChunkDone, SnapshotChunk, SnapshotPlan, SnapshotPoint, SnapshotTable
 from binlake.schema import SchemaTracker
 from binlake.snapshot.chunks import ChunkWriter, chunk_record
 from binlake.snapshot.server import binlog_seq, lake_fields
-from binlake.spark.arrow import to_lake
 from binlake.sql.statements import emptied, renames
 from binlake.values.row import ABSENT
 

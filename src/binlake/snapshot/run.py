@@ -7,15 +7,16 @@ uninterrupted run gives):
    table outside the system schemas), each one's columns, primary key and ``SHOW CREATE TABLE``, the chunk bounds;
    written as a :class:`~binlake.lake.records.SnapshotPlan` in ``LAKE/_binlake/snapshots/NNNNNNNNNN/``;
 2. chunks: every chunk without a :class:`~binlake.lake.records.ChunkDone` record is read by a task in a consistent
-   snapshot of its own (:mod:`.chunks`; Spark tasks in parallel, :mod:`binlake.spark.snapshot`, or this process);
+   snapshot of its own (:mod:`.chunks`), run by the spec's :class:`~binlake.lake.runner.Runner` (Spark tasks in
+   parallel, :class:`binlake.spark.runner.SparkRunner`, or this process);
 3. one point: chunks read before the latest chunk's point are brought forward to it from the binlog
    (:mod:`.reconcile`);
-4. land as batch ``B``: each table's chunk files committed to its change table (op ``read``) and, keyed tables, its
-   current-state table; the tables' schema in ``_schema_history``; then the batch manifest, whose positions are the
-   snapshot's point (every binlog before its file read to its end), whose schema is the tables' ``SHOW CREATE
-   TABLE``, whose resume point is the snapshot's point (a snapshot taken again keeps the stream's), and its
-   completion mark.  The file ingest (and the live ingest) go on from there: the first change
-   they land is the first transaction after the point.
+4. land as batch ``B`` (:meth:`binlake.lake.lake.Lake.batch`): each table's chunk files committed to its change
+   table (op ``read``) and, keyed tables, as its current-state table; the tables' schema in ``_schema_history``;
+   then the batch manifest, whose positions are the snapshot's point (every binlog before its file read to its
+   end), whose schema is the tables' ``SHOW CREATE TABLE``, whose resume point is the snapshot's point (a snapshot
+   taken again keeps the stream's), and its completion mark.  The file ingest (and the live ingest) go on from
+   there: the first change they land is the first transaction after the point.
 
 A table altered, emptied, renamed or dropped while steps 2 and 3 run (a chunk finds its definition changed, or the
 binlog between the chunks' points changes it otherwise than by rows: :class:`~binlake.errors.TableChangedError`)
@@ -23,7 +24,7 @@ makes the snapshot start again from a new plan, at most :data:`RESTARTS` times.
 
 Example::
 
-    result = take_snapshot(options, "lake/", SnapshotSpec(tables=["shop.*"], runner=spark_runner(spark)))
+    result = take_snapshot(options, "lake/", SnapshotSpec(tables=["shop.*"], runner=SparkRunner(spark)))
 """
 
 from __future__ import annotations
@@ -33,23 +34,25 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow as pa
-
 from binlake.changes.records import Transaction
 from binlake.changes.sources import ServerSource
 from binlake.changes.stream import ChangeStream
 from binlake.errors import BinlogError, TableChangedError
+from binlake.ingest.extract import column_info
+from binlake.ingest.layouts import history_row
+from binlake.ingest.progress import Progress
+from binlake.ingest.statements import tracker_at, tracker_to_json
 from binlake.lake.lake import Lake
-from binlake.lake.records import BatchDone, BatchManifest, ChunkDone, SnapshotChunk, SnapshotPlan, SnapshotPoint
-from binlake.lake.tables import HISTORY_DIR
+from binlake.lake.records import BatchManifest, ChunkDone, SnapshotPlan, SnapshotPoint
+from binlake.lake.runner import InProcessRunner, Runner
 from binlake.replication.options import ConnectionOptions
 from binlake.schema import SchemaTracker
 from binlake.snapshot.chunks import (
     changes_schema,
     chunk_record,
+    chunk_task,
     current_schema,
     done_chunks,
-    run_chunks,
     snapshot_dir,
 )
 from binlake.snapshot.columns import to_column
@@ -66,12 +69,8 @@ from binlake.snapshot.server import (
     snapshot_method,
     snapshot_tables,
 )
-from binlake.spark.extract import column_info
-from binlake.spark.layouts import HISTORY, history_row
-from binlake.spark.statements import tracker_at, tracker_to_json
 
 __all__ = [
-    "Runner",
     "SnapshotResult",
     "SnapshotSpec",
     "check_snapshot",
@@ -81,7 +80,6 @@ __all__ = [
 ]
 
 RESTARTS = 3  # times a snapshot starts again from a new plan when a table changes under it (TableChangedError)
-Runner = Callable[[Lake, SnapshotPlan, list[SnapshotChunk], ConnectionOptions, ServerAddress], Iterable[ChunkDone]]
 Transactions = Callable[[SnapshotPoint], Iterable[Transaction]]
 
 
@@ -149,12 +147,6 @@ def check_snapshot(options: ConnectionOptions, lake: Lake, globs: Sequence[str],
         )
 
 
-def _manifest_of(lake: Lake, batch: int) -> BatchManifest | None:
-    """Batch ``batch``'s manifest (``None`` before the first)."""
-    loc = lake.root / "_binlake" / "batches" / f"{batch:010d}.json"
-    return BatchManifest.from_json(loc.read_bytes().decode("utf-8"), loc.uri) if batch >= 1 else None
-
-
 def _plan_path(lake: Lake, batch: int) -> Any:
     return snapshot_dir(lake, batch) / "plan.json"
 
@@ -168,14 +160,20 @@ def _quiet(_: str) -> None:
     pass
 
 
+def _untracked(label: str, run: Callable[[], list[str]]) -> list[str]:
+    del label
+    return run()
+
+
 @dataclass(frozen=True)
 class SnapshotSpec:
     """What to snapshot and how: ``tables`` (globs; default every base table outside the system schemas);
     ``transactions``, where the binlog is read from to bring chunks to one point (default: the server, over a
     replication connection); ``runner``, what reads the chunks (default: this process, one after the other;
-    :func:`binlake.spark.snapshot.spark_runner` for Spark tasks); ``password_file``, where chunk readers in other
-    processes read the password (else ``$BINLAKE_PASSWORD``); ``chunk_rows``, about how many rows a chunk holds;
-    ``log``, the progress lines.
+    :class:`binlake.spark.runner.SparkRunner` for Spark tasks: :func:`~binlake.snapshot.chunks.chunk_task`);
+    ``password_file``, where chunk readers in other processes read the password (else ``$BINLAKE_PASSWORD``);
+    ``chunk_rows``, about how many rows a chunk holds; ``log``, the progress lines; ``progress``, what shows the
+    chunks' tasks as they run.
 
     ``again``: snapshot ``tables`` of a lake the stream already writes (``binlake ingest --snapshot TABLES``).  The
     batch keeps the stream's position ``R``: the snapshot, taken at ``T >= R``, replaces the tables' current state,
@@ -186,11 +184,12 @@ class SnapshotSpec:
 
     tables: Sequence[str] = ()
     transactions: Transactions | None = None
-    runner: Runner = run_chunks
+    runner: Runner = field(default_factory=InProcessRunner)
     password_file: str | None = None
     chunk_rows: int = 100_000
     log: Callable[[str], None] = _quiet
     again: bool = False
+    progress: Progress | None = None
 
 
 def take_snapshot(
@@ -259,8 +258,10 @@ def _read(
     if done and todo:
         log(f"snapshot: {len(done)} of {len(plan.chunks)} chunks already read, reading the {len(todo)} left")
     if todo:
-        address = ServerAddress.of(options, spec.password_file)
-        for d in spec.runner(lake, plan, todo, options, address):
+        task = chunk_task(lake, plan, spec.runner, options, ServerAddress.of(options, spec.password_file))
+        runs = spec.progress.run if spec.progress is not None else _untracked
+        for text in runs("snapshot", lambda: spec.runner.map(task, todo)):
+            d = ChunkDone.from_json(text)
             done[d.chunk] = d
         result.chunks_read = len(todo)
         done = done_chunks(lake, plan)
@@ -329,20 +330,11 @@ def _land(
     result: SnapshotResult,
 ) -> None:
     batch = plan.batch
-    before = _manifest_of(lake, batch - 1)  # the stream's last batch (a snapshot taken again keeps its place)
+    before = lake.manifest(batch - 1)  # the stream's last batch (a snapshot taken again keeps its place)
     tracker = tracker_at(before.schema, before.statements, 1 << 200) if before is not None else SchemaTracker()
     history: list[dict[str, Any]] = []
     flavor = plan.point.flavor or "mariadb"  # the server's FULL table maps name the columns (to_column)
     for t in plan.tables:
-        chunks = [done[c.index] for c in plan.chunks if c.table == t.key]
-        changes = [d.changes for d in chunks if d.changes is not None]
-        current = [d.current for d in chunks if d.current is not None]
-        lake.commit(lake.changes(t.key), changes, changes_schema(t), batch)
-        if t.primary_key:
-            lake.commit(lake.current(t.key), current, current_schema(t), batch, mode="overwrite")
-        rows = sum(d.rows for d in chunks)
-        result.rows[f"{t.database}.{t.name}"] = rows
-        log(f"snapshot: {t.database}.{t.name}: {rows} rows landed")
         tracker.execute(t.create, t.database)
         pk = [c.casefold() for c in t.primary_key]
         cols = [
@@ -360,8 +352,6 @@ def _land(
             "columns": [column_info(c, c.name or "") for c in cols],
         }
         history.append(history_row(row, [(f.name, f.type) for f in lake_fields(t)], batch))
-    if history:
-        lake.append(lake.own(HISTORY_DIR), pa.Table.from_pylist(history, schema=HISTORY), batch)
     if before is not None:  # snapshotted again: the stream goes on where it was (see take_snapshot)
         positions, resume = dict(before.positions), before.resume
     else:
@@ -370,6 +360,15 @@ def _land(
             logs = conn.binary_logs()
         positions = {name: size for name, size in logs if binlog_seq(name) < target.seq}
         positions[target.file] = target.position
-    lake.write_manifest(BatchManifest(batch, (), positions, tracker_to_json(tracker), (), resume))
-    lake.write_done(batch, BatchDone())
+    manifest = BatchManifest(batch, (), positions, tracker_to_json(tracker), (), resume)
+    with lake.batch(manifest) as landing:
+        for t in plan.tables:
+            chunks = [done[c.index] for c in plan.chunks if c.table == t.key]
+            landing.changes(t.key, [d.changes for d in chunks if d.changes is not None], changes_schema(t))
+            if t.primary_key:
+                landing.replace_current(t.key, [d.current for d in chunks if d.current is not None], current_schema(t))
+            result.rows[f"{t.database}.{t.name}"] = sum(d.rows for d in chunks)
+        landing.history(history)
+    for t in plan.tables:
+        log(f"snapshot: {t.database}.{t.name}: {result.rows[f'{t.database}.{t.name}']} rows landed")
     log(f"snapshot: batch {batch} landed at {target.file}:{target.position} (GTID {target.gtid or '-'})")

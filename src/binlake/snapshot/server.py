@@ -43,6 +43,7 @@ import pyarrow as pa
 
 from binlake.changes.filters import ChangeFilter
 from binlake.errors import AccessDeniedError, ConnectionLostError, ReplicationError, TableChangedError
+from binlake.ingest.arrow import lake_type
 from binlake.lake.names import table_dir
 from binlake.lake.records import SnapshotChunk, SnapshotPoint, SnapshotTable
 from binlake.replication.connection import ReplicationConnection, ServerInfo, translate_errors
@@ -58,7 +59,6 @@ from binlake.replication.privileges import (
 )
 from binlake.replication.resultset import RowBatch, TextResultReader
 from binlake.snapshot.columns import column_array, select_expr, to_column
-from binlake.spark.arrow import lake_type
 
 __all__ = [
     "LOCK_WAIT_SECONDS",
@@ -118,7 +118,7 @@ def connect(options: ConnectionOptions) -> ReplicationConnection:
 
 def binlog_seq(name: str) -> int:
     """A binlog's sequence number: the numeric extension of its name (``binlake-bin.000042`` -> 42), as
-    :func:`binlake.spark.plan.list_binlogs` numbers files."""
+    :func:`binlake.binlogs.list_binlogs` numbers files."""
     m = re.search(r"\.(\d+)$", name)
     if m is None:
         raise ReplicationError(f"a binlog name without a numeric extension: {name!r}")

@@ -11,8 +11,8 @@ are options under their names, as ``binlake changes --debezium-option`` takes th
 (:class:`~binlake.render.changes.debezium.ValueModes`).
 
 Planning runs on the driver: one partition per file, large files cut at transaction boundaries by a header-only
-walk (:mod:`binlake.spark.plan`), so every core decodes part of one big binlog.  Each partition decodes its byte
-range (:mod:`binlake.spark.extract`) and yields Arrow record batches (:mod:`binlake.spark.arrow` has the schemas).
+walk (:mod:`binlake.ingest.plan`), so every core decodes part of one big binlog.  Each partition decodes its byte
+range (:mod:`binlake.ingest.extract`) and yields Arrow record batches (:mod:`binlake.ingest.arrow` has the schemas).
 
 Example::
 
@@ -31,13 +31,16 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from binlake.binlogs import list_binlogs
 from binlake.errors import BinlogError
+from binlake.ingest.arrow import CHANGES, TABLEMAPS, change_batch, event_batch, tablemap_batch
+from binlake.ingest.extract import Changes, EventRecord, TableMapRecord, decode_split, map_id
+from binlake.ingest.plan import DEFAULT_SPLIT_BYTES, plan_splits
+from binlake.lake.records import Split
+from binlake.lake.tables import EVENTS
 from binlake.render.changes.debezium import SETTINGS, DebeziumEncoder, DebeziumOptions, ValueModes
 from binlake.schema import SchemaTracker
-from binlake.spark.arrow import CHANGES, EVENTS, TABLEMAPS, change_batch, event_batch, tablemap_batch
 from binlake.spark.debezium import SplitJson, connector_of
-from binlake.spark.extract import Changes, EventRecord, TableMapRecord, decode_split, map_id
-from binlake.spark.plan import DEFAULT_SPLIT_BYTES, Split, list_binlogs, plan_splits
 
 __all__ = ["BATCH_ROWS", "BinlakeDataSource", "read_split"]
 

@@ -2,9 +2,9 @@
 ``binlake changes`` writes (:mod:`binlake.render.changes.debezium`, the same encoder), so a Spark job can send it to
 Kafka or files with Spark's own sinks.
 
-A split is decoded once (:func:`binlake.spark.extract.decode_split`, with the DDL tracker the JSON names columns by:
+A split is decoded once (:func:`binlake.ingest.extract.decode_split`, with the DDL tracker the JSON names columns by:
 the split's own DDL, as the view's columns are the split's table maps); :class:`SplitJson` watches its event records
-for what a :class:`~binlake.spark.extract.Changes` record does not carry (each rows event's server id, time and
+for what a :class:`~binlake.ingest.extract.Changes` record does not carry (each rows event's server id, time and
 ROWS_QUERY / ANNOTATE_ROWS text, its transaction's ``BEGIN`` and thread, MySQL's commit time) and writes the lines
 of each Changes record from it.  Splits are cut at transaction boundaries, so a transaction's ``total_order`` and
 ``data_collection_order`` count within its split as in the whole log.  The JSON has no trailing newline.
@@ -29,11 +29,11 @@ from binlake.events.gtid import GtidEvent
 from binlake.events.mariadb import AnnotateRowsEvent
 from binlake.events.query import QueryEvent
 from binlake.events.rows import RowsEvent
+from binlake.ingest.extract import Changes, EventRecord
+from binlake.ingest.statements import SEQ_POS
 from binlake.reader import Binlog, read_events
 from binlake.render.changes.debezium import DebeziumEncoder, SourceInfo
 from binlake.schema import SchemaTracker
-from binlake.spark.extract import Changes, EventRecord
-from binlake.spark.statements import SEQ_POS
 
 __all__ = ["SplitJson", "connector_of"]
 

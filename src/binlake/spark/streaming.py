@@ -57,10 +57,11 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxBytes, SupportsTriggerAvailableNow
 
+from binlake.binlogs import BinlogFile
 from binlake.errors import BinlogError
 from binlake.events.base import EventType
 from binlake.events.gtid import GtidEvent, GtidListEvent, MariaGtidEvent, PreviousGtidsEvent
-from binlake.lake.records import BinlogFile, Split
+from binlake.lake.records import Split
 from binlake.reader import HeaderTable, header_table, read_events
 from binlake.transactions import FILE_END_EVENTS, GTID_EVENTS, Transactions, last_boundary, next_boundary
 
@@ -235,7 +236,7 @@ def stream_splits(
     into splits of about ``split_bytes``, numbered."""
     if end.file is None or (start.file, start.pos) == (end.file, end.pos):
         return []
-    from binlake.spark.plan import plan_file
+    from binlake.ingest.plan import plan_file
 
     first, last = _index(files, start), _index(files, end)
     out: list[Split] = []
@@ -354,7 +355,7 @@ class LiveSource:
 
     def files(self) -> list[BinlogFile]:
         """The mirror's binlog files (what has been copied so far), in binlog order."""
-        from binlake.spark.plan import list_binlogs
+        from binlake.binlogs import list_binlogs
 
         return list_binlogs(self.mirror) if os.path.isdir(self.mirror) else []
 
@@ -435,7 +436,7 @@ class BinlakeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if refresh:
                 self.live.catch_up()
             return self.live.files()
-        from binlake.spark.plan import list_binlogs
+        from binlake.binlogs import list_binlogs
 
         assert self.path is not None
         return list_binlogs(self.path)

@@ -2,7 +2,7 @@
 land of a file that is still being written or still being copied, and what it may go on from.
 
 A batch lands whole transactions only (:mod:`binlake.transactions`, the one rule).  The planner cuts a file that does
-not end with its ROTATE or STOP at the last boundary its header walk sees (:func:`binlake.spark.plan.plan_file`);
+not end with its ROTATE or STOP at the last boundary its header walk sees (:func:`binlake.ingest.plan.plan_file`);
 :func:`last_whole` decodes the events after it for a last group whose end the walk cannot see (DDL, a MariaDB
 standalone group, a non-transactional ``BEGIN ... COMMIT``).  What follows the last whole transaction waits for the
 rest of the file: a server still writing it (its format description flagged in use), or a copy still under way
@@ -10,7 +10,7 @@ rest of the file: a server still writing it (its format description flagged in u
 
 :func:`inside` answers whether a position a lake recorded is inside a transaction, which binlake before version 4
 of the batch manifest could record for a copy cut short (it landed the file's whole events); the ingest then lands
-again from before the batch that recorded it (:func:`binlake.spark.ingest.ingest`).
+again from before the batch that recorded it (:func:`binlake.ingest.run.ingest`).
 
 Example::
 
@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import itertools
 
+from binlake.binlogs import BinlogFile
 from binlake.errors import BinlogError
-from binlake.lake.records import BinlogFile
+from binlake.ingest.statements import ReadSpec
 from binlake.reader import header_table, read_events, walk_headers
-from binlake.spark.statements import ReadSpec
 from binlake.transactions import BETWEEN_EVENTS, GTID_EVENTS, Transactions, last_boundary
 
 __all__ = ["inside", "last_whole", "plainly_outside"]

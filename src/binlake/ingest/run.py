@@ -1,27 +1,10 @@
 """``binlake ingest``: binlogs -> a lake of Delta tables, incrementally and exactly once.
 
-Lake layout (every name from the binlog encoded by :mod:`binlake.lake.names`; the lake is a folder or an
-object-store URI, :class:`binlake.lake.Lake`)::
-
-    LAKE/<db>/<table>/changes   one row per row change: the table's own typed columns, then _op (insert |
-                                update_preimage | update_postimage | delete), _file, _pos, _row, _gtid, _ts
-                                (commit time), _seq (decimal(38,0), binlog order across files),
-                                _rolled_back (true: its transaction ended in ROLLBACK or XA ROLLBACK; null: XA
-                                PREPAREd, outcome not seen yet; neither is applied to current), _xid (the XID of
-                                an XA PREPAREd transaction), _absent (names of the columns the row image does not
-                                hold, binlog_row_image=MINIMAL/NOBLOB; null when it holds all: a column in _absent
-                                is *unknown*, a null column not in it is SQL NULL)
-    LAKE/<db>/<table>/current   tables with a primary key: the rows as they are after the last change, + _seq, _ts
-    LAKE/_events                every event (the ``events`` view's columns)
-    LAKE/_schema_history        every distinct table map: columns, key, lake column names, where first seen
-    LAKE/_skips                 what ``--on-error skip-event|skip-transaction`` skipped (file, bytes, reason)
-    LAKE/_binlake/batches/      the plan of each batch (NNNNNNNNNN.json) and its completion mark (.done, holding
-                                the XA transactions still waiting for their outcome): binlake.lake.records
-    LAKE/_binlake/lease         the writer lease: one ingest writes a lake at a time (binlake.lake.lease)
-
-A run holds the lake's writer lease throughout (another ingest waits for it or stops) and is one or more batches.
-A batch's plan (its byte ranges and the positions reached after it) is written
-atomically before any table is touched; each table's commit carries the Delta application transaction
+It writes the lake's tables (their layout: :mod:`binlake.lake.lake`) from the binlogs' row changes, events and table
+maps, a batch at a time.  A run holds the lake's writer lease throughout (another ingest waits for it or stops) and
+is one or more batches.  A batch's plan (its byte ranges and the positions reached after it) is written atomically
+before any table is touched, its tasks run on a :class:`~binlake.lake.runner.Runner`, and the lake commits what they
+wrote (:meth:`~binlake.lake.lake.Lake.batch`); each table's commit carries the Delta application transaction
 ``(binlake-ingest, batch)``, so re-running an unfinished batch (after a kill -9 at any moment) decodes the same
 ranges and commits only to the tables that have not got it: every table ends as one clean run leaves it.  Column
 changes (ALTER TABLE) add columns to the tables (schema merge); a column whose type changes gets a second column
@@ -51,33 +34,33 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
 
+from binlake.binlogs import BinlogFile, list_binlogs, source_exists
 from binlake.columns import SchemaSource
 from binlake.decoder import Decoder, decode_event
 from binlake.errors import BinlogError
 from binlake.events.base import EventType
 from binlake.events.gtid import GtidListEvent, MariaGtidEvent
-from binlake.lake.current import staged_latest, update_current
+from binlake.ingest.identity import recorded, sort_out
+from binlake.ingest.layouts import Layout, MapLog, history_row, known_layouts, resolve_layout
+from binlake.ingest.plan import DEFAULT_SPLIT_BYTES, binlog_head, plan_splits
+from binlake.ingest.progress import Progress
+from binlake.ingest.statements import ReadSpec, scan_statements, tracker_at, tracker_from_json, tracker_to_json
+from binlake.ingest.tails import inside, last_whole, plainly_outside
+from binlake.ingest.tasks import TaskPlan, write_task
 from binlake.lake.lake import Lake
 from binlake.lake.names import decode_name, table_dir
-from binlake.lake.records import BatchDone, BatchManifest, BinlogFile, DataFile, Emptied, SkipRecord, Split
-from binlake.lake.tables import EVENTS_DIR, HISTORY_DIR, META, META_NAMES, SKIPS, SKIPS_DIR
+from binlake.lake.records import BatchManifest, SkipRecord, Split, TaskReport
+from binlake.lake.runner import Runner
+from binlake.lake.tables import META, META_NAMES
 from binlake.reader import HeaderCache, binlog_order, header_table, opened, resume_decoder
 from binlake.replication.gtid import GtidTracker
 from binlake.replication.position import ResumePoint
 from binlake.schema import SchemaTracker
-from binlake.spark.arrow import EVENTS
-from binlake.spark.identity import recorded, sort_out
-from binlake.spark.layouts import HISTORY, Layout, MapLog, history_row, known_layouts, resolve_layout
-from binlake.spark.plan import DEFAULT_SPLIT_BYTES, binlog_head, list_binlogs, plan_splits, source_exists
-from binlake.spark.progress import Progress
-from binlake.spark.session import context_of
-from binlake.spark.statements import ReadSpec, scan_statements, tracker_at, tracker_from_json, tracker_to_json
-from binlake.spark.tails import inside, last_whole, plainly_outside
-from binlake.spark.tasks import TaskPlan, collect, write_task
 from binlake.transactions import GTID_EVENTS
 
 __all__ = ["IngestResult", "ingest", "ingest_held", "summary"]
@@ -169,7 +152,7 @@ def _schema_after(manifest: BatchManifest | None, seed: str | None) -> SchemaTra
 
 
 def ingest(
-    spark: Any,
+    runner: Runner,
     sources: list[str],
     lake: str | Lake,
     *,
@@ -184,11 +167,11 @@ def ingest(
     """Ingest what is new in ``sources`` into ``lake`` (finishing an interrupted batch first); see the module doc.
 
     ``sources`` and ``lake``: local paths or URIs (:mod:`binlake.storage`).
-    ``spark``: a SparkSession or SparkContext (only the context is used: the tasks are Python), or a
-    :class:`~concurrent.futures.Future` of one still starting (the plan and the scan run on the driver meanwhile;
-    ``binlake ingest`` starts its JVM so, which saves most of a second).
+    ``runner``: where the tasks run (:class:`~binlake.lake.runner.InProcessRunner`, or
+    :class:`~binlake.spark.runner.SparkRunner` of a session still starting: the plan and the scan run on the driver
+    meanwhile; ``binlake ingest`` starts its JVM so, which saves most of a second).
     ``read``: decoding options (``schema_sql`` seeds the schema of the first batch), decryptor, ``on_error``.
-    ``cores``: the task slots to size splits for (default: the session's ``defaultParallelism``).
+    ``cores``: the task slots to size splits for (default: the runner's ``cores``, one for a runner without).
     ``wait``: seconds to wait for another ingest writing the lake, then :class:`~binlake.lake.LakeBusy`;
     ``lease_seconds``: how long the writer lease lasts unrenewed (:mod:`binlake.lake.lease`).
     ``start``: where the stream of an empty lake starts (a live ingest's start point, e.g. where a snapshot was
@@ -197,14 +180,14 @@ def ingest(
     state there, followed from ``start.gtid``).  A lake whose last manifest has a resume point goes on from it.
     """
     lake = lake if isinstance(lake, Lake) else Lake(lake)
-    progress = progress or Progress(spark)
+    progress = progress or Progress(runner)
     t0 = time.monotonic()
     files = _binlogs(sources)  # before the lease: a source that is not there leaves the lake untouched
     with lake.writing(wait=wait, lease_seconds=lease_seconds, on_wait=progress.log) as lease:
         if lease.waited:
             progress.log(f"the lake is free after {lease.waited:.1f} s")
             files = _binlogs(sources)  # they may have grown meanwhile
-        result = ingest_held(spark, files, lake, split_bytes=split_bytes, progress=progress, read=read, cores=cores,
+        result = ingest_held(runner, files, lake, split_bytes=split_bytes, progress=progress, read=read, cores=cores,
                              start=start)  # fmt: skip
         result.waited = lease.waited
     result.seconds = time.monotonic() - t0
@@ -212,7 +195,7 @@ def ingest(
 
 
 def ingest_held(
-    spark: Any,
+    runner: Runner,
     files: list[BinlogFile],
     lake: Lake,
     *,
@@ -223,14 +206,14 @@ def ingest_held(
     start: ResumePoint | None = None,
     definitions: SchemaSource | None = None,
 ) -> IngestResult:
-    """:func:`ingest` of ``files`` (:func:`~binlake.spark.plan.list_binlogs`'s records) into ``lake``, whose writer
+    """:func:`ingest` of ``files`` (:func:`~binlake.binlogs.list_binlogs`'s records) into ``lake``, whose writer
     lease the caller holds (``with lake.writing(): ...``): a live ingest holds it across its batches, and gives the
     server's table ``definitions`` (:mod:`binlake.columns`)."""
     lake.check()
     result = IngestResult()
     t0 = time.monotonic()
-    _ingest(spark, files, lake, split_bytes, progress or Progress(spark), read or ReadSpec(), cores, result, start,
-            definitions)  # fmt: skip
+    progress = progress or Progress(runner)
+    _ingest(runner, files, lake, split_bytes, progress, read or ReadSpec(), cores, result, start, definitions)
     result.seconds = time.monotonic() - t0
     return result
 
@@ -248,7 +231,7 @@ def _binlogs(sources: list[str]) -> list[BinlogFile]:
 
 
 def _ingest(
-    spark: Any,
+    runner: Runner,
     ordered: list[BinlogFile],
     lake: Lake,
     split_bytes: int,
@@ -261,14 +244,14 @@ def _ingest(
 ) -> None:
     manifest, done = lake.last_manifest()
     if manifest is not None and manifest.rewinds is not None and not done:
-        _rewind(lake, manifest.batch, manifest.rewinds, progress)  # a rewind a kill cut short
+        _rewind(lake, manifest, progress)  # a rewind a kill cut short
     elif manifest is not None:
         stuck = _stuck(lake, manifest, done, ordered, read)
         if stuck is not None:
             manifest = _rewind_to(lake, manifest, *stuck, read, progress)
         elif not done:
             progress.log(f"finishing interrupted batch {manifest.batch}")
-            _run_batch(spark, lake, manifest, progress, result, read, definitions=definitions)
+            _run_batch(runner, lake, manifest, progress, result, read, definitions=definitions)
     positions: dict[str, int] = dict(manifest.positions) if manifest is not None else {}
     resume = manifest.resume if manifest is not None else start
     result.resume = resume
@@ -278,8 +261,8 @@ def _ingest(
         positions.setdefault(resume.file, resume.position)
     ordered, known = sort_out(ordered, manifest.identities if manifest is not None else {}, positions, progress.log)
     new_bytes = sum(max(0, f.size - positions.get(f.name, 4)) for f in ordered)
-    if cores is None:
-        cores = int(getattr(context_of(spark), "defaultParallelism", 1) or 1)
+    if cores is None:  # a runner's task slots (SparkRunner.cores); one where tasks run in turn
+        cores = int(getattr(runner, "cores", 1) or 1)
     split_bytes = _balanced(new_bytes, split_bytes, cores)
     headers = HeaderCache()  # the plan's header walks, kept for the scan of the same ranges
     splits = progress.timed(
@@ -302,7 +285,7 @@ def _ingest(
         files = recorded(ordered, known, after)
         manifest = BatchManifest(batch, tuple(splits), after, start_schema, tuple(statements), resume, files)
         lake.write_manifest(manifest)
-        _run_batch(spark, lake, manifest, progress, result, read, maps)
+        _run_batch(runner, lake, manifest, progress, result, read, maps)
     elif result.batches == 0:
         progress.detail("nothing new")
 
@@ -312,7 +295,7 @@ def _whole_transactions(
 ) -> list[Split]:
     """``splits`` (the planner's: a file that does not end with its ROTATE or STOP stops at the last transaction
     boundary a header walk sees) with each file's last one reaching the end of the file's last whole transaction
-    (:func:`~binlake.spark.tails.last_whole`).  A file whose format description no longer flags it in use but that
+    (:func:`~binlake.ingest.tails.last_whole`).  A file whose format description no longer flags it in use but that
     ends inside a transaction or an event is a copy cut short (a server closes a file with a ROTATE or STOP, and
     MySQL's crash recovery truncates one to its last whole transaction): one line says so, and its rest and the
     files after it wait for the rest of it.  An encrypted file is planned once closed (its type codes are
@@ -424,16 +407,17 @@ def _rewind_to(
         f"short so): the lake goes back to before it and lands from there again"
     )
     lake.write_manifest(manifest)
-    _rewind(lake, manifest.batch, first, progress)
+    _rewind(lake, manifest, progress)
     return manifest
 
 
-def _rewind(lake: Lake, batch: int, first: int, progress: Progress) -> None:
-    """Run rewinding batch ``batch`` (:func:`_rewind_to`): every table back to before batch ``first``, then the
-    batch's completion mark, carrying the XA transactions pending there."""
-    changed = progress.timed("rewind", lambda: lake.rewind(first))
-    lake.write_done(batch, lake.done(first - 1))
-    progress.log(f"batch {batch}: {changed} tables back to before batch {first}")
+def _rewind(lake: Lake, manifest: BatchManifest, progress: Progress) -> None:
+    """Run the rewinding batch ``manifest`` (:func:`_rewind_to`): the lake takes every table back to before batch
+    ``manifest.rewinds`` and marks the batch done with the XA transactions pending there
+    (:mod:`binlake.lake.batch`)."""
+    with lake.batch(manifest, timed=progress.timed) as landing:
+        pass
+    progress.log(f"batch {manifest.batch}: {landing.rewound} tables back to before batch {manifest.rewinds}")
 
 
 def resume_after(splits: list[Split], before: ResumePoint, headers: HeaderCache | None = None) -> ResumePoint:
@@ -491,7 +475,7 @@ def _balanced(new_bytes: int, split_bytes: int, cores: int) -> int:
 
 
 def _run_batch(
-    spark: Any,
+    runner: Runner,
     lake: Lake,
     manifest: BatchManifest,
     progress: Progress,
@@ -501,98 +485,55 @@ def _run_batch(
     definitions: SchemaSource | None = None,
 ) -> None:
     """Run one planned batch: ``maps`` are its table maps when the planning scan collected them (a batch finished
-    after a crash scans its ranges again from the schema it started with: the same maps)."""
+    after a crash scans its ranges again from the schema it started with: the same maps).  The tasks run on
+    ``runner``; what they wrote is handed to the lake, which commits it (:meth:`~binlake.lake.lake.Lake.batch`)."""
     batch = manifest.batch
     splits = list(manifest.splits)
     statements = manifest.statements
-    outcomes = {s.xid: s.rolled_back for s in statements if s.kind == "xa"}
-    renames = [s for s in statements if s.kind == "rename"]
+    renames = manifest.renames
     ddl = [s for s in statements if s.kind in ("ddl", "temporary")]  # what tracker_at follows
-    lake.staging(batch).delete_dir()  # an interrupted attempt's
     progress.log(f"batch {batch}: {len(splits)} splits of {manifest.files} files")
+    with lake.batch(manifest, timed=progress.timed) as landing:
+        # 1. table maps -> the lake layout of every map and every table's schema (binlog order decides new columns)
+        if maps is None:
+            tracker = tracker_from_json(manifest.schema)
+            maps = MapLog(tracker, known_layouts(lake), definitions)
+            progress.timed("table maps", lambda: scan_statements(splits, tracker, read, maps))
+        known, pk = maps.known.layouts, dict(maps.known.pk)
+        plan = TaskPlan(read, manifest.schema, ddl, manifest.outcomes, renames, batch, maps.enriched)
+        schemas: dict[str, list[pa.Field]] = {}
+        layouts: dict[str, Layout] = {}
+        new_history: list[dict[str, Any]] = []
+        for row in maps.rows:
+            key = table_dir(row["database"], row["table"])
+            if key not in schemas:
+                existing = lake.schema_of(lake.changes(key))
+                schemas[key] = [f for f in existing if f.name not in META_NAMES] if existing is not None else []
+            mid = row["map_id"]
+            if mid not in layouts:
+                layouts[mid] = known.get(mid) or resolve_layout(row["lake"], schemas[key])
+                for n, t in layouts[mid]:
+                    if n not in {f.name for f in schemas[key]}:
+                        schemas[key].append(pa.field(n, t))
+                if mid not in known and mid not in {h["map_id"] for h in new_history}:
+                    new_history.append(history_row(row, layouts[mid], batch))
+            pk[key] = [layouts[mid][i][0] for i in row["primary_key_index"]]
+        full = {k: pa.schema([*v, *(pa.field(n, t) for n, t in META)]) for k, v in schemas.items()}
+        landing.tables(full, pk)
+        landing.history(new_history)
 
-    # 1. table maps -> the lake layout of every map and every table's schema (binlog order decides new columns)
-    if maps is None:
-        tracker = tracker_from_json(manifest.schema)
-        maps = MapLog(tracker, known_layouts(lake), definitions)
-        progress.timed("table maps", lambda: scan_statements(splits, tracker, read, maps))
-    known, pk = maps.known.layouts, dict(maps.known.pk)
-    plan = TaskPlan(read, manifest.schema, ddl, outcomes, renames, batch, maps.enriched)
-    schemas: dict[str, list[pa.Field]] = {}
-    layouts: dict[str, Layout] = {}
-    new_history: list[dict[str, Any]] = []
-    for row in maps.rows:
-        key = table_dir(row["database"], row["table"])
-        if key not in schemas:
-            existing = lake.schema_of(lake.changes(key))
-            schemas[key] = [f for f in existing if f.name not in META_NAMES] if existing is not None else []
-        mid = row["map_id"]
-        if mid not in layouts:
-            layouts[mid] = known.get(mid) or resolve_layout(row["lake"], schemas[key])
-            for n, t in layouts[mid]:
-                if n not in {f.name for f in schemas[key]}:
-                    schemas[key].append(pa.field(n, t))
-            if mid not in known and mid not in {h["map_id"] for h in new_history}:
-                new_history.append(history_row(row, layouts[mid], batch))
-        pk[key] = [layouts[mid][i][0] for i in row["primary_key_index"]]
-    full = {k: pa.schema([*v, *(pa.field(n, t) for n, t in META)]) for k, v in schemas.items()}
-
-    # 2. decode and write Parquet in the tasks
-    rdd = context_of(spark).parallelize(splits, max(1, len(splits)))
-    task_pk = {k: v for k, v in pk.items() if k in full and v}
-    reports = progress.run(
-        "decode", lambda: collect(rdd, lambda it: write_task(it, lake, layouts, full, task_pk, plan))
-    )
-
-    # 3. commit every table (each idempotent for this batch)
-    by_table: dict[str, list[DataFile]] = defaultdict(list)
-    event_files: list[DataFile] = []
-    emptied: list[Emptied] = []
-    pending = {x: set(k) for x, k in lake.done(batch - 1).xa_pending.items()}
-    skips: list[SkipRecord] = []
-    for rep in sorted(reports, key=lambda r: r.split):
-        for f in rep.files:
-            by_table[f.table].append(f)
-        event_files.extend(rep.events)
-        emptied.extend(rep.emptied)
-        result.changes.update(rep.counts)
-        result.events += sum(f.rows for f in rep.events)
-        for x, keys in rep.prepared.items():
-            pending.setdefault(x, set()).update(keys)
-        skips.extend(rep.skips)
-    resolved = {x: (outcomes[x], keys) for x, keys in pending.items() if x in outcomes}
-    pending = {x: keys for x, keys in pending.items() if x not in outcomes}
-    earlier_xa: dict[str, list[str]] = defaultdict(list)  # table -> XIDs committed now, prepared in a batch before
-    for x, (rolled_back, keys) in resolved.items():
-        for key in keys:
-            lake.resolve_rollbacks(lake.changes(key), {x: rolled_back}, batch)
-            if not rolled_back:
-                earlier_xa[key].append(x)
-
-    def commit() -> None:
-        for key, fs in sorted(by_table.items()):
-            lake.commit(lake.changes(key), fs, full[key], batch)
-        if event_files:
-            lake.commit(lake.own(EVENTS_DIR), event_files, EVENTS, batch)
-        if new_history:
-            lake.append(lake.own(HISTORY_DIR), pa.Table.from_pylist(new_history, schema=HISTORY), batch)
-        if skips:
-            rows = [{**s.to_json(), "batch": batch} for s in skips]
-            lake.append(lake.own(SKIPS_DIR), pa.Table.from_pylist(rows, schema=SKIPS), batch)
-
-    progress.timed("commit", commit)
-
-    # 4. current state of tables with a primary key: changes, emptying statements and renames in binlog order
-    latest = staged_latest(reports, by_table)
-    progress.timed(
-        "current", lambda: update_current(lake, batch, pk, full, by_table, earlier_xa, emptied, renames, latest)
-    )
-
-    lake.write_done(batch, BatchDone({x: tuple(sorted(k)) for x, k in pending.items()}))
-    lake.staging(batch).delete_dir()
+        # 2. decode and write Parquet in the tasks
+        task_pk = {k: v for k, v in pk.items() if k in full and v}
+        task = partial(write_task, lake, layouts, full, task_pk, plan)
+        texts = progress.run("decode", lambda: runner.map(task, splits))
+        for rep in (TaskReport.from_json(text) for text in texts):
+            landing.add(rep)
+            result.changes.update(rep.counts)
+            result.events += sum(f.rows for f in rep.events)
+            result.skips.extend(rep.skips)
+    # 3. the lake commits the batch (change tables, its own tables, XA outcomes, current state) and marks it done
     result.batches += 1
     result.files += manifest.files
     result.bytes += manifest.bytes
-    result.skips.extend(skips)
-    result.xa_pending = len(pending)
+    result.xa_pending = len(landing.pending)
     result.renames += len(renames)

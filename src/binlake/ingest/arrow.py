@@ -2,11 +2,11 @@
 
 Views (``spark.read.format("binlake").option("view", ...)``):
 
-* ``events``: one row per event (:data:`EVENTS`);
+* ``events``: one row per event (:data:`binlake.lake.tables.EVENTS`, the lake's ``_events`` table);
 * ``tablemaps``: one row per run of identical table maps in a partition (:data:`TABLEMAPS`); ``map_id``
   identifies a layout, so ``groupBy("map_id")`` gives the distinct maps;
 * ``changes``: one row per row change (:data:`CHANGES`); ``before``/``after`` are ``map<string,string>`` from
-  column name to the value rendered as text (:func:`binlake.spark.extract.render_value`; SQL NULL is a null map
+  column name to the value rendered as text (:func:`binlake.ingest.extract.render_value`; SQL NULL is a null map
   value, a column missing from a MINIMAL image is a missing key), so one schema holds every table.
 
 Lake change tables use each column's own type (:func:`lake_type`), e.g. ``INT`` -> ``int64``, ``DECIMAL(10,2)``
@@ -29,16 +29,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from binlake.binlogs import BinlogFile
 from binlake.coltypes import Column, ColumnType
 from binlake.events.base import EventType
-from binlake.lake.tables import SEQ, UTC_TS
-from binlake.spark.extract import Changes, EventRecord, TableMapRecord, column_info, render_value
-from binlake.spark.plan import BinlogFile
+from binlake.ingest.extract import Changes, EventRecord, TableMapRecord, column_info, render_value
+from binlake.lake.tables import COLUMN, EVENTS, SEQ, UTC_TS
 from binlake.values.row import ABSENT
 
 __all__ = [
     "CHANGES",
-    "EVENTS",
     "TABLEMAPS",
     "change_batch",
     "event_batch",
@@ -51,48 +50,6 @@ __all__ = [
 ]
 
 T = ColumnType
-
-EVENTS = pa.schema(
-    [
-        ("file", pa.string()),
-        ("file_seq", pa.int64()),
-        ("pos", pa.int64()),
-        ("payload_offset", pa.int64()),
-        ("end_pos", pa.int64()),
-        ("type", pa.string()),
-        ("type_code", pa.int32()),
-        ("server_id", pa.int64()),
-        ("timestamp", UTC_TS),
-        ("flags", pa.int32()),
-        ("gtid", pa.string()),
-        ("trx_pos", pa.int64()),
-        ("trx_seq", pa.int32()),
-        ("summary", pa.string()),
-    ]
-)
-
-COLUMN = pa.struct(
-    [
-        ("index", pa.int32()),
-        ("name", pa.string()),
-        ("type", pa.string()),
-        ("type_code", pa.int32()),
-        ("nullable", pa.bool_()),
-        ("unsigned", pa.bool_()),
-        ("charset", pa.int32()),
-        ("length", pa.int64()),
-        ("precision", pa.int32()),
-        ("scale", pa.int32()),
-        ("fsp", pa.int32()),
-        ("bits", pa.int32()),
-        ("enum_values", pa.list_(pa.string())),
-        ("set_values", pa.list_(pa.string())),
-        ("geometry_type", pa.int32()),
-        ("vector_dimension", pa.int32()),
-        ("pk_position", pa.int32()),
-        ("visible", pa.bool_()),
-    ]
-)
 
 TABLEMAPS = pa.schema(
     [

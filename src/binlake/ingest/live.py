@@ -6,12 +6,12 @@ Two parts, each restarting from its own durable state:
   files byte for byte, CRC32 verified, into ``LAKE/_binlogs/`` through :mod:`binlake.storage` (a local folder or an
   object store).  Its state is the copies themselves: a restarted mirror cuts a partial event off its last file and
   asks the server to go on at that file's size;
-- the **file ingest** (:func:`binlake.spark.ingest.ingest_held`) lands what is new in those files, a batch at a
-  time, on Spark.  A batch's plan (its byte ranges, and :attr:`~binlake.lake.records.BatchManifest.resume`: the
-  end of its last whole transaction with the GTID state there) is written before any table is touched and every
-  table's commit carries the batch number, so a batch cut by a kill is finished, exactly once, by the next run.
-  A transaction the mirror has only part of is left for the next batch (the planner stops an unfinished file at
-  its last transaction boundary).
+- the **file ingest** (:func:`binlake.ingest.run.ingest_held`) lands what is new in those files, a batch at a time,
+  its tasks on the runner (Spark's executors for ``binlake ingest``).  A batch's plan (its byte ranges, and
+  :attr:`~binlake.lake.records.BatchManifest.resume`: the end of its last whole transaction with the GTID state
+  there) is written before any table is touched and every table's commit carries the batch number, so a batch cut by
+  a kill is finished, exactly once, by the next run.  A transaction the mirror has only part of is left for the next
+  batch (the planner stops an unfinished file at its last transaction boundary).
 
 The first run into an empty lake starts the stream at a :class:`~binlake.replication.position.ResumePoint`: given
 (``--from FILE[:POS]``, ``--from-start``), or returned by a snapshot that fills the lake first (``snapshot``, which
@@ -30,7 +30,7 @@ refuses to be pickled): no Spark task, manifest or log line holds it.
 Example::
 
     options = ConnectionOptions("db1", "repl", server_id=4242, password=Secret(...))
-    live_ingest(spark, options, "s3://bucket/lake", start=ResumePoint("binlog.000042", 4), follow=True)
+    live_ingest(SparkRunner(spark), options, "s3://bucket/lake", start=ResumePoint("binlog.000042", 4), follow=True)
 """
 
 from __future__ import annotations
@@ -40,10 +40,15 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
+from binlake.binlogs import list_binlogs
 from binlake.errors import BinlogError, ReplicationError
+from binlake.ingest.plan import DEFAULT_SPLIT_BYTES
+from binlake.ingest.progress import Progress
+from binlake.ingest.run import IngestResult, ingest_held
+from binlake.ingest.statements import ReadSpec
 from binlake.lake.lake import Lake
+from binlake.lake.runner import Runner
 from binlake.metrics import NO_METRICS, Metrics
 from binlake.replication.connection import ReplicationConnection
 from binlake.replication.definitions import ServerDefinitions
@@ -51,10 +56,6 @@ from binlake.replication.mirror import Mirror, mirror_files
 from binlake.replication.options import ConnectionOptions
 from binlake.replication.position import ResumePoint, StartAt
 from binlake.replication.privileges import require_replication
-from binlake.spark.ingest import IngestResult, ingest_held
-from binlake.spark.plan import DEFAULT_SPLIT_BYTES, list_binlogs
-from binlake.spark.progress import Progress
-from binlake.spark.statements import ReadSpec
 from binlake.storage import Location
 
 __all__ = [
@@ -108,7 +109,7 @@ class LiveResult:
 
 
 def live_ingest(
-    spark: Any,
+    runner: Runner,
     options: ConnectionOptions,
     lake: str | Lake,
     *,
@@ -145,7 +146,7 @@ def live_ingest(
     events and reconnections and of each batch committed (:mod:`binlake.metrics`).  The rest is :func:`ingest`'s.
     """
     lake = lake if isinstance(lake, Lake) else Lake(lake)
-    progress = progress or Progress(spark)
+    progress = progress or Progress(runner)
     result = LiveResult()
     t0 = time.monotonic()
     with ReplicationConnection(options) as conn:
@@ -187,7 +188,7 @@ def live_ingest(
                 files = list_binlogs(binlogs.uri)
                 if point is None and files:  # --from-start: the stream starts where the oldest binlog does
                     point = ResumePoint(files[0].name, 4)
-                r = ingest_held(spark, files, lake, split_bytes=split_bytes, progress=progress, read=read, cores=cores,
+                r = ingest_held(runner, files, lake, split_bytes=split_bytes, progress=progress, read=read, cores=cores,
                                 start=point, definitions=definitions)  # fmt: skip
                 result.add(r)
                 if r.batches:

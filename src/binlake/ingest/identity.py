@@ -35,9 +35,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping
 
+from binlake.binlogs import BinlogFile
 from binlake.errors import BinlogHistoryError
 from binlake.events.base import EventType
-from binlake.lake.records import BinlogFile, FileIdentity
+from binlake.lake.records import FileIdentity
 from binlake.reader import FileHead, file_head, first_bytes
 
 __all__ = ["PREFIX", "recorded", "sort_out"]

@@ -1,10 +1,12 @@
 """Decode one split into records: events, table maps and row changes, each with its transaction's GTID and time.
 
-This is the work of one Spark task, in plain Python (no Spark imported), so it is testable on its own and the data
-source and the ingest job share it.  Transactions are tracked as the servers write them: a GTID event (MySQL
-GTID_LOG_EVENT, MariaDB GTID_EVENT) or ``BEGIN`` opens one; XID, ``COMMIT``/``ROLLBACK``, XA_PREPARE, or the single
-statement after a GTID without ``BEGIN`` (DDL) closes it.  A change's ``ts`` is its transaction's commit time
-(the closing event's timestamp), so changes are buffered until their transaction closes.
+This is the work of one task, in plain Python (no Spark imported), so it is testable on its own and the data
+source and the ingest job share it.  Transactions are tracked as the servers write them
+(:class:`binlake.transactions.Transactions`), and their changes grouped as the change stream groups its
+(:class:`binlake.transactions.Grouping`): a GTID event (MySQL GTID_LOG_EVENT, MariaDB GTID_EVENT) or ``BEGIN`` opens
+one; XID, ``COMMIT``/``ROLLBACK``, XA_PREPARE, or the single statement after a GTID without ``BEGIN`` (DDL) closes
+it.  A change's ``ts`` is its transaction's commit time (the closing event's timestamp), so changes are buffered
+until their transaction closes.
 
 ``seq`` orders every change across files and is unique::
 
@@ -43,13 +45,13 @@ from binlake.events.format import FormatDescriptionEvent, StartV3Event
 from binlake.events.query import QueryEvent
 from binlake.events.rows import RowsEvent
 from binlake.events.table_map import TableMapEvent
+from binlake.ingest.statements import SEQ_FILE, SEQ_POS, START_EVENTS, ReadSpec, open_split
+from binlake.lake.records import Split
 from binlake.recovery import Skipped
 from binlake.schema import SchemaTracker
-from binlake.spark.plan import Split
-from binlake.spark.statements import SEQ_FILE, SEQ_POS, START_EVENTS, ReadSpec, open_split
 from binlake.sql.statements import Scope, emptied, may_empty
 from binlake.sql.temporary import TemporaryTables
-from binlake.transactions import QUERY_EVENTS, Transactions
+from binlake.transactions import QUERY_EVENTS, Grouping, Transactions
 
 __all__ = [
     "Changes",
@@ -182,8 +184,8 @@ def decode_split(
     ``tablemaps=False`` the table-map runs (the ingest learns its table maps on the driver), ``rows=False`` leaves
     each :class:`Changes`' rows undecoded (``event`` holds the rows event: the ingest decodes it into columns).
 
-    ``read``: decoding options, decryptor and ``on_error`` (:class:`~binlake.spark.statements.ReadSpec`);
-    ``schema``: the tracker of the DDL in force at the split's start (:func:`~binlake.spark.statements.tracker_at`),
+    ``read``: decoding options, decryptor and ``on_error`` (:class:`~binlake.ingest.statements.ReadSpec`);
+    ``schema``: the tracker of the DDL in force at the split's start (:func:`~binlake.ingest.statements.tracker_at`),
     whose sessions' temporary tables are where the split's statements find them (a ``TRUNCATE t`` of a temporary
     ``t`` empties no base table);
     ``skips``: receives each skip of ``on_error`` ``skip-*`` (a ``skip-transaction`` skip also drops the changes of
@@ -195,9 +197,8 @@ def decode_split(
     f = split.file
     base = f.seq * SEQ_FILE
     trx = Transactions()
+    group: Grouping[Changes | Truncate] = Grouping()  # the open transaction's changes, until it closes
     trx_seq = 0
-    pending: list[Changes | Truncate] = []
-    savepoints: dict[str, int] = {}  # SAVEPOINT name -> len(pending) when it was set
     runs: dict[int, TableMapRecord] = {}  # table id -> current run
     last_ts = 0
     remapped = _Remapper(remap or {})
@@ -209,7 +210,7 @@ def decode_split(
     for ev in open_split(split, read or ReadSpec(), schema, got):
         if len(got) > seen_skips:
             if any(s.transaction_start is not None for s in got[seen_skips:]):
-                pending = []  # the broken transaction's
+                group.finish()  # the broken transaction's
                 trx.finish()
             seen_skips = len(got)
         h = ev.header
@@ -217,29 +218,26 @@ def decode_split(
         pos = h.in_payload if h.in_payload is not None else h.pos
         off = h.pos if inner else 0
         step = trx.event(ev)
-        if step.cut is not None and pending:  # a transaction that never ended (a damaged log): keep what is there
-            yield from _closed(pending, last_ts, False)
-            pending = []
-            savepoints.clear()
+        cut = group.before(step)
+        if cut:  # a transaction that never ended (a damaged log): keep what is there
+            yield from _closed(cut, last_ts, False)
         trx_seq = 0 if step.begins else trx_seq + 1
-        ctl = step.control
-        if ctl is not None and ctl.kind == "savepoint":
-            savepoints[ctl.name] = len(pending)
-        elif ctl is not None and ctl.kind == "rollback_to":  # the changes since the savepoint were undone
-            at = savepoints.get(ctl.name)
-            for c in pending[at:] if at is not None else ():
+        if step.control is not None:
+            for c in group.undone(step):  # the changes since the savepoint were undone
                 if isinstance(c, Changes):
                     c.rolled_back = True
         if h.type_code in _FOLLOWED:
             if isinstance(ev, QueryEvent):
                 scope = temporary.statement(ev)
                 if changes:
-                    pending.extend(_truncates(ev, base + pos * SEQ_POS, pos, trx.gtid, scope))
+                    for t in _truncates(ev, base + pos * SEQ_POS, pos, trx.gtid, scope):
+                        group.add(t)
             elif isinstance(ev, FormatDescriptionEvent | StartV3Event):
                 temporary.started(ev)
         if step.outcome == "prepare":
+            ctl = step.control
             xid = ev.xid_text if isinstance(ev, XaPrepareEvent) else ctl.xid if ctl is not None else None
-            for c in pending:
+            for c in group.items:
                 if isinstance(c, Changes):
                     c.xid = xid
         inside = step.inside
@@ -258,14 +256,15 @@ def decode_split(
                 ev = remapped(ev)
             chunk = _changes(ev, base + pos * SEQ_POS + off, pos, trx.gtid, rows)
             if chunk is not None:
-                pending.append(chunk)
+                group.add(chunk)
         if step.ends:
-            yield from _closed(pending, h.timestamp, step.outcome == "rollback")
-            pending = []
-            savepoints.clear()
+            ended = group.after(step)
+            if ended is not None:
+                yield from _closed(ended, h.timestamp, step.outcome == "rollback")
         last_ts = h.timestamp
-    if pending:  # the split ends inside a transaction (a damaged or still-written file): keep what is there
-        yield from _closed(pending, last_ts, False)
+    rest = group.finish()
+    if rest:  # the split ends inside a transaction (a damaged or still-written file): keep what is there
+        yield from _closed(rest, last_ts, False)
     yield from runs.values()
 
 

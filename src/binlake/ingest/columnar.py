@@ -1,7 +1,7 @@
 """Lake data columns built in C straight from rows-event bytes: no Python object per value.
 
 The tuple path of ``binlake ingest`` decodes each rows event to tuples (``RowsEvent.rows()``), transposes them
-and converts each column with :func:`binlake.spark.arrow.to_lake`.  This module gives the same Arrow arrays from
+and converts each column with :func:`binlake.ingest.arrow.to_lake`.  This module gives the same Arrow arrays from
 the compiled ``binlake._columnar`` (``_columnar.c``): a :class:`ColumnTable` holds growable Arrow buffers of one
 lake table's target columns; :func:`plan_for` compiles, once per (layout, change kind, columns-present bitmaps),
 how each present column's stored value is read and which target it feeds; ``ColumnTable.append(plan, rows_data)``

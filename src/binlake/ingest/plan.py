@@ -1,113 +1,36 @@
-"""Which binlog files a path names, their order, and how to cut them into partitions at transaction boundaries.
+"""How to cut binlog files into partitions at transaction boundaries.
 
 Runs on the driver and reads only event headers (:func:`binlake.reader.header_table`, memory-mapped, walked in C
 where the extension is built; an object-store file is read in chunks), so planning a large file costs a fraction of
-decoding it.  Sources are local paths, folders and globs, or the same as URIs of any store :mod:`binlake.storage`
-reaches (``s3://bucket/binlogs/``, ``gs://bucket/binlogs/mysql-bin.*``).  A split starts where a
-transaction starts (a GTID event, or just after an XID), never inside one, so a task decodes it with nothing but the
-file's format description (``read_events(path, start=..., stop=...)`` decodes the FDE at position 4 first).  The
-boundaries are those a header walk sees (:data:`binlake.transactions.CUT`).
+decoding it.  The files are :func:`binlake.binlogs.list_binlogs`'s (local, or URIs of any store
+:mod:`binlake.storage` reaches).  A split starts where a transaction starts (a GTID event, or just after an XID),
+never inside one, so a task decodes it with nothing but the file's format description (``read_events(path,
+start=..., stop=...)`` decodes the FDE at position 4 first).  The boundaries are those a header walk sees
+(:data:`binlake.transactions.CUT`).
 
 Example::
 
-    files = list_binlogs("binlogs/")              # a file, a folder or a glob
+    files = list_binlogs("binlogs/")              # binlake.binlogs: a file, a folder or a glob
     for split in plan_splits(files, split_bytes=64 << 20):
         print(split.name, split.start, split.stop)
 """
 
 from __future__ import annotations
 
-import fnmatch
-import glob
 import itertools
-import os
-import re
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 
-from binlake.decoder import MAGIC
+from binlake.binlogs import BinlogFile
 from binlake.errors import BinlogError, TruncatedError
 from binlake.events.base import LOG_EVENT_BINLOG_IN_USE_F, EventType
-from binlake.lake.records import BinlogFile, Split
+from binlake.lake.records import Split
 from binlake.reader import HeaderCache, HeaderInfo, HeaderTable, Source, header_table, walk_headers
-from binlake.storage import Location, StorageError, locate
 from binlake.transactions import FILE_END_EVENTS, last_boundary, next_boundary
 
-__all__ = ["DEFAULT_SPLIT_BYTES", "BinlogFile", "Split", "list_binlogs", "plan_splits"]
+__all__ = ["DEFAULT_SPLIT_BYTES", "binlog_head", "plan_file", "plan_splits"]
 
 DEFAULT_SPLIT_BYTES = 64 << 20
-_EXT = re.compile(r"\.(\d+)$")
-
-
-def _is_binlog(path: str) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return f.read(4) == MAGIC
-    except OSError:
-        return False
-
-
-def _stored_is_binlog(loc: Location) -> bool:
-    try:
-        with loc.open_input() as f:
-            return bytes(f.read(4)) == MAGIC
-    except (OSError, StorageError):
-        return False
-
-
-def list_binlogs(path: str | os.PathLike[str]) -> list[BinlogFile]:
-    """The binlog files at ``path`` (a file, a folder, or a glob; local, or a URI of :mod:`binlake.storage`),
-    ordered by sequence number.
-
-    A folder or glob keeps only files that start with the binlog magic (so ``binlog.index``, README files and the
-    like are skipped).  The sequence number is the numeric extension (``mysql-bin.000042`` -> 42) when every file
-    has one, otherwise the position in name order.
-    """
-    text = os.fspath(path)
-    found: list[tuple[str, str, int]]  # (path or URI, name, size)
-    if "://" in text and not locate(text).is_local:
-        found = _stored_binlogs(locate(text))
-    else:
-        local = locate(text).uri if "://" in text else text
-        if os.path.isdir(local):
-            names = [str(p) for p in Path(local).iterdir() if p.is_file() and _is_binlog(str(p))]
-        elif os.path.isfile(local):
-            names = [local]
-        else:
-            names = [p for p in glob.glob(local) if os.path.isfile(p) and _is_binlog(p)]
-        found = [(n, os.path.basename(n), os.path.getsize(n)) for n in sorted({os.path.abspath(n) for n in names})]
-    exts = [_EXT.search(name) for _, name, _ in found]
-    if found and all(m is not None for m in exts):
-        seqs = [int(m.group(1)) for m in exts if m is not None]
-    else:
-        seqs = list(range(1, len(found) + 1))
-    files = [BinlogFile(p, name, s, size) for (p, name, size), s in zip(found, seqs, strict=True)]
-    return sorted(files, key=lambda f: (f.seq, f.name))
-
-
-def _stored_binlogs(loc: Location) -> list[tuple[str, str, int]]:
-    """:func:`list_binlogs` of a URI: an object, a folder (prefix), or a glob in its last part."""
-    info = loc.info()
-    import pyarrow.fs as pafs
-
-    if info.type == pafs.FileType.File:
-        return [(loc.uri, loc.name, int(info.size or 0))]
-    if info.type == pafs.FileType.Directory:
-        entries = loc.list()
-    elif any(c in loc.name for c in "*?["):
-        entries = [e for e in loc.parent.list() if fnmatch.fnmatchcase(e.location.name, loc.name)]
-    else:
-        return []
-    files = [e for e in entries if not e.is_dir and _stored_is_binlog(e.location)]
-    return [(e.location.uri, e.location.name, e.size) for e in files]
-
-
-def source_exists(path: str) -> bool:
-    """Whether ``path`` (a local path or a URI) names an existing file or folder: a source that lists no binlog
-    is then an empty folder (nothing new), not a typo."""
-    loc = locate(path)
-    return os.path.exists(loc.uri) if loc.is_local else loc.exists()
 
 
 def binlog_head(source: str | Source, *, cut: bool = False) -> tuple[bool, bool]:
@@ -153,7 +76,7 @@ def plan_file(
     ``whole_tail=False`` (incremental ingest) stops a file that does not end with its ROTATE or STOP at its last
     transaction boundary a header walk sees, so a transaction the server is still writing, or one an interrupted
     copy holds only part of (its format description no longer flagged in use, but cut short), is left for the next
-    run (:func:`binlake.spark.ingest` then decodes the events after that boundary for a last group it cannot see
+    run (:func:`binlake.ingest.run` then decodes the events after that boundary for a last group it cannot see
     end); an encrypted file, whose boundaries and events the header walk cannot see, is one split, planned once it
     is closed and whole (no partial event at its end).  ``headers``: where to walk the file's headers (and keep
     them for the scan).
@@ -188,7 +111,7 @@ def plan_splits(
     headers: HeaderCache | None = None,
 ) -> list[Split]:
     """Splits of every file in order, numbered; ``resume`` maps a file name to the position to start from.
-    ``headers``: keeps the header walks for :func:`~binlake.spark.statements.scan_statements` of the splits."""
+    ``headers``: keeps the header walks for :func:`~binlake.ingest.statements.scan_statements` of the splits."""
     out: list[Split] = []
     for f in files:
         start = max(4, (resume or {}).get(f.name, 4))

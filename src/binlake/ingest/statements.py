@@ -237,7 +237,7 @@ def scan_statements(
     ``table_maps(split, pos, table_map)`` is called for every table map of the splits, in binlog order, decoded
     under the schema in force there (``pos``: its event's, or its TRANSACTION_PAYLOAD's, position); identical
     table maps under one schema state come as one object.  ``headers``: the :class:`~binlake.reader.HeaderCache`
-    that planned the splits (:func:`~binlake.spark.plan.plan_splits`), so the files' headers are not walked
+    that planned the splits (:func:`~binlake.ingest.plan.plan_splits`), so the files' headers are not walked
     again."""
     out: list[Statement] = []
     recorded = tracker.temporary.state  # where the batch starts: tracker_to_json(tracker) has it

@@ -19,16 +19,15 @@ import pyarrow as pa
 from binlake.coltypes import Column
 from binlake.columns import ColumnCatalog, SchemaSource, borrowed, fits
 from binlake.events.table_map import TableMapEvent
+from binlake.ingest.arrow import lake_type, tablemap_rows
+from binlake.ingest.extract import TableMapRecord, map_id
 from binlake.lake.lake import Lake
 from binlake.lake.names import table_dir
 from binlake.lake.records import Split
 from binlake.lake.tables import HISTORY_DIR, META_NAMES
 from binlake.schema import SchemaTracker
-from binlake.spark.arrow import COLUMN, lake_type, tablemap_rows
-from binlake.spark.extract import TableMapRecord, map_id
 
 __all__ = [
-    "HISTORY",
     "Known",
     "Layout",
     "MapLog",
@@ -38,23 +37,6 @@ __all__ = [
 ]
 
 Layout = list[tuple[str, pa.DataType]]  # per column of a table map: lake column name and type
-
-
-HISTORY = pa.schema(
-    [
-        ("database", pa.string()),
-        ("table", pa.string()),
-        ("map_id", pa.string()),
-        ("table_id", pa.int64()),
-        ("first_file", pa.string()),
-        ("first_pos", pa.int64()),
-        ("primary_key", pa.list_(pa.string())),
-        ("columns", pa.list_(COLUMN)),
-        ("lake_columns", pa.list_(pa.string())),
-        ("lake_types", pa.list_(pa.string())),
-        ("batch", pa.int64()),
-    ]
-)
 
 
 def _type_tag(t: pa.DataType) -> str:
@@ -90,7 +72,7 @@ class Known:
 
 
 def _column(info: dict[str, Any]) -> Column:
-    """A column as the history keeps it (:func:`~binlake.spark.extract.column_info`), back as a :class:`Column`
+    """A column as the history keeps it (:func:`~binlake.ingest.extract.column_info`), back as a :class:`Column`
     (its facts and the sizes :func:`binlake.columns.fits` compares; no metadata bytes)."""
     enum_values, set_values = (tuple(info[k]) if info[k] is not None else None for k in ("enum_values", "set_values"))
     return Column(

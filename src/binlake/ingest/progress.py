@@ -3,9 +3,9 @@
 
 Example::
 
-    progress = Progress(spark)
+    progress = Progress(runner)
     splits = progress.timed("plan", lambda: plan_splits(files))
-    reports = progress.run("decode", lambda: rdd.mapPartitions(task).collect())
+    reports = progress.run("decode", lambda: runner.map(task, splits))
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
-__all__ = ["Progress", "profiled"]
+__all__ = ["Progress", "TaskCounter", "profiled"]
 
 T = TypeVar("T")
 
@@ -43,17 +43,29 @@ def profiled(label: str) -> Iterator[None]:
         prof.dump_stats(os.path.join(out, f"{label}-{os.getpid()}.pstats"))
 
 
+@runtime_checkable
+class TaskCounter(Protocol):
+    """What counts the tasks running (a runner on a cluster: :class:`binlake.spark.runner.SparkRunner`)."""
+
+    def tasks(self) -> tuple[int, int]:
+        """(completed, total) tasks of what runs now."""
+        ...
+
+
 class Progress:
-    """What a run is doing, on ``stream`` (stderr): on a terminal one redrawn line per stage (a bar of Spark's task
-    counts, tasks done/total, seconds so far), otherwise plain log lines (a stage's start, each change of its task
-    count at most every ``interval`` seconds, its end with the time it took).
+    """What a run is doing, on ``stream`` (stderr): on a terminal one redrawn line per stage (a bar of the task counts
+    of ``runner``, tasks done/total, seconds so far), otherwise plain log lines (a stage's start, each change of its
+    task count at most every ``interval`` seconds, its end with the time it took).  A runner that counts no tasks
+    (not a :class:`TaskCounter`: tasks run in this process), or none, shows a stage's start and end only.
 
     ``quiet``: a run that goes on for months (``ingest --follow``) is quiet while it has nothing to do: its
     :meth:`detail` lines (the stages' times, "nothing new") are held, shown before the next line that says something
-    happens (a :meth:`log` line, a Spark job starting), and dropped by :meth:`idle` when nothing did."""
+    happens (a :meth:`log` line, a job of tasks starting), and dropped by :meth:`idle` when nothing did."""
 
-    def __init__(self, spark: Any, stream: Any = None, *, interval: float = 0.5, quiet: bool = False) -> None:
-        self.spark = spark  # a session or context, or a Future of one still starting (session.context_of)
+    def __init__(
+        self, runner: object = None, stream: Any = None, *, interval: float = 0.5, quiet: bool = False
+    ) -> None:
+        self.counter = runner if isinstance(runner, TaskCounter) else None
         self.stream = stream or sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.interval = interval
@@ -82,19 +94,6 @@ class Progress:
         """The end of a step that did nothing: drop the :meth:`detail` lines held since the last shown line."""
         self._held.clear()
 
-    def _tasks(self) -> tuple[int, int]:
-        """(completed, total) tasks of the active stages."""
-        from binlake.spark.session import context_of
-
-        tracker = context_of(self.spark).statusTracker()
-        done = total = 0
-        for sid in tracker.getActiveStageIds():
-            info = tracker.getStageInfo(sid)
-            if info is not None:
-                done += info.numCompletedTasks
-                total += info.numTasks
-        return done, total
-
     def show(self, label: str, done: int, total: int, seconds: float) -> None:
         """Draw the state of a stage: the bar on a terminal, a log line otherwise."""
         if self.tty:
@@ -110,9 +109,9 @@ class Progress:
     def _poll(self, label: str, t0: float) -> None:
         last = (-1, -1)
         while not self._stop.wait(self.interval):
-            if self.spark is None:
+            if self.counter is None:
                 continue
-            now = self._tasks()
+            now = self.counter.tasks()
             if now[1] and (self.tty or now != last):
                 self.show(label, *now, time.monotonic() - t0)
                 last = now
@@ -125,8 +124,8 @@ class Progress:
         self.detail(f"{label}: done in {time.monotonic() - t0:.1f} s")
         return out
 
-    def run(self, label: str, fn: Callable[[], Any]) -> Any:
-        """``fn()`` with the progress of its Spark jobs shown as ``label`` ("done" only when it is)."""
+    def run(self, label: str, fn: Callable[[], T]) -> T:
+        """``fn()`` (tasks run by a runner) with their progress shown as ``label``."""
         t0 = time.monotonic()
         if self._held:
             self.log(self._held.pop())  # a Spark job is something happening: the lines held before it show

@@ -1,17 +1,19 @@
-"""The work of one ingest task (a Spark executor's Python worker): decode splits and write each table's changes, the
-events and the last change of each key, as files the driver then commits (nothing is committed here).
+"""The work of one ingest task (in this process, or a Spark executor's Python worker: a
+:class:`~binlake.lake.runner.Runner` runs it): decode a split and write each table's changes, the events and the last
+change of each key, as files the driver then hands the lake (nothing is committed here).
 
-A task decodes its split with :func:`binlake.spark.extract.decode_split` (rows left undecoded), builds each lake
-table's data columns straight from the rows events' bytes with :mod:`binlake.spark.columnar` (the tuple path where
+A task decodes its split with :func:`binlake.ingest.extract.decode_split` (rows left undecoded), builds each lake
+table's data columns straight from the rows events' bytes with :mod:`binlake.ingest.columnar` (the tuple path where
 that cannot), adds the META columns (``_op``, ``_seq``...) vectorised per rows event, and writes Parquet row groups
 of :data:`FLUSH_ROWS` rows; for tables with a primary key it stages the last change of each key as an Arrow file.
 
 Files go to the lake's storage through :class:`~binlake.lake.Lake` (a local folder or an object store), and the
 task's :class:`~binlake.lake.records.TaskReport` goes back to the driver as JSON.
 
-Example (what :func:`binlake.spark.ingest.ingest` runs on every partition)::
+Example (what :func:`binlake.ingest.run.ingest` runs for every split)::
 
-    reports = collect(rdd, lambda splits: write_task(splits, lake, layouts, schemas, pk, plan))
+    task = partial(write_task, lake, layouts, schemas, pk, plan)
+    reports = [TaskReport.from_json(r) for r in runner.map(task, splits)]
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import itertools
 import os
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from operator import itemgetter
@@ -31,29 +33,28 @@ import numpy as np
 import pyarrow as pa
 
 from binlake.coltypes import Column
-from binlake.errors import BinlogError
 from binlake.events.table_map import TableMapEvent
+from binlake.ingest.arrow import event_batch, safe_array, to_lake, transpose, utc_seconds
+from binlake.ingest.columnar import plan_for, table_for
+from binlake.ingest.extract import Changes, EventRecord, Truncate, decode_split, map_id
+from binlake.ingest.layouts import Layout
+from binlake.ingest.progress import profiled
+from binlake.ingest.statements import SEQ_FILE, SEQ_POS, ReadSpec, tracker_at
 from binlake.lake.current import counted_changes, database_key, keys_of, latest_changes
 from binlake.lake.delta import ParquetSink
 from binlake.lake.lake import Lake
 from binlake.lake.names import table_dir
 from binlake.lake.records import DataFile, Emptied, SkipRecord, Split, Statement, TaskReport
-from binlake.lake.tables import EVENTS_DIR, META_NAMES, seq_array
+from binlake.lake.tables import EVENTS, EVENTS_DIR, META_DICTIONARY, META_NAMES, meta_columns, seq_array
 from binlake.recovery import Skipped
 from binlake.schema import SchemaTracker
-from binlake.spark.arrow import EVENTS, event_batch, safe_array, to_lake, transpose, utc_seconds
-from binlake.spark.columnar import plan_for, table_for
-from binlake.spark.extract import Changes, EventRecord, Truncate, decode_split, map_id
-from binlake.spark.layouts import Layout
-from binlake.spark.progress import profiled
-from binlake.spark.statements import SEQ_FILE, SEQ_POS, ReadSpec, tracker_at
 from binlake.wire import bits_lsb_first
 
 if TYPE_CHECKING:
     from binlake._columnar import Plan
 
 
-__all__ = ["FLUSH_ROWS", "TaskPlan", "collect", "write_task"]
+__all__ = ["FLUSH_ROWS", "TaskPlan", "write_task"]
 
 
 FLUSH_ROWS = 65536  # rows of one table (or events) per row group
@@ -61,11 +62,6 @@ FLUSH_ROWS = 65536  # rows of one table (or events) per row group
 # last reduction) to one row per key: once per split for splits of the default size (keys rarely repeat within a
 # row group, so reducing each one did the work twice), and a bound on the memory of larger ones
 LATEST_ROWS = 1 << 20
-
-
-# the change tables' columns with few distinct values (not _gtid: one per transaction, ~50 rows each in the
-# benchmark, and a dictionary of them cost 30 % of the Parquet writing for no smaller file once zstd has run)
-_DICTIONARY = ["_op", "_file", "_xid"]
 
 
 @dataclass(frozen=True)
@@ -82,25 +78,6 @@ class TaskPlan:
 
     def tracker(self, split: Split) -> SchemaTracker:
         return tracker_at(self.schema, self.ddl, split.file.seq * SEQ_FILE + split.start * SEQ_POS)
-
-
-def _guarded(reports: Iterator[TaskReport]) -> Iterator[str | BinlogError]:
-    """A task's output: each report as JSON, a BinlogError passed to the driver as a value (Spark would wrap it in
-    its own exception, losing the file and position): :func:`collect` raises it there."""
-    try:
-        for report in reports:
-            yield report.to_json()
-    except BinlogError as e:
-        yield e
-
-
-def collect(rdd: Any, task: Callable[[Iterator[Split]], Iterator[TaskReport]]) -> list[TaskReport]:
-    """Run ``task`` on every partition of ``rdd``; the reports, or the first BinlogError a task met."""
-    rows: list[str | BinlogError] = rdd.mapPartitions(lambda it: _guarded(task(it))).collect()
-    for row in rows:
-        if isinstance(row, BinlogError):
-            raise row
-    return [TaskReport.from_json(row) for row in rows if isinstance(row, str)]
 
 
 _OPS = pa.array(["insert", "update_preimage", "update_postimage", "delete"], pa.string())
@@ -130,7 +107,7 @@ class _Layout:
 class _TableWriter:
     """The row changes of one lake table from one task, written as a Parquet file every FLUSH_ROWS rows.
 
-    Data columns are built by the compiled columnar builder (:mod:`binlake.spark.columnar`) straight from each rows
+    Data columns are built by the compiled columnar builder (:mod:`binlake.ingest.columnar`) straight from each rows
     event's bytes where it handles the layout and the bytes; other events are decoded to tuples, and runs of them
     transposed and converted a column at a time.  The META columns are built per rows event, vectorised.
 
@@ -221,7 +198,8 @@ class _TableWriter:
         self.images = []
 
     def _meta(self) -> tuple[list[pa.Array], bool]:
-        """The META columns of the buffered rows (vectorised per rows event) and whether any image is partial."""
+        """The META columns of the buffered rows (vectorised per rows event: :func:`~binlake.lake.tables.meta_columns`)
+        and whether any image is partial."""
         chunks = self.chunks
         n = len(chunks)
         per = np.fromiter((k for _, k, _, _, _ in chunks), np.int64, n)
@@ -239,18 +217,19 @@ class _TableWriter:
         for c, k, a, b, _ in chunks if partial else ():  # one entry per row: only when some image is partial
             absent.extend((a, b) * k if c.op == "update" else [a] * k)
         take = pa.array(ci)
-        arrays = [
-            _OPS.take(pa.array(op)),
-            _arr_str([self.file]).take(pa.array(np.zeros(total, np.int32))),
-            pa.array(np.fromiter((c.pos for c, _, _, _, _ in chunks), np.int64, n)[ci]),
-            pa.array(row.astype(np.int32)),
-            _arr_str([c.gtid for c, _, _, _, _ in chunks]).take(take),
-            utc_seconds([c.ts for c, _, _, _, _ in chunks]).take(take),
-            seq_array(np.array([c.seq for c, _, _, _, _ in chunks], dtype=object), ci, row),
-            pa.array([rb for _, _, _, _, rb in chunks], pa.bool_()).take(take),
-            _arr_str([c.xid for c, _, _, _, _ in chunks]).take(take),
-            safe_array(absent, pa.list_(pa.string())) if partial else pa.nulls(total, pa.list_(pa.string())),
-        ]
+        arrays = meta_columns(
+            total,
+            op=_OPS.take(pa.array(op)),
+            file=_arr_str([self.file]).take(pa.array(np.zeros(total, np.int32))),
+            pos=pa.array(np.fromiter((c.pos for c, _, _, _, _ in chunks), np.int64, n)[ci]),
+            row=pa.array(row.astype(np.int32)),
+            gtid=_arr_str([c.gtid for c, _, _, _, _ in chunks]).take(take),
+            ts=utc_seconds([c.ts for c, _, _, _, _ in chunks]).take(take),
+            seq=seq_array(np.array([c.seq for c, _, _, _, _ in chunks], dtype=object), ci, row),
+            rolled_back=pa.array([rb for _, _, _, _, rb in chunks], pa.bool_()).take(take),
+            xid=_arr_str([c.xid for c, _, _, _, _ in chunks]).take(take),
+            absent=safe_array(absent, pa.list_(pa.string())) if partial else None,
+        )
         return arrays, partial
 
     def _columns(self) -> list[pa.ChunkedArray]:
@@ -308,20 +287,18 @@ def _skip_record(s: Skipped) -> SkipRecord:
 
 
 def write_task(
-    splits: Iterable[Split],
     lake: Lake,
     layouts: dict[str, Layout],
     schemas: dict[str, pa.Schema],
     pk: dict[str, list[str]],
     plan: TaskPlan,
-) -> Iterator[TaskReport]:
-    """Decode splits; write each table's changes and the events as Parquet files and the last change of each key
-    as staged Arrow files; report them (nothing is committed)."""
+    split: Split,
+) -> str:
+    """Decode ``split``; write each table's changes and the events as Parquet files and the last change of each key
+    as a staged Arrow file; the :class:`~binlake.lake.records.TaskReport` of them, as JSON (nothing is committed)."""
     renamed = {table_dir(*t) for s in plan.renames for pair in s.pairs for t in pair}
-    for split in splits:
-        with profiled(f"decode-{split.index}"), _no_cycle_collection():
-            report = _write_split(split, lake, layouts, schemas, pk, plan, renamed)
-        yield report
+    with profiled(f"decode-{split.index}"), _no_cycle_collection():
+        return _write_split(split, lake, layouts, schemas, pk, plan, renamed).to_json()
 
 
 @contextmanager
@@ -376,7 +353,7 @@ def _write_split(
                     members = tuple(c.set_values for c in tm.columns)
                     lay = by_id[mid] = _Layout(key, names, tuple(where.get(n) for n in data), members)
                     if key not in writers:
-                        sink = lake.sink(lake.changes(key), key, schemas[key], _DICTIONARY)
+                        sink = lake.sink(lake.changes(key), key, schemas[key], META_DICTIONARY)
                         w = writers[key] = _TableWriter(key, sink, schemas[key], pk.get(key), split.file.name)
                         if key in renamed:
                             w.spoil()

@@ -15,6 +15,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from binlake.errors import BinlogError
@@ -63,7 +64,11 @@ class SparkRunner:
         return int(getattr(context_of(self.spark), "defaultParallelism", 1) or 1)
 
     def tasks(self) -> tuple[int, int]:
-        """(completed, total) tasks of the active stages (what :class:`~binlake.ingest.progress.Progress` shows)."""
+        """(completed, total) tasks of the active stages (what :class:`~binlake.ingest.progress.Progress` shows); none
+        while the context is still starting or failed to (the failure is the caller's to raise, from :meth:`map`, not
+        the progress thread's)."""
+        if isinstance(self.spark, Future) and (not self.spark.done() or self.spark.exception() is not None):
+            return 0, 0
         tracker = context_of(self.spark).statusTracker()
         done = total = 0
         for sid in tracker.getActiveStageIds():

@@ -19,8 +19,8 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from binlake.lake import current as current_module  # noqa: E402
-from binlake.lake.current import last_of_keys, merge_current  # noqa: E402
+from binlake.lake import merge as current_module  # noqa: E402
+from binlake.lake.merge import last_of_keys, merge_current  # noqa: E402
 from binlake.lake.tables import seq_array  # noqa: E402
 from binlake.spark.arrow import SEQ, _converter, to_lake  # noqa: E402
 from binlake.spark.statements import SEQ_FILE, SEQ_POS  # noqa: E402

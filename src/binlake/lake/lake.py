@@ -11,6 +11,7 @@ Layout (every name from the binlog encoded by :mod:`binlake.lake.names`)::
     LAKE/_binlake/batches/       each batch's manifest (NNNNNNNNNN.json) and completion mark (.done): records.py
     LAKE/_binlake/staging/       files a batch's tasks leave for its driver (removed when the batch is done)
     LAKE/_binlake/lease          the writer lease (lease.py)
+    LAKE/_binlake/settings.json  how the lake lays out what it writes (records.LakeSettings; defaults without it)
 
 Every commit checks the writer lease first (:meth:`Lake.writing`): a lake is written by one ingest at a time, and
 one whose lease expired commits nothing more.  A :class:`Lake` pickles as its root URI (a Spark task gets one and
@@ -31,7 +32,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import pyarrow as pa
 
@@ -39,7 +40,7 @@ from binlake.errors import BinlogError
 from binlake.lake import delta, deltalog
 from binlake.lake.lease import LeaseLost, WriterLease
 from binlake.lake.names import decode_name
-from binlake.lake.records import BatchDone, BatchManifest, DataFile
+from binlake.lake.records import BatchDone, BatchManifest, DataFile, LakeSettings
 from binlake.lake.tables import OWN_TABLES
 from binlake.storage import Location, locate
 
@@ -122,6 +123,21 @@ class Lake:
         self.check()
         (self._batches / f"{batch:010d}.done").write_bytes(done.to_json().encode("utf-8"))
 
+    # -- the settings ----------------------------------------------------------------------------------------
+
+    def settings(self) -> LakeSettings:
+        """How the lake lays out what it writes (:class:`~binlake.lake.records.LakeSettings`; the defaults when
+        ``_binlake/settings.json`` is not there)."""
+        loc = self.root / "_binlake" / "settings.json"
+        if not loc.exists():
+            return LakeSettings()
+        return LakeSettings.from_json(loc.read_bytes().decode("utf-8"), loc.uri)
+
+    def write_settings(self, settings: LakeSettings) -> None:
+        """Change how the lake lays out what it writes from the next batch on (under the writer lease)."""
+        self.check()
+        (self.root / "_binlake" / "settings.json").write_bytes(settings.to_json().encode("utf-8"))
+
     # -- the writer lease --------------------------------------------------------------------------------------
 
     @contextmanager
@@ -158,10 +174,6 @@ class Lake:
         """The content of the Delta table at ``loc`` (through its log), or ``None`` when there is none."""
         return delta.read_table(loc)
 
-    def read_before(self, loc: Location, batch: int) -> pa.Table | None:
-        """The content of the table at ``loc`` before batch ``batch`` was committed to it, or ``None``."""
-        return delta.read_table_before(loc, batch)
-
     def sink(self, loc: Location, key: str, schema: pa.Schema, dictionary: list[str]) -> delta.ParquetSink:
         """A new Parquet file in the table folder ``loc``, referenced by no table until the driver commits it."""
         return delta.ParquetSink(loc, key, schema, dictionary)
@@ -172,28 +184,18 @@ class Lake:
         files: list[DataFile],
         schema: pa.Schema,
         batch: int,
-        mode: Literal["append", "overwrite"] = "append",
     ) -> bool:
         """Commit ``files`` to the table at ``loc`` as batch ``batch``, once (:func:`.delta.commit_files`)."""
         self.check()
-        return delta.commit_files(loc, files, schema, batch, mode)
-
-    def overwrite(self, loc: Location, table: pa.Table, batch: int) -> bool:
-        """Replace the content of the table at ``loc`` with ``table`` as batch ``batch`` (one atomic commit; columns
-        the table lacks are added), unless it already has that batch; whether it wrote.  The rows are written by
-        pyarrow, a file per core side by side (the 1.5 M current rows of the benchmark in 0.45 s, where delta-rs'
-        own writer took 1.0-1.7 s), then committed like the tasks' files."""
-        return self._write_once(loc, table, batch, "overwrite")
+        return delta.commit_files(loc, files, schema, batch)
 
     def append(self, loc: Location, table: pa.Table, batch: int) -> bool:
-        """Append ``table`` (written by the driver) to the table at ``loc`` as batch ``batch``, once."""
-        return self._write_once(loc, table, batch, "append")
-
-    def _write_once(self, loc: Location, table: pa.Table, batch: int, mode: Literal["append", "overwrite"]) -> bool:
+        """Append ``table`` (written by the driver) to the table at ``loc`` as batch ``batch``, once; whether it
+        wrote."""
         self.check()
         if delta.txn_version(loc) >= batch:
             return False
-        return self.commit(loc, delta.write_parquet(table, loc, ""), table.schema, batch, mode)
+        return self.commit(loc, delta.write_parquet(table, loc, ""), table.schema, batch)
 
     def resolve_rollbacks(self, loc: Location, outcomes: dict[str, bool], batch: int) -> bool:
         """Set the XA outcome of change rows still waiting for it (:func:`binlake.lake.delta.resolve_rollbacks`)."""

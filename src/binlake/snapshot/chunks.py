@@ -26,8 +26,10 @@ from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from binlake.lake.delta import ParquetSink
+from binlake.lake.files import CurrentSink, write_sorted
 from binlake.lake.lake import Lake
 from binlake.lake.records import ChunkDone, DataFile, SnapshotChunk, SnapshotPlan, SnapshotPoint, SnapshotTable
 from binlake.lake.tables import META, SEQ, UTC_TS, seq_array
@@ -42,7 +44,7 @@ from binlake.snapshot.server import (
 )
 from binlake.storage import Location
 
-__all__ = ["READ", "ChunkWriter", "chunk_record", "done_chunks", "snapshot_dir", "write_chunk"]
+__all__ = ["READ", "ChunkWriter", "chunk_record", "done_chunks", "lake_pk", "snapshot_dir", "write_chunk"]
 
 READ = "read"
 
@@ -81,15 +83,25 @@ def point_seq(point: SnapshotPoint) -> int:
     return point.seq * 10**20 + point.position * 10**10
 
 
+def lake_pk(table: SnapshotTable) -> list[str]:
+    """The lake columns of the table's primary key, in key order."""
+    names = {c.name.casefold(): c.name for c in table.columns}
+    return [names[k.casefold()] for k in table.primary_key]
+
+
 class ChunkWriter:
-    """The Parquet files of one chunk: rows in, with their change-table meta columns (module docstring)."""
+    """The Parquet files of one chunk: rows in, with their change-table meta columns (module docstring).  The
+    current-state file is sorted by the key (:class:`~binlake.lake.files.CurrentSink`, with its statistics): rows
+    that came in another order (the server's collation orders strings otherwise) are sorted when it closes."""
 
     def __init__(self, lake: Lake, table: SnapshotTable, point: SnapshotPoint, ts_us: int) -> None:
         self.table, self.point, self.ts_us = table, point, ts_us
         self.keyed = bool(table.primary_key)
         self._changes = ParquetSink(lake.changes(table.key), table.key, changes_schema(table), ["_op", "_file"])
         self._current = (
-            ParquetSink(lake.current(table.key), table.key, current_schema(table), []) if self.keyed else None
+            CurrentSink(lake.current(table.key), table.key, current_schema(table), lake_pk(table))
+            if self.keyed
+            else None
         )
         self.rows = 0
 
@@ -127,7 +139,16 @@ class ChunkWriter:
         self.rows += n
 
     def close(self) -> tuple[DataFile | None, DataFile | None]:
-        return self._changes.close(), self._current.close() if self._current is not None else None
+        changes = self._changes.close()
+        sink = self._current
+        current = sink.close() if sink is not None else None
+        if sink is not None and current is not None and not sink.in_order:
+            written = sink.table / current.path
+            with written.open_input() as f:
+                rows = pq.read_table(f)
+            (current,) = write_sorted(rows, sink.table, sink.key, sink.pk, file_rows=max(1, rows.num_rows))
+            written.delete()
+        return changes, current
 
 
 def write_chunk(lake: Lake, plan: SnapshotPlan, chunk: SnapshotChunk, options: ConnectionOptions) -> ChunkDone:

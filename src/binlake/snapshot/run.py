@@ -39,6 +39,7 @@ from binlake.changes.records import Transaction
 from binlake.changes.sources import ServerSource
 from binlake.changes.stream import ChangeStream
 from binlake.errors import BinlogError, TableChangedError
+from binlake.lake.current import replace_current
 from binlake.lake.lake import Lake
 from binlake.lake.records import BatchDone, BatchManifest, ChunkDone, SnapshotChunk, SnapshotPlan, SnapshotPoint
 from binlake.lake.tables import HISTORY_DIR
@@ -49,6 +50,7 @@ from binlake.snapshot.chunks import (
     chunk_record,
     current_schema,
     done_chunks,
+    lake_pk,
     run_chunks,
     snapshot_dir,
 )
@@ -293,7 +295,7 @@ def _land(
         current = [d.current for d in chunks if d.current is not None]
         lake.commit(lake.changes(t.key), changes, changes_schema(t), batch)
         if t.primary_key:
-            lake.commit(lake.current(t.key), current, current_schema(t), batch, mode="overwrite")
+            replace_current(lake, t.key, current, current_schema(t), lake_pk(t), batch)
         rows = sum(d.rows for d in chunks)
         result.rows[f"{t.database}.{t.name}"] = rows
         log(f"snapshot: {t.database}.{t.name}: {rows} rows landed")

@@ -66,6 +66,7 @@ from binlake.spark.arrow import EVENTS
 from binlake.spark.layouts import HISTORY, Layout, MapLog, history_row, known_layouts, resolve_layout
 from binlake.spark.plan import DEFAULT_SPLIT_BYTES, _head, list_binlogs, plan_splits, source_exists
 from binlake.spark.progress import Progress
+from binlake.spark.runner import SparkRunner
 from binlake.spark.session import context_of
 from binlake.spark.statements import ReadSpec, scan_statements, tracker_at, tracker_from_json, tracker_to_json
 from binlake.spark.tasks import TaskPlan, collect, write_task
@@ -464,7 +465,10 @@ def _run_batch(
     # 4. current state of tables with a primary key: changes, emptying statements and renames in binlog order
     latest = staged_latest(reports, by_table)
     progress.timed(
-        "current", lambda: update_current(lake, batch, pk, full, by_table, earlier_xa, emptied, renames, latest)
+        "current",
+        lambda: update_current(
+            lake, batch, pk, full, by_table, earlier_xa, emptied, renames, latest, SparkRunner(spark)
+        ),
     )
 
     lake.write_done(batch, BatchDone({x: tuple(sorted(k)) for x, k in pending.items()}))

@@ -29,13 +29,16 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from binlake.coltypes import Column
 from binlake.errors import BinlogError
 from binlake.events.table_map import TableMapEvent
-from binlake.lake.current import counted_changes, database_key, keys_of, latest_changes
+from binlake.lake.current import database_key, keys_of
 from binlake.lake.delta import ParquetSink
+from binlake.lake.files import ROW_GROUP_ROWS, sort_keys
 from binlake.lake.lake import Lake
+from binlake.lake.merge import counted_changes, latest_changes
 from binlake.lake.names import table_dir
 from binlake.lake.records import DataFile, Emptied, SkipRecord, Split, Statement, TaskReport
 from binlake.lake.tables import EVENTS_DIR, META_NAMES, seq_array
@@ -284,17 +287,18 @@ class _TableWriter:
         self.latest = None
 
     def current_file(self, lake: Lake, batch: int) -> str | None:
-        """Write the last change of each key (:meth:`flush` first) as an Arrow IPC file in the batch's staging
-        folder; its name there, ``""`` when no row counts, ``None`` when the split gives none (see the class
+        """Write the last change of each key (:meth:`flush` first) as a Parquet file in the batch's staging folder,
+        sorted by the key in small row groups (a merge task of a key range reads only the row groups of its
+        range); its name there, ``""`` when no row counts, ``None`` when the split gives none (see the class
         docstring)."""
         if self.latest is None or self.pk is None:
             return None
         if not self.latest or not any(t.num_rows for t in self.latest):
             return ""
-        table = latest_changes(pa.concat_tables(self.latest), self.pk)
-        name = f"{uuid.uuid4().hex}.arrow"
-        with (lake.staging(batch) / name).open_output() as sink, pa.ipc.new_file(sink, table.schema) as w:
-            w.write_table(table)
+        table = latest_changes(pa.concat_tables(self.latest), self.pk).sort_by(sort_keys(self.pk))
+        name = f"{uuid.uuid4().hex}.parquet"
+        with (lake.staging(batch) / name).open_output() as sink:
+            pq.write_table(table, sink, row_group_size=ROW_GROUP_ROWS, compression="lz4", use_dictionary=False)
         return name
 
 

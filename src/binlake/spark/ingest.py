@@ -443,11 +443,14 @@ def _run_batch(
     resolved = {x: (outcomes[x], keys) for x, keys in pending.items() if x in outcomes}
     pending = {x: keys for x, keys in pending.items() if x not in outcomes}
     earlier_xa: dict[str, list[str]] = defaultdict(list)  # table -> XIDs committed now, prepared in a batch before
+    outcomes_of: dict[str, dict[str, bool]] = defaultdict(dict)  # table -> its XIDs resolved now: one commit each
     for x, (rolled_back, keys) in resolved.items():
         for key in keys:
-            lake.resolve_rollbacks(lake.changes(key), {x: rolled_back}, batch)
+            outcomes_of[key][x] = rolled_back
             if not rolled_back:
                 earlier_xa[key].append(x)
+    for key, xa in sorted(outcomes_of.items()):
+        lake.resolve_rollbacks(lake.changes(key), xa, batch)
 
     def commit() -> None:
         for key, fs in sorted(by_table.items()):

@@ -284,12 +284,15 @@ def write_batch(lake: Lake, batch: Batch, replay: Model) -> dict[str, Any]:
                 latest.setdefault(key, []).append(_stage(lake, batch.number, part, pk))
         lake.commit(lake.changes(key), by_table[key], SCHEMA, batch.number)
     earlier_xa: dict[str, list[str]] = {}
+    resolved: dict[str, dict[str, bool]] = {}  # table -> the outcomes of its XA transactions: one commit (ingest.py)
     for xid, rolled_back in outcomes.items():
         for table in sorted({o.table for o in prepared_before.get(xid, [])}):
             key = key_of(table)
-            lake.resolve_rollbacks(lake.changes(key), {xid: rolled_back}, batch.number)
+            resolved.setdefault(key, {})[xid] = rolled_back
             if not rolled_back:
                 earlier_xa.setdefault(key, []).append(xid)
+    for key, xa in sorted(resolved.items()):
+        lake.resolve_rollbacks(lake.changes(key), xa, batch.number)
     return {
         "batch": batch.number,
         "pk": {key_of(t): list(pk) for t in [*TABLES, "tmp"]},

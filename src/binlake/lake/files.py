@@ -113,7 +113,10 @@ def _json_value(value: Any, t: pa.DataType, up: bool) -> str | None:
     if pa.types.is_date32(t) and isinstance(value, dt.date):
         return json.dumps(value.isoformat())
     if pa.types.is_timestamp(t) and isinstance(value, dt.datetime):
-        return json.dumps(_ms(value, up))
+        try:
+            return json.dumps(_ms(value, up))
+        except OverflowError:  # 9999-12-31 23:59:59.999xxx has no millisecond above it: no bound
+            return None
     return None
 
 

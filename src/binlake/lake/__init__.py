@@ -13,7 +13,11 @@ Spark (:mod:`binlake.spark`) decodes binlogs into the files a :class:`Lake` comm
 ``delta``           Delta commits with ``deltalake``, each carrying its batch as an application transaction
 ``deltalog``        binlake's own Delta log: snapshots replayed, commits delta-rs cannot make, files read with DVs
 ``dv``              deletion vectors: RoaringBitmapArray, Z85, DV files and descriptors
-``current``         the current-state merge (pyarrow): change rows in binlog order, emptying and renaming statements
+``current``         current state per batch: file sets of the touched tables, statements, one diff commit per table
+``merge``           the merge of a key range of a batch into a table (a task): change rows, key lookups, new files
+``fileset``         a table's live files as a batch changes them, and the commit that makes the table so
+``files``           current-state files: sorted by the key, Delta statistics, row groups; key bounds read back
+``runner``          where tasks run: the Runner protocol, this process (LocalRunner); Spark's is binlake.spark.runner
 ``lease``           one writer at a time, on object stores too: a lease renewed by conditional Delta commits
 ``show``            ``binlake tables LAKE [TABLE]``
 ==================  ===============================================================================================

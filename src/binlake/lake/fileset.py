@@ -154,15 +154,6 @@ class FileSet:
     def live(self) -> list[LiveFile]:
         return list(self.files.values())
 
-    def rows(self) -> int:
-        """The rows the set holds (each file's records less those deleted; a file's deletion vector is counted by
-        its cardinality, this batch's deletions by their number)."""
-        out = 0
-        for f in self.files.values():
-            out += f.rows - (0 if f.dv is None else int(f.dv["cardinality"]))
-            out -= 0 if f.deleted is None else f.deleted.size
-        return out
-
     def empty(self) -> None:
         """TRUNCATE, DROP, CREATE OR REPLACE: no row left."""
         self.files = {}
@@ -238,7 +229,7 @@ class FileSet:
                 delta.commit_files(self.table, [f.data_file(self.key, schema) for f in entries], schema, batch)
                 return 0
             delta.create_table(self.table, schema)
-        else:
+        elif any(n not in now.schema.names for n in schema.names):
             delta.add_columns(self.table, schema)
         base = self.base.files if self.base is not None else {}
 

@@ -5,6 +5,7 @@ Layout (every name from the binlog encoded by :mod:`binlake.lake.names`)::
 
     LAKE/<db>/<table>/changes    one row per row change (the table's own typed columns, then binlake.lake.tables.META)
     LAKE/<db>/<table>/current    tables with a primary key: the rows as their last change left them, + _seq, _ts
+                                 (files sorted by the key, with key statistics: binlake.lake.current)
     LAKE/_events                 every event
     LAKE/_schema_history         every distinct table map
     LAKE/_skips                  what --on-error skip-* skipped

@@ -471,50 +471,68 @@ def lookup(
 ) -> Found:
     """The rows of ``files`` holding ``keys`` (distinct, the ``pk`` columns): each file whose key bounds may hold
     one is opened, and in it only the row groups whose statistics of the first key column hold one are read, their
-    key columns only (every column of ``schema``, live rows only, with ``rows``)."""
+    key columns only (every column of ``schema``, live rows only, with ``rows``).  Files are read side by side in
+    threads (Parquet decodes without the GIL; an object store's latency per request)."""
     first = schema.field(pk[0])
     index = _Keys(keys, pk)
-    positions: dict[tuple[str, str], dvs.Rows] = {}
-    found: list[pa.Table] = []
+    todo: list[tuple[LiveFile, pa.Table]] = []
     for f in files:
         b = key_bounds(f.stats, first)
         mine = index.between(*((b[0].as_py(), b[1].as_py()) if b is not None else (None, None)))
-        if not mine.num_rows:
-            continue
-        sub = _Keys(mine, pk)
-        hits: list[np.ndarray[Any, Any]] = []
-        with f.location.open_input() as src:
-            pf = pq.ParquetFile(src)
-            meta = pf.metadata
-            at = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
-            column = at.get(first.name)
-            names = pf.schema_arrow.names
-            read = [n for n in (schema.names if rows else pk) if n in names]
-            lost: dvs.Rows | None = None
-            offset = 0
-            for g in range(meta.num_row_groups):
-                group = meta.row_group(g)
-                start, offset = offset, offset + group.num_rows
-                s = group.column(column).statistics if column is not None else None
-                ks = sub.between(s.min, s.max) if s is not None and s.has_min_max else sub.table
-                if not ks.num_rows or any(c not in names for c in pk):
-                    continue
-                part = pf.read_row_group(g, columns=read)
-                idx = _matches(part, ks, pk)
-                if not idx.size:
-                    continue
-                hits.append(idx + start)
-                if rows:
-                    if lost is None:
-                        lost = f.deleted_rows()
-                    live = idx[~np.isin(idx + start, lost)] if lost.size else idx
-                    found.append(deltalog.conform(part.take(pa.array(live)), schema))
-        if hits:
-            positions[f.id] = np.concatenate(hits).astype(np.uint64)
+        if mine.num_rows:
+            todo.append((f, mine))
+
+    def one(job: tuple[LiveFile, pa.Table]) -> tuple[dvs.Rows | None, list[pa.Table]]:
+        return _lookup_file(job[0], _Keys(job[1], pk), schema, pk, rows)
+
+    if len(todo) > 1:
+        with ThreadPoolExecutor(min(8, len(todo))) as pool:
+            done = list(pool.map(one, todo))
+    else:
+        done = [one(job) for job in todo]
+    positions = {f.id: p for (f, _), (p, _) in zip(todo, done, strict=True) if p is not None}
     out = None
     if rows:
+        found = [t for _, part in done for t in part]
         out = pa.concat_tables(found) if found else schema.empty_table()
     return Found(positions, out)
+
+
+def _lookup_file(
+    f: LiveFile, keys: _Keys, schema: pa.Schema, pk: Sequence[str], rows: bool
+) -> tuple[dvs.Rows | None, list[pa.Table]]:
+    """:func:`lookup` in one file: the positions of its rows holding ``keys`` (``None``: none), and with ``rows``
+    its live rows holding them."""
+    hits: list[np.ndarray[Any, Any]] = []
+    found: list[pa.Table] = []
+    with f.location.open_input() as src:
+        pf = pq.ParquetFile(src)
+        meta = pf.metadata
+        names = pf.schema_arrow.names
+        if any(c not in names for c in pk):
+            return None, found
+        column = next((i for i in range(meta.num_columns) if meta.schema.column(i).path == pk[0]), None)
+        read = [n for n in (schema.names if rows else pk) if n in names]
+        lost: dvs.Rows | None = None
+        offset = 0
+        for g in range(meta.num_row_groups):
+            group = meta.row_group(g)
+            start, offset = offset, offset + group.num_rows
+            s = group.column(column).statistics if column is not None else None
+            ks = keys.between(s.min, s.max) if s is not None and s.has_min_max else keys.table
+            if not ks.num_rows:
+                continue
+            part = pf.read_row_group(g, columns=read)
+            idx = _matches(part, ks, pk)
+            if not idx.size:
+                continue
+            hits.append(idx + start)
+            if rows:
+                if lost is None:
+                    lost = f.deleted_rows()
+                live = idx[~np.isin(idx + start, lost)] if lost.size else idx
+                found.append(deltalog.conform(part.take(pa.array(live)), schema))
+    return (np.concatenate(hits).astype(np.uint64) if hits else None), found
 
 
 # -- the task --------------------------------------------------------------------------------------------------------

@@ -21,9 +21,18 @@
    the table's folder (its log included), the table's bytes before, and its peak RSS (``VmHWM``) with the RSS it
    had before the step.  Every run checks the rows it changed (a lookup through deltalake's SQL engine).
 
+3. With ``--ingest N``: the issue's own measurement, through ``binlake ingest`` of real binlogs.  A private MariaDB
+   (:class:`binlake.testing.mariadb.MariaDBServer`) fills the table with N rows (``INSERT ... SELECT`` from the
+   sequence engine), each later batch updates ``--changes``' first count of random rows; every batch is its own
+   binlog file and its own ``binlake ingest`` run (``--master local[2]``).  Reported per run: the ``current:``
+   step's seconds as the ingest logs them, the binlake process' own peak RSS (the driver; the JVM is another
+   process), the bytes the batch added to the current table's folder.  The lake is then checked against the
+   server's ``count(*)`` and ``sum(a)``.
+
 Example::
 
     python benchmarks/current.py --rows 1000000 --changes 10 10000                       # a few minutes
+    python benchmarks/current.py --rows --ingest 1000000 --changes 10                      # binlake ingest
     python benchmarks/current.py --rows 1000000 10000000 --changes 10 10000 --keys random sequential \\
         --full-rewrite --json current.json
 """
@@ -254,6 +263,80 @@ def _delta_rs_merge(table: Path, source: Any) -> None:
     )
 
 
+_PEAK = (
+    "import atexit, runpy, sys\n"
+    "def peak():\n"
+    "    for line in open('/proc/self/status'):\n"
+    "        if line.startswith('VmHWM:'):\n"
+    "            print('binlake-peak-kib', line.split()[1], file=sys.stderr)\n"
+    "atexit.register(peak)\n"
+    "sys.argv = ['binlake', *sys.argv[1:]]\n"
+    "runpy.run_module('binlake', run_name='__main__')\n"
+)
+
+
+def real_ingest(work: Path, rows: int, changes: int, batches: int) -> list[dict[str, Any]]:
+    """``binlake ingest`` of a table of ``rows`` rows, then ``batches`` batches of ``changes`` updates, each its own
+    binlog file and run (module docstring, 3)."""
+    import random
+    import re
+
+    from deltalake import DeltaTable, QueryBuilder
+
+    from binlake.testing.mariadb import MariaDBServer
+
+    logs, lake = work / "binlogs", work / "lake"
+    logs.mkdir(parents=True)
+    out: list[dict[str, Any]] = []
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+    current = lake / "bench" / "t" / "current"
+    rng = random.Random(22)
+    server_args = ["--max-binlog-size=1073741824", "--innodb-flush-log-at-trx-commit=2"]
+    with MariaDBServer(server_args, buffer_pool="1G") as server:
+        server.execute("CREATE DATABASE bench; CREATE TABLE bench.t (id INT PRIMARY KEY, a BIGINT, b VARCHAR(40), "
+                       "c DECIMAL(12,3), d DATETIME(6))")  # fmt: skip
+        for step in range(batches + 1):
+            if step == 0:
+                server.execute(f"INSERT INTO bench.t SELECT seq, seq * 7, CONCAT('name-', seq), (seq % 100000000) / "
+                               f"1000, '2020-01-01' + INTERVAL seq SECOND FROM bench.seq_1_to_{rows}")  # fmt: skip
+            else:
+                ids = ", ".join(str(rng.randrange(1, rows + 1)) for _ in range(changes))
+                server.execute(f"UPDATE bench.t SET a = a + 1, b = CONCAT('new-', id) WHERE id IN ({ids})")
+            server.flush_logs()
+            for f in server.binlog_files()[:-1]:
+                if not (logs / f.name).exists():
+                    shutil.copyfile(f, logs / f.name)
+            before = _tree(current) if current.exists() else {}
+            t0 = time.monotonic()
+            cmd = [sys.executable, "-c", _PEAK, "ingest", str(logs), "--lake", str(lake), "--master", "local[2]"]
+            done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            wall = time.monotonic() - t0
+            if done.returncode:
+                raise SystemExit(f"binlake ingest failed:\n{done.stderr[-4000:]}")
+            text = done.stdout + done.stderr
+            step_s = re.findall(r"current: done in ([0-9.]+) s", text)
+            peak = re.findall(r"binlake-peak-kib (\d+)", text)
+            after = _tree(current)
+            added = sum(v for k, v in after.items() if before.get(k) != v)
+            row = {"rows": rows, "changes": rows if step == 0 else changes, "method": "binlake ingest",
+                   "batch": step, "current_s": float(step_s[-1]) if step_s else None, "wall_s": wall,
+                   "driver_peak_mib": int(peak[-1]) / 1024 if peak else None, "bytes_added": added,
+                   "bytes_before": sum(before.values())}  # fmt: skip
+            out.append(row)
+            print(f"{rows:>11,} rows  ingest batch {step} ({row['changes']:,} changes)  current step "
+                  f"{row['current_s']} s  wall {wall:.1f} s  driver peak {row['driver_peak_mib']:.0f} MiB  "
+                  f"+{added / 2**20:.2f} MiB of {row['bytes_before'] / 2**20:.1f}", flush=True)  # fmt: skip
+        want = server.query("SELECT count(*), sum(a) FROM bench.t")[0]
+    dt = DeltaTable(str(current))
+    got = QueryBuilder().register("t", dt).execute("SELECT count(*) AS n, sum(a) AS s FROM t").read_all()
+    n, total = got.column("n")[0].as_py(), got.column("s")[0].as_py()
+    correct = (str(n), str(total)) == (want[0], want[1])
+    print(f"lake {n} rows, sum(a) {total}; server {want[0]}, {want[1]}: {'ok' if correct else 'WRONG'}", flush=True)
+    for row in out:
+        row["correct"] = correct
+    return out
+
+
 def child(argv: list[str]) -> int:
     kind, root = argv[0], Path(argv[1])
     out = build(root, int(argv[2])) if kind == "build" else batch(root, int(argv[2]), int(argv[3]), argv[4], argv[5])
@@ -277,7 +360,7 @@ def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         return child(sys.argv[2:])
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--rows", type=int, nargs="+", default=[1_000_000])
+    p.add_argument("--rows", type=int, nargs="*", default=[1_000_000])
     p.add_argument("--changes", type=int, nargs="+", default=[10, 10_000])
     p.add_argument("--keys", nargs="+", choices=["random", "sequential"], default=["random"])
     p.add_argument("--layouts", nargs="+", choices=["dv", "cow"], default=["dv", "cow"])
@@ -286,11 +369,15 @@ def main() -> int:
     p.add_argument("--no-delta-rs", action="store_true", help="leave delta-rs merge out")
     p.add_argument("--work", type=Path, help="where the lakes are made (default: a temporary folder)")
     p.add_argument("--json", type=Path, help="write every figure here")
+    p.add_argument("--ingest", type=int, metavar="N", help="also through binlake ingest: a table of N rows (3.)")
+    p.add_argument("--batches", type=int, default=3, help="later batches of the --ingest run")
     a = p.parse_args()
     work = Path(tempfile.mkdtemp(prefix="binlake-current-", dir=a.work))
     results: list[dict[str, Any]] = []
     methods = [*a.layouts, *(["rewrite"] if a.full_rewrite else []), *([] if a.no_delta_rs else ["delta-rs"])]
     try:
+        if a.ingest:
+            results += real_ingest(work / "ingest", a.ingest, a.changes[0], a.batches)
         for rows in a.rows:
             base = work / f"base-{rows}"
             built = _run_child(["build", str(base), str(rows)])

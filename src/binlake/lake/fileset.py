@@ -225,9 +225,9 @@ class FileSet:
         entries = list(self.files.values())
         needs_dv = any(f.touched for f in entries)
         if now is None:
-            if not needs_dv:
-                delta.commit_files(self.table, [f.data_file(self.key, schema) for f in entries], schema, batch)
-                return 0
+            if not needs_dv:  # created with its files and the batch in one commit (delta-rs picks the protocol)
+                files = [f.data_file(self.key, schema) for f in entries]
+                return 0 if delta.commit_files(self.table, files, schema, batch) else None
             delta.create_table(self.table, schema)
         elif any(n not in now.schema.names for n in schema.names):
             delta.add_columns(self.table, schema)

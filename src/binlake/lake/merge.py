@@ -337,6 +337,17 @@ def _replace_keys(current: pa.Table, keys: pa.Table, pk: list[str], new_rows: pa
     return out if ordered else out.sort_by([("_seq", "ascending")])
 
 
+def _upserts(changes: pa.Table) -> pa.Array:
+    """Per change row: does it write its key (an insert, an update's after image)?"""
+    return pc.is_in(changes["_op"], pa.array(["insert", "update_postimage"]))
+
+
+def binlog_order(changes: pa.Table) -> pa.Table:
+    """``changes`` in binlog order: by ``_seq``, an update's before image (the same ``_seq``) first."""
+    return changes.take(pc.sort_indices(pa.table({"s": changes["_seq"], "u": _upserts(changes)}),
+                                        [("s", "ascending"), ("u", "ascending")]))  # fmt: skip
+
+
 def merge_current(
     current: pa.Table | None, changes: pa.Table, pk: list[str], schema: pa.Schema, *, ordered: bool = False
 ) -> pa.Table:
@@ -355,8 +366,7 @@ def merge_current(
     current = deltalog.conform(current if current is not None else schema.empty_table(), schema)
     if not changes.num_rows:
         return current
-    up = pc.is_in(changes["_op"], pa.array(["insert", "update_postimage"]))
-    changes = changes.append_column("_up", up)
+    changes = changes.append_column("_up", _upserts(changes))
     if not ordered:
         changes = changes.sort_by([("_seq", "ascending"), ("_up", "ascending")])
     if "_absent" in changes.column_names and changes["_absent"].null_count < changes.num_rows:
@@ -544,15 +554,18 @@ def merge_range(task: MergeTask) -> MergeResult:
     if not changes.num_rows:
         return MergeResult(task.key)
     pk = list(task.pk)
-    keys = changes.select(pk)
-    for c in pk:
-        keys = keys.filter(pc.is_valid(keys[c]))
-    keys = keys.group_by(pk, use_threads=False).aggregate([])
     partial = "_absent" in changes.column_names and changes["_absent"].null_count < changes.num_rows
     if partial and task.bounds != (None, None):
         raise LakeFormatError(f"partial row images of {task.key} in a key range: they merge in one range")
-    found = lookup(task.files, keys, task.schema, pk, rows=partial)
-    new = merge_current(found.rows, changes, pk, task.schema)
+    found = Found({}, None)
+    if task.files:  # a first load has no live row to find
+        keys = changes.select(pk)
+        for c in pk:
+            keys = keys.filter(pc.is_valid(keys[c]))
+        found = lookup(task.files, keys.group_by(pk, use_threads=False).aggregate([]), task.schema, pk, rows=partial)
+    # in binlog order after the live rows: merge_current appends the new rows without sorting them by _seq again
+    # (write_sorted sorts them by the key)
+    new = merge_current(found.rows, binlog_order(changes), pk, task.schema, ordered=True)
     files = write_sorted(new, Location(task.location), task.key, pk, file_rows=task.file_rows,
                          row_group_rows=task.row_group_rows)  # fmt: skip
     deleted = tuple((h, p, r) for (h, p), r in found.positions.items())

@@ -474,3 +474,25 @@ def test_snapshot_before_a_batch(tmp_path: Path) -> None:
     assert deltalog.snapshot_before(loc, "binlake-ingest", 1) is None
     assert [f.rows for f in FileSet.before(loc, "t", 2).live()] == [1]
     assert LocalRunner().map(merge.merge_range, []) == []
+
+
+@pytest.mark.parametrize("big", [False, True], ids=["int64", "uint64"])
+def test_merge_sorts_whole_decimal_keys_as_integers(big: bool) -> None:
+    """BIGINT UNSIGNED keys (decimal(20,0)) sorted as 64-bit integers (unsigned past 2^63): the same last change of
+    each key as by their decimal value, new rows in key order."""
+    from binlake.lake.merge import merge_current
+
+    top = 2**64 - 1 if big else 2**63 - 1
+    keys = [top, 0, 5, top, 5, 2**40, 0]
+    ops = ["insert", "insert", "insert", "update_postimage", "delete", "insert", "update_postimage"]
+    schema = pa.schema([("id", pa.decimal128(20, 0)), ("v", pa.int64()), ("_seq", pa.decimal128(38, 0)),
+                        ("_ts", pa.timestamp("us", "UTC"))])  # fmt: skip
+    changes = pa.table({"id": pa.array([Decimal(k) for k in keys], schema[0].type), "v": list(range(len(keys))),
+                        "_op": ops, "_seq": pa.array([Decimal(i) for i in range(len(keys))], schema[2].type),
+                        "_ts": pa.nulls(len(keys), schema[3].type)})  # fmt: skip
+    rng = random.Random(3)
+    order = list(range(len(keys)))
+    for _ in range(5):
+        rng.shuffle(order)
+        got = merge_current(None, changes.take(order), ["id"], schema)
+        assert [(int(r["id"]), r["v"]) for r in got.to_pylist()] == [(0, 6), (2**40, 5), (top, 3)]

@@ -34,8 +34,18 @@ def help_text(command: str | None) -> str:
 def records_table() -> str:
     """The versioned records of a lake and of the commands' state files, with the version each is written in."""
     from binlake.ingest.statements import SCHEMA_STATE_VERSION
+    from binlake.lake.fileset import LiveFile, RewriteResult, RewriteTask
     from binlake.lake.lease import LeaseRecord
-    from binlake.lake.records import BatchDone, BatchManifest, ChunkDone, SnapshotPlan, Statement, TaskReport
+    from binlake.lake.merge import MergeResult, MergeTask
+    from binlake.lake.records import (
+        BatchDone,
+        BatchManifest,
+        ChunkDone,
+        LakeSettings,
+        SnapshotPlan,
+        Statement,
+        TaskReport,
+    )
     from binlake.render.changes.tail import TAIL_STATE_VERSION
     from binlake.replication.position import RESUME_POINT_VERSION
     from binlake.sql.temporary import TemporaryState
@@ -50,8 +60,17 @@ def records_table() -> str:
          "what the driver learned from a batch's QUERY events: DDL, renames, XA outcomes, temporary tables"),
         ("`TemporaryState`", "in a `Statement`", TemporaryState.VERSION, "the sessions' temporary tables at a point"),
         ("schema state", "in the manifest", SCHEMA_STATE_VERSION, "the DDL tracker's tables, as JSON"),
-        ("`TaskReport`", "a Spark task's answer to the driver", TaskReport.VERSION,
-         "what a task wrote (Parquet files, emptied tables) and skipped"),
+        ("`TaskReport`", "a decode task's answer to the driver", TaskReport.VERSION,
+         "what a task wrote (Parquet files, the staged last change of each key, emptied tables) and skipped"),
+        ("`LakeSettings`", "`LAKE/_binlake/settings.json`", LakeSettings.VERSION,
+         "how the lake lays out what it writes: the current-state layout (`dv` or `cow`)"),
+        ("`MergeTask`, `MergeResult`", "a current-state merge task and its answer", MergeTask.VERSION,
+         f"a key range of a batch's changes into a table; the files written and the rows replaced (result: version "
+         f"{MergeResult.VERSION})"),
+        ("`RewriteTask`, `RewriteResult`", "a copy-on-write rewrite and its answer", RewriteTask.VERSION,
+         f"files written again without the rows they lost (result: version {RewriteResult.VERSION})"),
+        ("`LiveFile`", "in a merge or rewrite task", LiveFile.VERSION,
+         "a current-state file as a batch sees it: its deletion vector and the rows the batch deleted"),
         ("`SnapshotPlan`", "`LAKE/_binlake/snapshots/NNNNNNNNNN/`", SnapshotPlan.VERSION,
          "a consistent snapshot's point, tables and chunks"),
         ("`ChunkDone`", "`LAKE/_binlake/snapshots/NNNNNNNNNN/`", ChunkDone.VERSION,

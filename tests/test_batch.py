@@ -21,6 +21,7 @@ import pytest
 from binlake.events.base import EventType
 from binlake.ingest.progress import Progress
 from binlake.ingest.run import ingest
+from binlake.lake.fileset import FileSet
 from binlake.lake.lake import Lake
 from binlake.lake.records import BatchManifest
 from binlake.lake.runner import InProcessRunner
@@ -28,7 +29,8 @@ from binlake.reader import read_events
 
 pytestmark = pytest.mark.corpus
 
-STEPS = ("commit", "resolve_rollbacks", "write_done")  # the Lake methods each commit of a batch goes through
+# what each commit of a batch goes through: the Lake's methods, and the current-state engine's one commit per table
+STEPS = ((Lake, "commit"), (Lake, "resolve_rollbacks"), (Lake, "write_done"), (FileSet, "commit"))
 
 
 class _Crash(Exception):
@@ -86,17 +88,20 @@ class Steps:
 def steps(monkeypatch: pytest.MonkeyPatch) -> Iterator[Steps]:
     """Every commit of the lake recorded (and one failed where a test says)."""
     seen = Steps()
-    for name in STEPS:
-        real = getattr(Lake, name)
+    for cls, name in STEPS:
+        real = getattr(cls, name)
 
-        def step(self: Lake, *args: Any, _real: Any = real, _name: str = name, **kw: Any) -> Any:
-            where = args[0] if _name == "write_done" else args[0].uri[len(self.root.uri) + 1 :]
+        def step(self: Any, *args: Any, _real: Any = real, _name: str = name, **kw: Any) -> Any:
+            if isinstance(self, FileSet):
+                where = f"{self.key}/current"
+            else:
+                where = args[0] if _name == "write_done" else args[0].uri[len(self.root.uri) + 1 :]
             if seen.crash_at == len(seen.made):
                 raise _Crash(f"killed before {_name} {where}")
             seen.made.append((_name, str(where)))
             return _real(self, *args, **kw)
 
-        monkeypatch.setattr(Lake, name, step)
+        monkeypatch.setattr(cls, name, step)
     yield seen
 
 
@@ -173,3 +178,39 @@ def test_a_block_that_raises_commits_nothing(tmp_path: Path) -> None:
             b.changes("d/t", files, schema)
         assert [(t.name, t.kind, t.rows) for t in lake.tables()] == [("d.t", "changes", 2)]
         assert lake.last_manifest() == (BatchManifest(1, (), {}), True)
+
+
+def test_every_xa_outcome_of_a_table_decided_in_one_batch_lands(tmp_path: Path) -> None:
+    """Two XA transactions of one table prepared in one batch and committed in the next: both outcomes are set on
+    the change rows and both rows reach current state (one commit per table: a second commit of the same batch to
+    the change table would be skipped as already there, leaving the second transaction's rows waiting forever)."""
+    import pyarrow as pa
+
+    from binlake.lake.delta import write_parquet
+    from binlake.lake.records import Statement, TaskReport
+    from binlake.lake.tables import META, meta_columns
+
+    lake = Lake(str(tmp_path / "lake"))
+    data = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    schema = pa.schema([*data, *(pa.field(n, t) for n, t in META)])
+    x1, x2 = "X'7831',X'',1", "X'7832',X'',1"
+    n = 3
+    meta = meta_columns(n, op="insert", file="b.000001", pos=pa.array([100, 200, 300]), row=0, gtid=None, ts=0,
+                        seq=pa.array([1, 2, 3]), rolled_back=pa.array([False, None, None], pa.bool_()),
+                        xid=pa.array([None, x1, x2], pa.string()))  # fmt: skip
+    rows = pa.Table.from_arrays([pa.array([1, 2, 3]), pa.array(["a", "b", "c"]), *meta], schema=schema)
+    xa = [Statement("xa", 10, "b.000001", 400 + i, xid=x) for i, x in enumerate((x1, x2))]
+    with lake.writing():
+        with lake.batch(BatchManifest(1, (), {})) as b:
+            b.tables({"d/t": schema}, {"d/t": ["id"]})
+            files = write_parquet(rows, lake.changes("d/t"), "d/t")
+            b.add(TaskReport(0, tuple(files), prepared={x1: ("d/t",), x2: ("d/t",)}))
+        assert lake.done(1).xa_pending == {x1: ("d/t",), x2: ("d/t",)}
+        with lake.batch(BatchManifest(2, (), {}, statements=tuple(xa))) as b:
+            b.tables({}, {"d/t": ["id"]})
+        changes = lake.read(lake.changes("d/t"))
+        current = lake.read(lake.current("d/t"))
+        assert changes is not None and current is not None
+        assert sorted((r["id"], r["_rolled_back"]) for r in changes.to_pylist()) == [(1, False), (2, False), (3, False)]
+        assert sorted((r["id"], r["v"]) for r in current.to_pylist()) == [(1, "a"), (2, "b"), (3, "c")]
+        assert lake.done(2).xa_pending == {}

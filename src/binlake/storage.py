@@ -231,6 +231,12 @@ class Location:
             os.makedirs(os.path.dirname(self.uri), exist_ok=True)
         return _call(self, lambda: self.fs.open_output_stream(self.path))
 
+    def copy_to(self, dst: Location) -> None:
+        """Copy this file to ``dst``, a new file on the same store (an object store copies it server-side)."""
+        if dst.is_local:
+            os.makedirs(os.path.dirname(dst.uri), exist_ok=True)
+        _call(self, lambda: self.fs.copy_file(self.path, dst.path))
+
     def delete_dir(self) -> None:
         """Remove this folder and everything below it (nothing when it does not exist)."""
         if self.exists():

@@ -493,7 +493,7 @@ def _run_batch(
     renames = manifest.renames
     ddl = [s for s in statements if s.kind in ("ddl", "temporary")]  # what tracker_at follows
     progress.log(f"batch {batch}: {len(splits)} splits of {manifest.files} files")
-    with lake.batch(manifest, timed=progress.timed) as landing:
+    with lake.batch(manifest, timed=progress.timed, runner=runner) as landing:
         # 1. table maps -> the lake layout of every map and every table's schema (binlog order decides new columns)
         if maps is None:
             tracker = tracker_from_json(manifest.schema)
@@ -525,8 +525,8 @@ def _run_batch(
         # 2. decode and write Parquet in the tasks
         task_pk = {k: v for k, v in pk.items() if k in full and v}
         task = partial(write_task, lake, layouts, full, task_pk, plan)
-        texts = progress.run("decode", lambda: runner.map(task, splits))
-        for rep in (TaskReport.from_json(text) for text in texts):
+        reports: list[TaskReport] = progress.run("decode", lambda: runner.map(task, splits))
+        for rep in reports:
             landing.add(rep)
             result.changes.update(rep.counts)
             result.events += sum(f.rows for f in rep.events)

@@ -5,15 +5,17 @@ change of each key, as files the driver then hands the lake (nothing is committe
 A task decodes its split with :func:`binlake.ingest.extract.decode_split` (rows left undecoded), builds each lake
 table's data columns straight from the rows events' bytes with :mod:`binlake.ingest.columnar` (the tuple path where
 that cannot), adds the META columns (``_op``, ``_seq``...) vectorised per rows event, and writes Parquet row groups
-of :data:`FLUSH_ROWS` rows; for tables with a primary key it stages the last change of each key as an Arrow file.
+of :data:`FLUSH_ROWS` rows; for tables with a primary key it stages the last change of each key as a Parquet file
+sorted by the key (:meth:`_TableWriter.current_file`).
 
 Files go to the lake's storage through :class:`~binlake.lake.Lake` (a local folder or an object store), and the
-task's :class:`~binlake.lake.records.TaskReport` goes back to the driver as JSON.
+task's :class:`~binlake.lake.records.TaskReport` goes back to the driver (as JSON from another process:
+:mod:`binlake.lake.runner`).
 
 Example (what :func:`binlake.ingest.run.ingest` runs for every split)::
 
     task = partial(write_task, lake, layouts, schemas, pk, plan)
-    reports = [TaskReport.from_json(r) for r in runner.map(task, splits)]
+    reports = runner.map(task, splits)
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from binlake.coltypes import Column
 from binlake.events.table_map import TableMapEvent
@@ -40,9 +43,11 @@ from binlake.ingest.extract import Changes, EventRecord, Truncate, decode_split,
 from binlake.ingest.layouts import Layout
 from binlake.ingest.progress import profiled
 from binlake.ingest.statements import SEQ_FILE, SEQ_POS, ReadSpec, tracker_at
-from binlake.lake.current import counted_changes, database_key, keys_of, latest_changes
+from binlake.lake.current import database_key, keys_of
 from binlake.lake.delta import ParquetSink
+from binlake.lake.files import ROW_GROUP_ROWS, sort_keys
 from binlake.lake.lake import Lake
+from binlake.lake.merge import counted_changes, latest_changes
 from binlake.lake.names import table_dir
 from binlake.lake.records import DataFile, Emptied, SkipRecord, Split, Statement, TaskReport
 from binlake.lake.tables import EVENTS, EVENTS_DIR, META_DICTIONARY, META_NAMES, meta_columns, seq_array
@@ -263,17 +268,18 @@ class _TableWriter:
         self.latest = None
 
     def current_file(self, lake: Lake, batch: int) -> str | None:
-        """Write the last change of each key (:meth:`flush` first) as an Arrow IPC file in the batch's staging
-        folder; its name there, ``""`` when no row counts, ``None`` when the split gives none (see the class
+        """Write the last change of each key (:meth:`flush` first) as a Parquet file in the batch's staging folder,
+        sorted by the key in small row groups (a merge task of a key range reads only the row groups of its
+        range); its name there, ``""`` when no row counts, ``None`` when the split gives none (see the class
         docstring)."""
         if self.latest is None or self.pk is None:
             return None
         if not self.latest or not any(t.num_rows for t in self.latest):
             return ""
-        table = latest_changes(pa.concat_tables(self.latest), self.pk)
-        name = f"{uuid.uuid4().hex}.arrow"
-        with (lake.staging(batch) / name).open_output() as sink, pa.ipc.new_file(sink, table.schema) as w:
-            w.write_table(table)
+        table = latest_changes(pa.concat_tables(self.latest), self.pk).sort_by(sort_keys(self.pk))
+        name = f"{uuid.uuid4().hex}.parquet"
+        with (lake.staging(batch) / name).open_output() as sink:
+            pq.write_table(table, sink, row_group_size=ROW_GROUP_ROWS, compression="lz4", use_dictionary=False)
         return name
 
 
@@ -293,12 +299,12 @@ def write_task(
     pk: dict[str, list[str]],
     plan: TaskPlan,
     split: Split,
-) -> str:
+) -> TaskReport:
     """Decode ``split``; write each table's changes and the events as Parquet files and the last change of each key
-    as a staged Arrow file; the :class:`~binlake.lake.records.TaskReport` of them, as JSON (nothing is committed)."""
+    as a staged Parquet file; the :class:`~binlake.lake.records.TaskReport` of them (nothing is committed)."""
     renamed = {table_dir(*t) for s in plan.renames for pair in s.pairs for t in pair}
     with profiled(f"decode-{split.index}"), _no_cycle_collection():
-        return _write_split(split, lake, layouts, schemas, pk, plan, renamed).to_json()
+        return _write_split(split, lake, layouts, schemas, pk, plan, renamed)
 
 
 @contextmanager

@@ -8,15 +8,18 @@ The ingest (:mod:`binlake.ingest`) decodes binlogs into the files a :class:`Lake
 ==================  ===============================================================================================
 ``lake``            :class:`Lake`: the layout, the batch manifests, reading and committing (fenced by the lease)
 ``batch``           the commit protocol: what a batch produced, committed in the lake's order, then its done mark
-``runner``          where tasks run: the :class:`~binlake.lake.runner.Runner` protocol, this process's runner
+``runner``          where tasks run: the :class:`~binlake.lake.runner.Runner` protocol, its records, this process's
 ``storage``         (``binlake.storage``) the filesystem layer under it: URIs through ``pyarrow.fs``
 ``names``           reversible folder names for database and table names from a binlog
 ``tables``          the lake's own tables, and the META columns of every change table (built by ``meta_columns``)
-``records``         the typed, versioned records: batch manifests, completion marks, task reports, splits
+``records``         the typed, versioned records: batch manifests, completion marks, task reports, splits, settings
 ``delta``           Delta commits with ``deltalake``, each carrying its batch as an application transaction
 ``deltalog``        binlake's own Delta log: snapshots replayed, commits delta-rs cannot make, files read with DVs
 ``dv``              deletion vectors: RoaringBitmapArray, Z85, DV files and descriptors
-``current``         the current-state merge (pyarrow): change rows in binlog order, emptying and renaming statements
+``current``         current state per batch: file sets of the touched tables, statements, one diff commit per table
+``merge``           the merge of a key range of a batch into a table (a task): change rows, key lookups, new files
+``fileset``         a table's live files as a batch changes them, and the commit that makes the table so
+``files``           current-state files: sorted by the key, Delta statistics, row groups; key bounds read back
 ``lease``           one writer at a time, on object stores too: a lease renewed by conditional Delta commits
 ``show``            ``binlake tables LAKE [TABLE]``
 ==================  ===============================================================================================

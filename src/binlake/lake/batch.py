@@ -18,9 +18,12 @@ The commit, in this order:
 1. the change tables (a new table, or new columns, with them);
 2. the lake's own tables: ``_events``, ``_schema_history``, ``_skips``;
 3. the outcome of each XA transaction prepared in an earlier batch and decided in this one
-   (:attr:`~binlake.lake.records.BatchManifest.outcomes`), set on its change rows;
-4. the current-state tables: a snapshot's replaced; the others merged with the batch's counted changes, the
-   statements that empty or move tables applied where they were logged (:func:`binlake.lake.current.update_current`);
+   (:attr:`~binlake.lake.records.BatchManifest.outcomes`), set on its change rows: one commit per table for all
+   the outcomes it has (a second commit would carry the same batch, and be skipped as already there);
+4. the current-state tables: a snapshot's replaced (:func:`binlake.lake.current.replace_current`); the others
+   merged with the batch's counted changes, the statements that empty or move tables applied where they were
+   logged (:func:`binlake.lake.current.update_current`: a small batch in this process, a large one as range tasks on
+   the batch's :class:`~binlake.lake.runner.Runner`);
 5. the manifest, unless it was written before the batch (the ingest writes its plan first, so that a crash replays
    the same ranges; a snapshot's own records replay it), then the completion mark with the XA transactions still
    waiting for their outcome; the batch's staging files go.
@@ -48,8 +51,9 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from binlake.lake.current import staged_latest, update_current
+from binlake.lake.current import replace_current, staged_latest, update_current
 from binlake.lake.records import BatchDone, BatchManifest, DataFile, Emptied, SkipRecord, TaskReport
+from binlake.lake.runner import InProcessRunner, Runner
 from binlake.lake.tables import EVENTS, EVENTS_DIR, HISTORY, HISTORY_DIR, SKIPS, SKIPS_DIR
 
 if TYPE_CHECKING:
@@ -69,17 +73,21 @@ def _untimed(label: str, step: Callable[[], Any]) -> Any:
 
 class Batch:
     """What batch ``manifest.batch`` lands, gathered while it runs and committed by :meth:`commit` (module
-    docstring).  Made by :meth:`binlake.lake.lake.Lake.batch`."""
+    docstring); ``runner`` runs the current-state merge's range tasks of a large batch.  Made by
+    :meth:`binlake.lake.lake.Lake.batch`."""
 
-    def __init__(self, lake: Lake, manifest: BatchManifest, timed: Timer | None = None) -> None:
+    def __init__(
+        self, lake: Lake, manifest: BatchManifest, timed: Timer | None = None, runner: Runner | None = None
+    ) -> None:
         self.lake, self.manifest, self.batch = lake, manifest, manifest.batch
         self._timed = timed or _untimed
+        self._runner = runner or InProcessRunner()
         self._schemas: dict[str, pa.Schema] = {}
         self._pk: dict[str, list[str]] = {}
         self._reports: list[TaskReport] = []
         self._history: list[dict[str, Any]] = []
         self._files: dict[str, list[DataFile]] = {}  # a snapshot's change files, by table
-        self._replaced: dict[str, tuple[list[DataFile], pa.Schema]] = {}  # a snapshot's current state, by table
+        self._replaced: dict[str, tuple[list[DataFile], pa.Schema, list[str]]] = {}  # a snapshot's, by table
         self.pending: dict[str, tuple[str, ...]] = {}  # after the commit: XID -> tables, still waiting
         self.rewound = 0  # after the commit of a rewinding batch: the tables it took back
 
@@ -106,9 +114,10 @@ class Batch:
         self._schemas[key] = schema
         self._files.setdefault(key, []).extend(files)
 
-    def replace_current(self, key: str, files: Sequence[DataFile], schema: pa.Schema) -> None:
-        """``files`` become the whole current state of table ``key`` (a snapshot's rows)."""
-        self._replaced[key] = (list(files), schema)
+    def replace_current(self, key: str, files: Sequence[DataFile], schema: pa.Schema, pk: Sequence[str]) -> None:
+        """``files`` become the whole current state of table ``key`` (a snapshot's rows, each file sorted by the
+        primary key ``pk``)."""
+        self._replaced[key] = (list(files), schema, list(pk))
 
     # -- the commit ----------------------------------------------------------------------------------------------
 
@@ -138,6 +147,12 @@ class Batch:
         resolved = {x: (outcomes[x], keys) for x, keys in pending.items() if x in outcomes}
         pending = {x: keys for x, keys in pending.items() if x not in outcomes}
         earlier_xa: dict[str, list[str]] = defaultdict(list)  # table -> XIDs committed now, prepared in a batch before
+        outcomes_of: dict[str, dict[str, bool]] = defaultdict(dict)  # table -> its XIDs resolved now: one commit
+        for x, (rolled_back, tables) in resolved.items():
+            for key in tables:
+                outcomes_of[key][x] = rolled_back
+                if not rolled_back:
+                    earlier_xa[key].append(x)
 
         def commit() -> None:
             for key, fs in sorted({**self._files, **by_table}.items()):
@@ -149,18 +164,15 @@ class Batch:
             if skips:
                 rows = [{**s.to_json(), "batch": batch} for s in skips]
                 lake.append(lake.own(SKIPS_DIR), pa.Table.from_pylist(rows, schema=SKIPS), batch)
-            for x, (rolled_back, keys) in resolved.items():
-                for key in keys:
-                    lake.resolve_rollbacks(lake.changes(key), {x: rolled_back}, batch)
-                    if not rolled_back:
-                        earlier_xa[key].append(x)
+            for key, xa in sorted(outcomes_of.items()):
+                lake.resolve_rollbacks(lake.changes(key), xa, batch)
 
         def current() -> None:
-            for key, (files, schema) in sorted(self._replaced.items()):
-                lake.commit(lake.current(key), files, schema, batch, mode="overwrite")
+            for key, (files, schema, pk) in sorted(self._replaced.items()):
+                replace_current(lake, key, files, schema, pk, batch)
             latest = staged_latest(reports, by_table)
             update_current(lake, batch, self._pk, self._schemas, by_table, earlier_xa, emptied,
-                           self.manifest.renames, latest)  # fmt: skip
+                           self.manifest.renames, latest, self._runner)  # fmt: skip
 
         self._timed("commit", commit)
         self._timed("current", current)

@@ -18,13 +18,12 @@ Example::
 
 from __future__ import annotations
 
-import json
 import os
 import time
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Literal
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -41,11 +40,12 @@ __all__ = [
     "APP_ID",
     "XA_APP_ID",
     "ParquetSink",
+    "add_columns",
     "commit_files",
+    "create_table",
     "delta_table",
     "is_table",
     "read_table",
-    "read_table_before",
     "resolve_rollbacks",
     "rewind",
     "table_schema",
@@ -161,19 +161,29 @@ def _evolve(dt: DeltaTable, schema: pa.Schema) -> bool:
     return bool(new)
 
 
+def add_columns(loc: Location, schema: pa.Schema) -> bool:
+    """Add the columns of ``schema`` the table at ``loc`` lacks, in a commit of their own (delta-rs upgrades the
+    protocol a new column's type needs: ``timestampNtz``); whether it added any."""
+    return _evolve(delta_table(loc), schema)
+
+
+def create_table(loc: Location, schema: pa.Schema) -> None:
+    """An empty Delta table of ``schema`` at ``loc`` (delta-rs picks the protocol the columns need), carrying no
+    batch: the batch's commit follows (binlake's own, when it has deletion vectors)."""
+    DeltaTable.create(loc.delta_uri, Schema.from_arrow(schema), mode="ignore", storage_options=loc.delta_options())
+
+
 def commit_files(
     loc: Location,
     files: list[DataFile],
     schema: pa.Schema,
     batch: int,
-    mode: Literal["append", "overwrite"] = "append",
 ) -> bool:
-    """Add ``files`` to the table at ``loc`` as batch ``batch`` (creating it, adding new columns), or with
-    ``mode="overwrite"`` make them its whole content (the same commit removes every file it had); a table that
+    """Add ``files`` to the table at ``loc`` as batch ``batch`` (creating it, adding new columns); a table that
     already has the batch is left alone (returns ``False``).  Each commit is made on the version it read, where the
     batch was not there yet (:func:`_commit`): of two writers committing one batch, one adds it and the other finds
     it there."""
-    actions = [AddAction(f.path, f.size, {}, f.mtime_ms, True, json.dumps({"numRecords": f.rows})) for f in files]
+    actions = [AddAction(f.path, f.size, {}, f.mtime_ms, True, f.delta_stats()) for f in files]
     for attempt in range(_ATTEMPTS):
         try:
             if not is_table(loc):
@@ -193,7 +203,7 @@ def commit_files(
                 continue  # (a commit of its own) read the table again
             dt.create_write_transaction(
                 list[AddAction | RemoveAction](actions),
-                mode=mode,
+                mode="append",
                 schema=pa.schema(dt.schema().to_arrow()),
                 commit_properties=_commit(batch),
             )
@@ -242,17 +252,6 @@ def resolve_rollbacks(loc: Location, outcomes: dict[str, bool], batch: int) -> b
     raise AssertionError("unreachable")
 
 
-def read_table_before(loc: Location, batch: int) -> pa.Table | None:
-    """The content of the table at ``loc`` before batch ``batch`` was committed to it (time travel back over the
-    commits carrying that batch or a later one), or ``None`` when it had none."""
-    if not is_table(loc):
-        return None
-    version = delta_table(loc).version()
-    while version >= 0 and (delta_table(loc, version).transaction_version(APP_ID) or -1) >= batch:
-        version -= 1
-    return read_table(loc, version) if version >= 0 else None
-
-
 def _before(dt: DeltaTable, batch: int) -> bool:
     """Whether the table version ``dt`` has no commit of batch ``batch`` or later (of either kind)."""
     return all((dt.transaction_version(app) or -1) < batch for app in (APP_ID, XA_APP_ID))
@@ -292,6 +291,7 @@ def rewind(loc: Location, batch: int) -> bool:
         except (DeltaError, OSError) as e:
             if attempt == _ATTEMPTS - 1:
                 raise _commit_error(loc, e) from e
+            _pause(attempt)
     raise AssertionError("unreachable")
 
 

@@ -34,7 +34,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -51,14 +51,22 @@ __all__ = [
     "Snapshot",
     "commit",
     "commit_batch",
+    "conform",
     "delete_rows",
+    "deletion_actions",
     "delta_table",
+    "file_location",
     "new_file",
     "read_snapshot",
+    "remove",
     "scan_file",
+    "scan_rows",
+    "snapshot_before",
     "table_actions",
+    "txn",
 ]
 
+_Data = TypeVar("_Data", pa.Table, pa.RecordBatch)
 Action = dict[str, Any]  # one line of a commit, as JSON: {"add": {...}}, {"remove": {...}}, {"txn": {...}} ...
 
 LOG = "_delta_log"
@@ -213,12 +221,43 @@ def read_snapshot(table: Location, version: int | None = None) -> Snapshot | Non
         for part in sorted(parts[start, n], key=lambda loc: loc.uri):
             state.apply_checkpoint(part)
     todo = [commits[v] for v in range(start + 1, target + 1)]
-    with ThreadPoolExecutor(min(8, max(1, len(todo)))) as pool:
-        for body in pool.map(lambda loc: loc.read_bytes(), todo):
-            state.apply_commit([_clean(json.loads(line)) for line in body.splitlines() if line.strip()])
+    for body in _read_all(todo):
+        state.apply_commit([_clean(json.loads(line)) for line in body.splitlines() if line.strip()])
     if state.protocol is None or state.metadata is None:
         raise LakeFormatError("a Delta log without its protocol or metadata", file=table.uri)
     return Snapshot(table, target, state.protocol, state.metadata, state.files, state.txns)
+
+
+def _read_all(files: list[Location]) -> Iterator[bytes]:
+    """The bytes of ``files``, in order: read side by side when there are several (an object store's latency per
+    request), in this thread for a few (a thread pool costs more than it saves there)."""
+    if len(files) <= 4:
+        yield from (f.read_bytes() for f in files)
+        return
+    with ThreadPoolExecutor(min(8, len(files))) as pool:
+        yield from pool.map(lambda loc: loc.read_bytes(), files)
+
+
+def snapshot_before(table: Location, app_id: str, batch: int) -> Snapshot | None:
+    """The table at ``table`` as it was before batch ``batch`` of application ``app_id`` was committed to it: its
+    newest snapshot when it has not got the batch, else the one before the commit that carries it (found by reading
+    the commits back from the newest: a batch being re-run is the table's last); ``None`` when there was no table
+    then."""
+    snap = read_snapshot(table)
+    if snap is None or snap.txns.get(app_id, -1) < batch:
+        return snap
+    for version in range(snap.version, -1, -1):
+        body = (table / LOG / f"{version:020d}.json").read_bytes()
+        for line in body.splitlines():
+            t = json.loads(line).get("txn") if line.strip() else None
+            if t is not None and t.get("appId") == app_id and int(t["version"]) >= batch:
+                break
+        else:
+            continue
+        earlier = read_snapshot(table, version - 1) if version else None
+        if earlier is None or earlier.txns.get(app_id, -1) < batch:
+            return earlier
+    raise LakeFormatError(f"no commit of batch {batch} in this table's log", file=table.uri)
 
 
 def _clean(value: Any) -> Any:
@@ -282,9 +321,16 @@ def scan_file(
     """The rows of the data file ``path`` of ``table`` that the table holds (its deletion vector's rows left out),
     as record batches of ``schema`` (or its ``columns``): a column the file predates (ALTER TABLE ADD COLUMN
     upstream) reads as nulls, as Delta readers do."""
-    wanted = pa.schema([schema.field(c) for c in columns]) if columns is not None else schema
     deleted = None if deletion_vector is None else dvs.read_rows(table, deletion_vector)
-    with file_location(table, path).open_input() as f:
+    yield from scan_rows(file_location(table, path), schema, deleted, columns)
+
+
+def scan_rows(
+    file: Location, schema: pa.Schema, deleted: dvs.Rows | None, columns: Sequence[str] | None = None
+) -> Iterator[pa.RecordBatch]:
+    """:func:`scan_file` of the Parquet file ``file`` less its rows ``deleted`` (row indexes)."""
+    wanted = pa.schema([schema.field(c) for c in columns]) if columns is not None else schema
+    with file.open_input() as f:
         pf = pq.ParquetFile(f)
         keep = None if deleted is None else dvs.keep_mask(deleted, pf.metadata.num_rows)
         present = [n for n in wanted.names if n in pf.schema_arrow.names]
@@ -294,17 +340,20 @@ def scan_file(
             if keep is not None:
                 part, at = part.filter(pa.array(keep[at : at + part.num_rows])), at + part.num_rows
             for batch in part.to_batches():
-                yield _conform(batch, wanted)
+                yield conform(batch, wanted)
 
 
-def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    """``batch`` with the table's columns: one a file predates is null."""
-    names = batch.schema.names
+def conform(data: _Data, schema: pa.Schema) -> _Data:
+    """``data`` (a table or a record batch) with exactly the columns of ``schema``, cast to its types: one the data
+    lacks (a file written before ALTER TABLE ADD COLUMN upstream) is null, one it has beyond them is left out."""
+    names = data.schema.names
     cols = [
-        batch.column(names.index(f.name)).cast(f.type) if f.name in names else pa.nulls(batch.num_rows, f.type)
+        data.column(names.index(f.name)).cast(f.type) if f.name in names else pa.nulls(data.num_rows, f.type)
         for f in schema
     ]
-    return pa.RecordBatch.from_arrays(cols, schema=schema)
+    if isinstance(data, pa.RecordBatch):
+        return pa.RecordBatch.from_arrays(cols, schema=schema)
+    return pa.Table.from_arrays(cols, schema=schema)
 
 
 # -- writing commits --------------------------------------------------------------------------------------------------
@@ -357,9 +406,19 @@ def table_actions(snap: Snapshot, *, schema: pa.Schema | None = None, deletion_v
 
 def new_file(f: DataFile) -> Action:
     """The ``add`` of a new data file (:class:`~binlake.lake.records.DataFile`, written beside the table)."""
-    stats = json.dumps({"numRecords": f.rows})
     return {"add": {"path": urllib.parse.quote(f.path), "partitionValues": {}, "size": f.size,
-                    "modificationTime": f.mtime_ms, "dataChange": True, "stats": stats}}  # fmt: skip
+                    "modificationTime": f.mtime_ms, "dataChange": True, "stats": f.delta_stats()}}  # fmt: skip
+
+
+def txn(app_id: str, version: int) -> Action:
+    """The application transaction ``(app_id, version)``: a commit that carries it is made once (a writer checks
+    the table's ``txns`` first)."""
+    return {"txn": {"appId": app_id, "version": version, "lastUpdated": _now_ms()}}
+
+
+def remove(add: Mapping[str, Any]) -> Action:
+    """The ``remove`` of a data file the table holds (its ``add`` action)."""
+    return _remove(add, _now_ms())
 
 
 def _remove(add: Mapping[str, Any], now: int) -> Action:
@@ -372,14 +431,9 @@ def _remove(add: Mapping[str, Any], now: int) -> Action:
 
 
 def delete_rows(snap: Snapshot, rows: Mapping[str, dvs.Rows]) -> list[Action]:
-    """The actions that delete the rows ``rows[path]`` (row indexes) from each data file ``path`` of ``snap``: a
-    ``remove`` of its ``add`` and an ``add`` of it again with a deletion vector of these rows and those its
-    previous one deleted (statistics kept, with ``numRecords`` and ``tightBounds: false``: min/max may now be
-    wider than the rows left), or only the ``remove`` when no row of it is left.  New deletion vectors are written
-    (:func:`binlake.lake.dv.write_deletion_vectors`) before this returns."""
-    now = _now_ms()
-    union: dict[str, dvs.Rows] = {}
-    out: list[Action] = []
+    """The actions that delete the rows ``rows[path]`` (row indexes) from each data file ``path`` of ``snap``
+    (:func:`deletion_actions`, with the rows its deletion vector deleted already)."""
+    changes: list[tuple[Mapping[str, Any], dvs.Rows, int, bool]] = []
     for path, new in rows.items():
         if path not in snap.files:
             raise LakeFormatError(f"no data file {path} in version {snap.version} of the table", file=snap.table.uri)
@@ -387,20 +441,47 @@ def delete_rows(snap: Snapshot, rows: Mapping[str, dvs.Rows]) -> list[Action]:
         every = np.unique(np.asarray(new, np.uint64))
         if old is not None:
             every = np.union1d(dvs.read_rows(snap.table, old), every)
-        n = snap.num_records(path)
+        changes.append((snap.files[path], every, snap.num_records(path), True))
+    return deletion_actions(snap.table, changes)
+
+
+def deletion_actions(table: Location, files: Sequence[tuple[Mapping[str, Any], dvs.Rows, int, bool]]) -> list[Action]:
+    """The actions that make each data file of ``files`` hold all its rows but ``rows``: per file its ``add``
+    action (as the table has it, ``committed``, or as a new file would be added), ``rows`` (sorted row indexes:
+    every row deleted, those its deletion vector deletes now included) and its record count.
+
+    A committed file gets a ``remove`` of its ``add`` and an ``add`` of it again with a deletion vector of ``rows``
+    (statistics kept, with ``numRecords`` and ``tightBounds: false``: min/max may now be wider than the rows left),
+    only the ``remove`` when no row of it is left, nothing when ``rows`` are those its deletion vector has.  A new
+    file is added with a deletion vector of ``rows`` (without one when there are none), or not at all when no row
+    of it is left.  New deletion vectors are written (:func:`binlake.lake.dv.write_deletion_vectors`) before this
+    returns."""
+    now = _now_ms()
+    union: dict[str, dvs.Rows] = {}
+    adds: dict[str, tuple[Mapping[str, Any], int, bool]] = {}
+    out: list[Action] = []
+    for add, every, n, committed in files:
+        path = add["path"]
         if every.size and int(every[-1]) >= n:
-            raise LakeFormatError(f"row {int(every[-1])} of {path} deleted, a file of {n} rows", file=snap.table.uri)
+            raise LakeFormatError(f"row {int(every[-1])} of {path} deleted, a file of {n} rows", file=table.uri)
+        old = add.get("deletionVector")
         if every.size == n:
-            out.append(_remove(snap.files[path], now))
-        elif old is None or every.size > old.cardinality:
-            union[path] = every
-    for path, dv in dvs.write_deletion_vectors(snap.table, union).items():
-        add = dict(snap.files[path])
+            if committed:
+                out.append(_remove(add, now))
+        elif committed and ((old is None and not every.size) or (old is not None and every.size == old["cardinality"])):
+            continue  # nothing new deleted
+        elif every.size:
+            union[path], adds[path] = every, (add, n, committed)
+        else:
+            out.append({"add": dict(add)})
+    for path, dv in dvs.write_deletion_vectors(table, union).items():
+        was, n, committed = adds[path]
+        add = dict(was)
         stats = _stats(add)
-        stats["numRecords"] = snap.num_records(path)
+        stats["numRecords"] = n
         stats["tightBounds"] = False
         add.update(deletionVector=dv.to_json(), stats=json.dumps(stats), dataChange=True)
-        out += [_remove(snap.files[path], now), {"add": add}]
+        out += [_remove(was, now), {"add": add}] if committed else [{"add": add}]
     return out
 
 
@@ -479,7 +560,7 @@ def commit_batch(
         actions = table_actions(snap, schema=schema, deletion_vectors=bool(rows))
         actions += delete_rows(snap, rows) if rows else []
         actions += [new_file(f) for f in adds]
-        actions.append({"txn": {"appId": app_id, "version": batch, "lastUpdated": _now_ms()}})
+        actions.append(txn(app_id, batch))
         return actions
 
     return commit(table, plan, fence=fence, operation="MERGE" if deletes else "WRITE", parameters={"batch": str(batch)})

@@ -52,6 +52,8 @@ __all__ = [
     "encode_uuid",
     "keep_mask",
     "read_rows",
+    "rows_from_text",
+    "rows_to_text",
     "write_deletion_vectors",
     "z85_decode",
     "z85_encode",
@@ -129,6 +131,16 @@ def _bitmap(rows: Rows) -> tuple[bytes, int]:
 def encode_bitmap(rows: Rows) -> bytes:
     """The RoaringBitmapArray bytes of the row indexes ``rows`` (any order, repeats allowed)."""
     return _bitmap(rows)[0]
+
+
+def rows_to_text(rows: Rows) -> str:
+    """Row indexes as text (base64 of :func:`encode_bitmap`): positions in a task's JSON record."""
+    return base64.b64encode(encode_bitmap(rows)).decode("ascii")
+
+
+def rows_from_text(text: str) -> Rows:
+    """The row indexes :func:`rows_to_text` wrote."""
+    return decode_bitmap(base64.b64decode(text))
 
 
 def decode_bitmap(data: bytes) -> Rows:

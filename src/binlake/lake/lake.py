@@ -8,7 +8,8 @@ The layout of a lake, written here once (every name from the binlog encoded by :
                                   then the META columns (binlake.lake.tables.META: _op, _file, _pos, _row, _gtid,
                                   _ts, _seq, _rolled_back, _xid, _absent)
     LAKE/<db>/<table>/current     tables with a primary key: the rows as their last change left them, + _seq, _ts
-                                  (binlake.lake.current)
+                                  (files sorted by the key, with key statistics, and deletion vectors:
+                                  binlake.lake.current)
     LAKE/_events                  every event (binlake.lake.tables.EVENTS)
     LAKE/_schema_history          every distinct table map: columns, key, lake columns, where first seen (HISTORY)
     LAKE/_skips                   what --on-error skip-event|skip-transaction skipped (SKIPS)
@@ -19,6 +20,7 @@ The layout of a lake, written here once (every name from the binlog encoded by :
     LAKE/_binlake/snapshots/      a snapshot's plan and chunk records, by batch (binlake.snapshot.chunks)
     LAKE/_binlake/stream-start.json  where a live lake's stream starts, until its first batch (binlake.ingest.live)
     LAKE/_binlake/lease           the writer lease (binlake.lake.lease)
+    LAKE/_binlake/settings.json   how the lake lays out what it writes (records.LakeSettings; defaults without it)
 
 A batch lands through :meth:`Lake.batch`, which commits what the batch produced in the lake's own order and marks it
 done (:mod:`binlake.lake.batch`).  Every commit checks the writer lease first (:meth:`Lake.writing`): a lake is
@@ -40,7 +42,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import pyarrow as pa
 
@@ -49,7 +51,8 @@ from binlake.lake import delta, deltalog
 from binlake.lake.batch import Batch, Timer
 from binlake.lake.lease import LeaseLost, WriterLease
 from binlake.lake.names import decode_name
-from binlake.lake.records import BatchDone, BatchManifest, DataFile
+from binlake.lake.records import BatchDone, BatchManifest, DataFile, LakeSettings
+from binlake.lake.runner import Runner
 from binlake.lake.tables import OWN_TABLES
 from binlake.storage import Location, locate
 
@@ -140,16 +143,34 @@ class Lake:
         (self._batches / f"{batch:010d}.done").write_bytes(done.to_json().encode("utf-8"))
 
     @contextmanager
-    def batch(self, manifest: BatchManifest, *, timed: Timer | None = None) -> Iterator[Batch]:
+    def batch(
+        self, manifest: BatchManifest, *, timed: Timer | None = None, runner: Runner | None = None
+    ) -> Iterator[Batch]:
         """Land batch ``manifest.batch``: the block hands the :class:`~binlake.lake.batch.Batch` what the batch
         produced, and when it ends the lake commits that in its own order and marks the batch done
-        (:mod:`binlake.lake.batch`; ``timed`` runs each step of the commit).  A block that raises commits nothing.
-        What an interrupted attempt of the batch staged goes first."""
+        (:mod:`binlake.lake.batch`; ``timed`` runs each step of the commit; ``runner`` the current-state merge's
+        range tasks of a large batch, default this process).  A block that raises commits nothing.  What an
+        interrupted attempt of the batch staged goes first."""
         self.check()
         self.staging(manifest.batch).delete_dir()
-        landing = Batch(self, manifest, timed)
+        landing = Batch(self, manifest, timed, runner)
         yield landing
         landing.commit()
+
+    # -- the settings ----------------------------------------------------------------------------------------
+
+    def settings(self) -> LakeSettings:
+        """How the lake lays out what it writes (:class:`~binlake.lake.records.LakeSettings`; the defaults when
+        ``_binlake/settings.json`` is not there)."""
+        loc = self.root / "_binlake" / "settings.json"
+        if not loc.exists():
+            return LakeSettings()
+        return LakeSettings.from_json(loc.read_bytes().decode("utf-8"), loc.uri)
+
+    def write_settings(self, settings: LakeSettings) -> None:
+        """Change how the lake lays out what it writes from the next batch on (under the writer lease)."""
+        self.check()
+        (self.root / "_binlake" / "settings.json").write_bytes(settings.to_json().encode("utf-8"))
 
     # -- the writer lease --------------------------------------------------------------------------------------
 
@@ -187,10 +208,6 @@ class Lake:
         """The content of the Delta table at ``loc`` (through its log), or ``None`` when there is none."""
         return delta.read_table(loc)
 
-    def read_before(self, loc: Location, batch: int) -> pa.Table | None:
-        """The content of the table at ``loc`` before batch ``batch`` was committed to it, or ``None``."""
-        return delta.read_table_before(loc, batch)
-
     def sink(self, loc: Location, key: str, schema: pa.Schema, dictionary: list[str]) -> delta.ParquetSink:
         """A new Parquet file in the table folder ``loc``, referenced by no table until the driver commits it."""
         return delta.ParquetSink(loc, key, schema, dictionary)
@@ -201,28 +218,18 @@ class Lake:
         files: list[DataFile],
         schema: pa.Schema,
         batch: int,
-        mode: Literal["append", "overwrite"] = "append",
     ) -> bool:
         """Commit ``files`` to the table at ``loc`` as batch ``batch``, once (:func:`.delta.commit_files`)."""
         self.check()
-        return delta.commit_files(loc, files, schema, batch, mode)
-
-    def overwrite(self, loc: Location, table: pa.Table, batch: int) -> bool:
-        """Replace the content of the table at ``loc`` with ``table`` as batch ``batch`` (one atomic commit; columns
-        the table lacks are added), unless it already has that batch; whether it wrote.  The rows are written by
-        pyarrow, a file per core side by side (the 1.5 M current rows of the benchmark in 0.45 s, where delta-rs'
-        own writer took 1.0-1.7 s), then committed like the tasks' files."""
-        return self._write_once(loc, table, batch, "overwrite")
+        return delta.commit_files(loc, files, schema, batch)
 
     def append(self, loc: Location, table: pa.Table, batch: int) -> bool:
-        """Append ``table`` (written by the driver) to the table at ``loc`` as batch ``batch``, once."""
-        return self._write_once(loc, table, batch, "append")
-
-    def _write_once(self, loc: Location, table: pa.Table, batch: int, mode: Literal["append", "overwrite"]) -> bool:
+        """Append ``table`` (written by the driver) to the table at ``loc`` as batch ``batch``, once; whether it
+        wrote."""
         self.check()
         if delta.txn_version(loc) >= batch:
             return False
-        return self.commit(loc, delta.write_parquet(table, loc, ""), table.schema, batch, mode)
+        return self.commit(loc, delta.write_parquet(table, loc, ""), table.schema, batch)
 
     def resolve_rollbacks(self, loc: Location, outcomes: dict[str, bool], batch: int) -> bool:
         """Set the XA outcome of change rows still waiting for it (:func:`binlake.lake.delta.resolve_rollbacks`)."""

@@ -45,6 +45,7 @@ __all__ = [
     "Emptied",
     "FileIdentity",
     "LakeFormatError",
+    "LakeSettings",
     "SkipRecord",
     "SnapshotChunk",
     "SnapshotPlan",
@@ -53,6 +54,7 @@ __all__ = [
     "Split",
     "Statement",
     "TaskReport",
+    "check_version",
 ]
 
 
@@ -60,7 +62,8 @@ class LakeFormatError(BinlogError):
     """A record of the lake (a manifest, a completion mark, a task report) that this binlake cannot read."""
 
 
-def _check_version(kind: str, found: object, known: int, where: str | None) -> None:
+def check_version(kind: str, found: object, known: int, where: str | None = None) -> None:
+    """Refuse a record of format version ``found`` where this binlake reads ``known``."""
     if found != known:
         raise LakeFormatError(
             f"{kind} has format version {found!r}, this binlake reads version {known} and older: it was written by "
@@ -197,7 +200,9 @@ def _ref(v: Sequence[Any]) -> TableRef:
 class DataFile:
     """A Parquet file written by a task or the driver, not yet part of any table: ``table`` is the lake table's key
     (``db/table``, or ``_events``), ``path`` relative to the table's folder, ``schema`` the serialized Arrow schema
-    of the file."""
+    of the file, ``stats`` its Delta statistics (the JSON text of an ``add`` action's ``stats``: a current-state
+    file's key and ``_seq`` bounds, :func:`binlake.lake.files.delta_stats`; ``None``: only its row count is known).
+    A record without ``stats`` (an older binlake's) reads as ``None``."""
 
     table: str
     path: str
@@ -205,6 +210,7 @@ class DataFile:
     rows: int
     mtime_ms: int
     schema: bytes
+    stats: str | None = None
 
     @property
     def arrow_schema(self) -> Any:
@@ -213,14 +219,21 @@ class DataFile:
         return pa.ipc.read_schema(pa.py_buffer(self.schema))
 
     def to_json(self) -> dict[str, Any]:
-        return {"table": self.table, "path": self.path, "size": self.size, "rows": self.rows,
-                "mtime_ms": self.mtime_ms, "schema": self.schema.hex()}  # fmt: skip
+        out = {"table": self.table, "path": self.path, "size": self.size, "rows": self.rows,
+               "mtime_ms": self.mtime_ms, "schema": self.schema.hex()}  # fmt: skip
+        if self.stats is not None:
+            out["stats"] = self.stats
+        return out
 
     @classmethod
     def from_json(cls, v: dict[str, Any]) -> DataFile:
-        return cls(
-            v["table"], v["path"], int(v["size"]), int(v["rows"]), int(v["mtime_ms"]), bytes.fromhex(v["schema"])
-        )
+        stats = v.get("stats")
+        return cls(v["table"], v["path"], int(v["size"]), int(v["rows"]), int(v["mtime_ms"]),
+                   bytes.fromhex(v["schema"]), None if stats is None else str(stats))  # fmt: skip
+
+    def delta_stats(self) -> str:
+        """The ``stats`` of the file's ``add`` action: :attr:`stats`, or its row count alone."""
+        return self.stats if self.stats is not None else json.dumps({"numRecords": self.rows})
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,7 +313,7 @@ class TaskReport:
     @classmethod
     def from_json(cls, text: str) -> TaskReport:
         v = json.loads(text)
-        _check_version("a task report (from an executor)", v.get("version"), cls.VERSION, None)
+        check_version("a task report (from an executor)", v.get("version"), cls.VERSION, None)
         return cls(
             int(v["split"]),
             tuple(DataFile.from_json(f) for f in v["files"]),
@@ -389,7 +402,7 @@ class BatchManifest:
         if "version" not in v:
             return cls._from_v1(v)
         if v["version"] not in cls.READS:
-            _check_version("this batch manifest", v["version"], cls.VERSION, where)
+            check_version("this batch manifest", v["version"], cls.VERSION, where)
         resume = v.get("resume")
         try:
             point = None if resume is None else ResumePoint.from_json(json.dumps(resume))
@@ -435,8 +448,35 @@ class BatchDone:
         """Read a mark; one of binlake 0.1 (no version; empty, or only ``xa_pending``) reads too."""
         v = json.loads(text) if text.strip() else {}
         if "version" in v:
-            _check_version("this batch's completion mark", v["version"], cls.VERSION, where)
+            check_version("this batch's completion mark", v["version"], cls.VERSION, where)
         return cls({x: tuple(k) for x, k in v.get("xa_pending", {}).items()})
+
+
+@dataclass(frozen=True, slots=True)
+class LakeSettings:
+    """How a lake lays out what it writes (``LAKE/_binlake/settings.json``; a lake without the file has the
+    defaults).  ``current_layout``: how a batch removes the old rows of the keys it changes from a current-state
+    table's files: ``dv`` (the default) marks them in a deletion vector per file (the table needs reader 3 / writer
+    7 with the ``deletionVectors`` feature), ``cow`` rewrites every file it touches without them (copy-on-write:
+    the table keeps its protocol, a batch writes whole files again).  See :mod:`binlake.lake.current`."""
+
+    VERSION: ClassVar[int] = 1
+    LAYOUTS: ClassVar[tuple[str, ...]] = ("dv", "cow")
+
+    current_layout: Literal["dv", "cow"] = "dv"
+
+    def __post_init__(self) -> None:
+        if self.current_layout not in self.LAYOUTS:
+            raise LakeFormatError(f"current_layout {self.current_layout!r} is not one of {', '.join(self.LAYOUTS)}")
+
+    def to_json(self) -> str:
+        return json.dumps({"version": self.VERSION, "current_layout": self.current_layout})
+
+    @classmethod
+    def from_json(cls, text: str, where: str | None = None) -> LakeSettings:
+        v = json.loads(text)
+        check_version("the lake's settings", v.get("version"), cls.VERSION, where)
+        return cls(v.get("current_layout", "dv"))
 
 
 # -- the consistent snapshot (binlake.snapshot) -------------------------------------------------------------------
@@ -551,7 +591,7 @@ class SnapshotPlan:
     @classmethod
     def from_json(cls, text: str, where: str | None = None) -> SnapshotPlan:
         v = json.loads(text)
-        _check_version("this snapshot plan", v.get("version"), cls.VERSION, where)
+        check_version("this snapshot plan", v.get("version"), cls.VERSION, where)
         return cls(
             int(v["batch"]),
             SnapshotPoint.from_json(v["point"]),
@@ -588,7 +628,7 @@ class ChunkDone:
     @classmethod
     def from_json(cls, text: str, where: str | None = None) -> ChunkDone:
         v = json.loads(text)
-        _check_version("a snapshot chunk's record", v.get("version"), cls.VERSION, where)
+        check_version("a snapshot chunk's record", v.get("version"), cls.VERSION, where)
         ch, cur = v.get("changes"), v.get("current")
         return cls(
             int(v["chunk"]),

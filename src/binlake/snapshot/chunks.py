@@ -27,8 +27,10 @@ from functools import partial
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from binlake.lake.delta import ParquetSink
+from binlake.lake.files import CurrentSink, write_sorted
 from binlake.lake.lake import Lake
 from binlake.lake.records import ChunkDone, DataFile, SnapshotChunk, SnapshotPlan, SnapshotPoint, SnapshotTable
 from binlake.lake.runner import InProcessRunner, Runner
@@ -44,7 +46,7 @@ from binlake.snapshot.server import (
 )
 from binlake.storage import Location
 
-__all__ = ["READ", "ChunkWriter", "chunk_record", "chunk_task", "done_chunks", "snapshot_dir", "write_chunk"]
+__all__ = ["READ", "ChunkWriter", "chunk_record", "chunk_task", "done_chunks", "lake_pk", "snapshot_dir", "write_chunk"]
 
 READ = "read"
 
@@ -83,15 +85,25 @@ def point_seq(point: SnapshotPoint) -> int:
     return point.seq * 10**20 + point.position * 10**10
 
 
+def lake_pk(table: SnapshotTable) -> list[str]:
+    """The lake columns of the table's primary key, in key order."""
+    names = {c.name.casefold(): c.name for c in table.columns}
+    return [names[k.casefold()] for k in table.primary_key]
+
+
 class ChunkWriter:
-    """The Parquet files of one chunk: rows in, with their change-table meta columns (module docstring)."""
+    """The Parquet files of one chunk: rows in, with their change-table meta columns (module docstring).  The
+    current-state file is sorted by the key (:class:`~binlake.lake.files.CurrentSink`, with its statistics): rows
+    that came in another order (the server's collation orders strings otherwise) are sorted when it closes."""
 
     def __init__(self, lake: Lake, table: SnapshotTable, point: SnapshotPoint, ts_us: int) -> None:
         self.table, self.point, self.ts_us = table, point, ts_us
         self.keyed = bool(table.primary_key)
         self._changes = ParquetSink(lake.changes(table.key), table.key, changes_schema(table), META_DICTIONARY)
         self._current = (
-            ParquetSink(lake.current(table.key), table.key, current_schema(table), []) if self.keyed else None
+            CurrentSink(lake.current(table.key), table.key, current_schema(table), lake_pk(table))
+            if self.keyed
+            else None
         )
         self.rows = 0
 
@@ -118,7 +130,16 @@ class ChunkWriter:
         self.rows += n
 
     def close(self) -> tuple[DataFile | None, DataFile | None]:
-        return self._changes.close(), self._current.close() if self._current is not None else None
+        changes = self._changes.close()
+        sink = self._current
+        current = sink.close() if sink is not None else None
+        if sink is not None and current is not None and not sink.in_order:
+            written = sink.table / current.path
+            with written.open_input() as f:
+                rows = pq.read_table(f)
+            (current,) = write_sorted(rows, sink.table, sink.key, sink.pk, file_rows=max(1, rows.num_rows))
+            written.delete()
+        return changes, current
 
 
 def write_chunk(lake: Lake, plan: SnapshotPlan, chunk: SnapshotChunk, options: ConnectionOptions) -> ChunkDone:
@@ -138,9 +159,9 @@ def write_chunk(lake: Lake, plan: SnapshotPlan, chunk: SnapshotChunk, options: C
 
 def chunk_task(
     lake: Lake, plan: SnapshotPlan, runner: Runner, options: ConnectionOptions, address: ServerAddress
-) -> Callable[[SnapshotChunk], str]:
-    """What ``runner`` runs for each chunk: :func:`write_chunk`, giving the :class:`~binlake.lake.records.ChunkDone`
-    record's JSON.  In this process (an :class:`~binlake.lake.runner.InProcessRunner`) it connects with ``options``
+) -> Callable[[SnapshotChunk], ChunkDone]:
+    """What ``runner`` runs for each chunk: :func:`write_chunk`, giving its :class:`~binlake.lake.records.ChunkDone`
+    record.  In this process (an :class:`~binlake.lake.runner.InProcessRunner`) it connects with ``options``
     (their password included); a runner of other processes (Spark tasks) gets the lake's URI, the plan's JSON and
     ``address``, without the password, which each task reads where it runs (``address.password_file`` or
     ``$BINLAKE_PASSWORD``): nothing secret goes into a task."""
@@ -149,9 +170,9 @@ def chunk_task(
     return partial(_chunk_there, lake.root.uri, plan.to_json(), address)
 
 
-def _chunk_here(lake: Lake, plan: SnapshotPlan, options: ConnectionOptions, chunk: SnapshotChunk) -> str:
-    return write_chunk(lake, plan, chunk, options).to_json()
+def _chunk_here(lake: Lake, plan: SnapshotPlan, options: ConnectionOptions, chunk: SnapshotChunk) -> ChunkDone:
+    return write_chunk(lake, plan, chunk, options)
 
 
-def _chunk_there(uri: str, plan: str, address: ServerAddress, chunk: SnapshotChunk) -> str:
-    return write_chunk(Lake(uri), SnapshotPlan.from_json(plan), chunk, address.options()).to_json()
+def _chunk_there(uri: str, plan: str, address: ServerAddress, chunk: SnapshotChunk) -> ChunkDone:
+    return write_chunk(Lake(uri), SnapshotPlan.from_json(plan), chunk, address.options())

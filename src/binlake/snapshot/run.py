@@ -53,6 +53,7 @@ from binlake.snapshot.chunks import (
     chunk_task,
     current_schema,
     done_chunks,
+    lake_pk,
     snapshot_dir,
 )
 from binlake.snapshot.columns import to_column
@@ -160,7 +161,7 @@ def _quiet(_: str) -> None:
     pass
 
 
-def _untracked(label: str, run: Callable[[], list[str]]) -> list[str]:
+def _untracked(label: str, run: Callable[[], list[ChunkDone]]) -> list[ChunkDone]:
     del label
     return run()
 
@@ -260,8 +261,8 @@ def _read(
     if todo:
         task = chunk_task(lake, plan, spec.runner, options, ServerAddress.of(options, spec.password_file))
         runs = spec.progress.run if spec.progress is not None else _untracked
-        for text in runs("snapshot", lambda: spec.runner.map(task, todo)):
-            d = ChunkDone.from_json(text)
+        records: list[ChunkDone] = runs("snapshot", lambda: spec.runner.map(task, todo))
+        for d in records:
             done[d.chunk] = d
         result.chunks_read = len(todo)
         done = done_chunks(lake, plan)
@@ -366,7 +367,8 @@ def _land(
             chunks = [done[c.index] for c in plan.chunks if c.table == t.key]
             landing.changes(t.key, [d.changes for d in chunks if d.changes is not None], changes_schema(t))
             if t.primary_key:
-                landing.replace_current(t.key, [d.current for d in chunks if d.current is not None], current_schema(t))
+                current = [d.current for d in chunks if d.current is not None]
+                landing.replace_current(t.key, current, current_schema(t), lake_pk(t))
             result.rows[f"{t.database}.{t.name}"] = sum(d.rows for d in chunks)
         landing.history(history)
     for t in plan.tables:

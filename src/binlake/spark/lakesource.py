@@ -71,7 +71,8 @@ class _Reader(DataSourceReader):
                 size = 0
             groups[-1].append((path, add.get("deletionVector")))
             size += int(add["size"])
-        return [_Files(i, self.table.uri, g) for i, g in enumerate(groups)]
+        # a table without files (emptied) is one empty partition: with none, Spark reads a partition of its own
+        return [_Files(i, self.table.uri, g) for i, g in enumerate(groups)] or [_Files(0, self.table.uri, [])]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The rows of the partition's files the table holds: each file's deletion vector applied here, in the

@@ -1,10 +1,11 @@
 """The :class:`~binlake.lake.runner.Runner` on Spark: each item a task of its own on the executors, as many at a time
 as the cluster has task slots.
 
-``fn`` and the items are pickled into the tasks (cloudpickle: a closure or a :func:`functools.partial` goes whole,
-so it must hold nothing secret: the snapshot's tasks read the server's password where they run).  A
-:class:`~binlake.errors.BinlogError` a task raises comes back to the driver as a value and is raised there as
-itself (Spark would wrap it in its own exception, losing the file and position).
+Items go out and results come back as :func:`binlake.lake.runner.pack` text (typed records, not pickled objects);
+``fn`` is pickled into the tasks (cloudpickle: a closure or a :func:`functools.partial` goes whole, so it must hold
+nothing secret: the snapshot's tasks read the server's password where they run).  A
+:class:`~binlake.errors.BinlogError` a task raises (a record it cannot read included) comes back to the driver as
+a value and is raised there as itself (Spark would wrap it in its own exception, losing the file and position).
 
 Example::
 
@@ -16,25 +17,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import Any
 
 from binlake.errors import BinlogError
+from binlake.lake.runner import In, Out, pack, unpack
 from binlake.spark.session import context_of
 
 __all__ = ["SparkRunner"]
 
-T = TypeVar("T")
-R = TypeVar("R")
 
+def _guarded(fn: Callable[[Any], Any]) -> Callable[[Iterator[str]], Iterator[str | BinlogError]]:
+    """A partition's work: ``fn`` of each item, read from its record and its result packed; a BinlogError passed
+    back as a value (:meth:`SparkRunner.map` raises it on the driver)."""
 
-def _guarded(fn: Callable[[T], R]) -> Callable[[Iterator[T]], Iterator[R | BinlogError]]:
-    """A partition's work: ``fn`` of each item, a BinlogError passed back as a value (:meth:`SparkRunner.map`
-    raises it on the driver)."""
-
-    def run(items: Iterator[T]) -> Iterator[R | BinlogError]:
+    def run(items: Iterator[str]) -> Iterator[str | BinlogError]:
         try:
-            for item in items:
-                yield fn(item)
+            for text in items:
+                yield pack(fn(unpack(text)))
         except BinlogError as e:
             yield e
 
@@ -48,15 +47,17 @@ class SparkRunner:
     def __init__(self, spark: Any) -> None:
         self.spark = spark
 
-    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    def map(self, fn: Callable[[In], Out], items: Sequence[In]) -> list[Out]:
         if not items:
             return []
-        rdd = context_of(self.spark).parallelize(list(items), len(items))
-        rows: list[R | BinlogError] = rdd.mapPartitions(_guarded(fn)).collect()
+        rdd = context_of(self.spark).parallelize([pack(i) for i in items], len(items))
+        rows: list[str | BinlogError] = rdd.mapPartitions(_guarded(fn)).collect()
+        out: list[Out] = []
         for row in rows:
             if isinstance(row, BinlogError):
                 raise row
-        return [row for row in rows if not isinstance(row, BinlogError)]
+            out.append(unpack(row))
+        return out
 
     @property
     def cores(self) -> int:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import threading
 import time
 import urllib.parse
@@ -38,11 +39,36 @@ from binlake.errors import BinlogError
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
 
-__all__ = ["Entry", "Location", "StorageError", "StoredFile", "binlog_source", "locate"]
+__all__ = ["Entry", "Location", "StorageError", "StoredFile", "binlog_source", "locate", "store_reason"]
 
 
 class StorageError(BinlogError):
     """A location binlake cannot use: an unknown scheme, a missing object, a store that refused a request."""
+
+
+def store_reason(e: BaseException) -> str:
+    """A store's reason in one line: the OS's message of a delta-rs error (``Os { code: 20, kind: NotADirectory,
+    message: "Not a directory" }`` -> ``Not a directory``), an object store's error code and message (S3's XML
+    ``<Code>``/``<Message>``), an OS error's own text, else the error's text on one line (delta-rs' colour codes
+    and indented causes folded in).
+
+    >>> store_reason(OSError('Could not create directory\\nError: Os { code: 30, message: "Read-only file system" }'))
+    'Read-only file system'
+    >>> store_reason(OSError("404 Not Found <Error><Code>NoSuchBucket</Code><Message>No bucket</Message></Error>"))
+    'NoSuchBucket: No bucket'
+    >>> store_reason(OSError(28, "No space left on device"))
+    'No space left on device'
+    """
+    text = str(e)
+    found = re.search(r'message: "([^"]*)"', text)
+    if found:
+        return found[1]
+    code, message = re.search(r"<Code>([^<]*)</Code>", text), re.search(r"<Message>([^<]*)</Message>", text)
+    if code and message:
+        return f"{code[1]}: {message[1]}"
+    if isinstance(e, OSError) and e.strerror and not e.filename:
+        return e.strerror
+    return " ".join(re.sub(r"\x1b\[[0-9;]*m|↳", " ", text).split())[:500]
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,13 +197,18 @@ class Location:
         """Write ``data`` as this file, atomically: readers see the old content or the new, never a part (an object
         store's single PUT; a local file is written beside and renamed into place, after an fsync)."""
         if self.is_local:
-            os.makedirs(os.path.dirname(self.uri), exist_ok=True)
             tmp = f"{self.uri}.tmp{os.getpid()}-{threading.get_ident()}"
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.uri)
+            try:
+                os.makedirs(os.path.dirname(self.uri), exist_ok=True)
+                with open(tmp, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, self.uri)
+            except OSError as e:  # a full disk, a read-only one: no part left behind
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise StorageError(f"cannot write: {store_reason(e)}", file=self.uri) from None
             return
 
         def put() -> None:
@@ -228,7 +259,7 @@ class Location:
     def open_output(self) -> Any:
         """A binary output stream writing this file (its folders created first on a local disk)."""
         if self.is_local:
-            os.makedirs(os.path.dirname(self.uri), exist_ok=True)
+            _call(self, lambda: os.makedirs(os.path.dirname(self.uri), exist_ok=True))
         return _call(self, lambda: self.fs.open_output_stream(self.path))
 
     def delete_dir(self) -> None:

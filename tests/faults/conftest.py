@@ -2,9 +2,9 @@
 
 Fixtures
     ``case``          the running case (:class:`tests.faults._matrix.Case`): ``case.expect(ran, status, ...)``.
-    ``mount``         ``mount(path, size="8m", read_only=False)`` mounts a tmpfs there (a small disk to fill, or a
-                      read-only one) until the test ends; skips, saying why, where mounting is not permitted (the
-                      tests run as root in CI).
+    ``mount``         :class:`Mounts`: ``mount.tmpfs(path, "8m", read_only=False)`` (a small disk to fill, or a
+                      read-only one), ``mount.read_only_bind(source, path)``, ``mount.writable(path)``, until the
+                      test ends; each skips, saying why, where mounting is not permitted (root in CI).
     ``fault_server``  a private MariaDB for the cases that kill, stop or starve it (the suite's ``mariadb_server``
                       stays untouched), with ``shop`` tables written before binlake reads them and one user per
                       missing privilege (:data:`USERS`); a case that kills it starts it again before it ends.
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import subprocess
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,22 +37,50 @@ def case(request: pytest.FixtureRequest) -> Case:
     return Case(request.node)
 
 
-@pytest.fixture
-def mount() -> Iterator[Callable[..., Path]]:
-    mounted: list[Path] = []
+class Mounts:
+    """The ``mount`` fixture: tmpfs and bind mounts a test makes (unmounted when it ends); each skips, saying why,
+    where mounting is not permitted (the tests run as root in CI)."""
 
-    def make(path: Path, size: str = "8m", *, read_only: bool = False) -> Path:
-        path.mkdir(parents=True, exist_ok=True)
-        options = f"size={size}" + (",ro" if read_only else "")
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], capture_output=True)
+    def __init__(self) -> None:
+        self.mounted: list[Path] = []
+
+    def _run(self, *args: str) -> None:
+        done = subprocess.run(["mount", *args], capture_output=True)
         if done.returncode != 0:
-            pytest.skip(f"cannot mount a tmpfs here (tests run as root in CI): {done.stderr.decode().strip()}")
-        mounted.append(path)
+            pytest.skip(f"cannot mount here (tests run as root in CI): {done.stderr.decode().strip()}")
+
+    def tmpfs(self, path: Path, size: str = "8m", *, read_only: bool = False) -> Path:
+        """A tmpfs of ``size`` at ``path`` (a small disk to fill, or a read-only one)."""
+        path.mkdir(parents=True, exist_ok=True)
+        self._run("-t", "tmpfs", "-o", f"size={size}" + (",ro" if read_only else ""), "tmpfs", str(path))
+        self.mounted.append(path)
         return path
 
-    yield make
-    for path in reversed(mounted):
-        subprocess.run(["umount", "-l", str(path)], check=False)
+    def read_only_bind(self, source: Path, path: Path) -> Path:
+        """``source`` bind-mounted read-only at ``path``."""
+        source.mkdir(parents=True, exist_ok=True)
+        path.mkdir(parents=True, exist_ok=True)
+        self._run("--bind", str(source), str(path))
+        self.mounted.append(path)
+        self._run("-o", "remount,bind,ro", str(path))
+        return path
+
+    def writable(self, path: Path) -> None:
+        """Make the read-only mount at ``path`` writable."""
+        bind = ",bind" if subprocess.run(["findmnt", "-n", "-o", "FSTYPE", str(path)], capture_output=True,
+                                         text=True).stdout.strip() != "tmpfs" else ""  # fmt: skip
+        self._run("-o", f"remount{bind},rw", str(path))
+
+    def close(self) -> None:
+        for path in reversed(self.mounted):
+            subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+@pytest.fixture
+def mount() -> Iterator[Mounts]:
+    mounts = Mounts()
+    yield mounts
+    mounts.close()
 
 
 @pytest.fixture(scope="session")

@@ -22,8 +22,9 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any, Literal
 
 import pyarrow as pa
@@ -35,7 +36,7 @@ from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Tra
 from binlake.lake import deltalog
 from binlake.lake.deltalog import delta_table
 from binlake.lake.records import DataFile
-from binlake.storage import Location
+from binlake.storage import Location, StorageError, store_reason
 
 __all__ = [
     "APP_ID",
@@ -77,24 +78,35 @@ class ParquetSink:
         self._writer: pq.ParquetWriter | None = None
 
     def write(self, table: pa.Table) -> None:
-        if self._writer is None:
-            self._stream = (self.table / self.name).open_output()
-            self._writer = pq.ParquetWriter(
-                self._stream, self.schema, compression="zstd", use_dictionary=self.dictionary
-            )
-        self._writer.write_table(table)
+        with self._writing():
+            if self._writer is None:
+                self._stream = (self.table / self.name).open_output()
+                self._writer = pq.ParquetWriter(
+                    self._stream, self.schema, compression="zstd", use_dictionary=self.dictionary
+                )
+            self._writer.write_table(table)
         self.rows += table.num_rows
 
     def close(self) -> DataFile | None:
         """Finish the file; what to commit (``None`` when nothing was written)."""
         if self._writer is None:
             return None
-        self._writer.close()
-        self._writer = None
-        size = self._stream.tell()
-        self._stream.close()
+        with self._writing():
+            self._writer.close()
+            self._writer = None
+            size = self._stream.tell()
+            self._stream.close()
         schema = self.schema.serialize().to_pybytes()
         return DataFile(self.key, self.name, size, self.rows, int(time.time() * 1000), schema)
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """pyarrow's error of a file that cannot be written (a full disk, one gone read-only) as the
+        :class:`~binlake.storage.StorageError` naming it."""
+        try:
+            yield
+        except OSError as e:
+            raise StorageError(f"cannot write: {store_reason(e)}", file=(self.table / self.name).uri) from None
 
 
 def write_parquet(
@@ -206,9 +218,7 @@ def commit_files(
 
 
 def _commit_error(loc: Location, e: Exception) -> Exception:
-    from binlake.storage import StorageError
-
-    return StorageError(f"Delta commit failed: {e}", file=loc.uri)
+    return StorageError(f"Delta commit failed: {store_reason(e)}", file=loc.uri)
 
 
 def _sql_text(text: str) -> str:

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import socket
 import threading
 import time
@@ -48,7 +47,7 @@ from deltalake.transaction import CommitProperties, create_table_with_add_action
 
 from binlake.errors import BinlogError, ExitStatus
 from binlake.lake.records import LakeFormatError
-from binlake.storage import Location, StorageError
+from binlake.storage import Location, StorageError, store_reason
 
 __all__ = ["LakeBusy", "LeaseLost", "LeaseRecord", "WriterLease"]
 
@@ -58,26 +57,7 @@ _SCHEMA = pa.schema([("holder", pa.string())])  # the lease table holds no rows:
 # small (a long-running ingest renews it every 20 s)
 _CONFIG = {"delta.logRetentionDuration": "interval 1 hour"}
 _RACES = 10  # lost races for the lease in a row, each followed by a pause, before a run gives up
-
-
-def _reason(e: Exception) -> str:
-    """The store's reason in one line: the OS's message of a delta-rs error (``Os { code: 20, kind: NotADirectory,
-    message: "Not a directory" }`` -> ``Not a directory``), an object store's error code and message (S3's XML
-    ``<Code>``/``<Message>``), else the error's text on one line.
-
-    >>> _reason(OSError('Could not create local directory\\nError: Os { code: 30, message: "Read-only file system" }'))
-    'Read-only file system'
-    >>> _reason(OSError("404 Not Found <Error><Code>NoSuchBucket</Code><Message>No bucket</Message></Error>"))
-    'NoSuchBucket: No bucket'
-    """
-    text = str(e)
-    found = re.search(r'message: "([^"]*)"', text)
-    if found:
-        return found[1]
-    code, message = re.search(r"<Code>([^<]*)</Code>", text), re.search(r"<Message>([^<]*)</Message>", text)
-    if code and message:
-        return f"{code[1]}: {message[1]}"
-    return " ".join(re.sub(r"\x1b\[[0-9;]*m|↳", " ", text).split())[:500]
+_HELD: set[str] = set()  # the holders (LeaseRecord.holder) of the leases this process holds now
 
 
 class LakeBusy(BinlogError):
@@ -137,6 +117,8 @@ class LeaseRecord:
     def _dead_here(self) -> bool:
         if not self.process or self.host != socket.gethostname() or self.process != _process_space():
             return False
+        if self.pid == os.getpid():  # this process: held only while one of its WriterLeases holds it (an ingest
+            return self.holder not in _HELD  # that stopped where its release could not be written holds it no more)
         try:
             os.kill(self.pid, 0)
         except ProcessLookupError:
@@ -186,7 +168,7 @@ class WriterLease:
         """The error of a lake whose lease table cannot be read or written, naming the lake and the store's
         reason."""
         return StorageError(
-            f"cannot {verb} the lake (its writer lease, _binlake/lease): {_reason(e)}", file=self.lake_uri
+            f"cannot {verb} the lake (its writer lease, _binlake/lease): {store_reason(e)}", file=self.lake_uri
         )
 
     def _put(self, dt: DeltaTable | None, record: LeaseRecord) -> bool:
@@ -276,6 +258,8 @@ class WriterLease:
             waited = True
             time.sleep(max(0.05, min(left, self.seconds / 6, held.expires - now + 0.05)))
         self.waited = time.monotonic() - t0 if waited else 0.0
+        if self._record is not None:
+            _HELD.add(self._record.holder)
         self._lost = None
         self._stop.clear()
         self._thread = threading.Thread(target=self._renewals, name="binlake-lease", daemon=True)
@@ -327,6 +311,8 @@ class WriterLease:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+        if self._record is not None:
+            _HELD.discard(self._record.holder)
         if self._record is not None and not self._lost:
             try:
                 dt = DeltaTable(self.loc.delta_uri, version=self.epoch, storage_options=self.loc.delta_options())

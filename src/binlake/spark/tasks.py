@@ -47,6 +47,7 @@ from binlake.spark.extract import Changes, EventRecord, Truncate, decode_split, 
 from binlake.spark.layouts import Layout
 from binlake.spark.progress import profiled
 from binlake.spark.statements import SEQ_FILE, SEQ_POS, ReadSpec, tracker_at
+from binlake.storage import StorageError, store_reason
 from binlake.wire import bits_lsb_first
 
 if TYPE_CHECKING:
@@ -293,8 +294,12 @@ class _TableWriter:
             return ""
         table = latest_changes(pa.concat_tables(self.latest), self.pk)
         name = f"{uuid.uuid4().hex}.arrow"
-        with (lake.staging(batch) / name).open_output() as sink, pa.ipc.new_file(sink, table.schema) as w:
-            w.write_table(table)
+        staged = lake.staging(batch) / name
+        try:
+            with staged.open_output() as sink, pa.ipc.new_file(sink, table.schema) as w:
+                w.write_table(table)
+        except OSError as e:  # a full disk, one gone read-only
+            raise StorageError(f"cannot write: {store_reason(e)}", file=staged.uri) from None
         return name
 
 

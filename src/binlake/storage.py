@@ -34,16 +34,54 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
-from binlake.errors import BinlogError
+from binlake.errors import BinlogError, ExitStatus
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
 
-__all__ = ["Entry", "Location", "StorageError", "StoredFile", "binlog_source", "locate", "store_reason"]
+__all__ = [
+    "Entry",
+    "Location",
+    "StorageError",
+    "StoreUnreachable",
+    "StoredFile",
+    "binlog_source",
+    "locate",
+    "store_error",
+    "store_reason",
+]
 
 
 class StorageError(BinlogError):
     """A location binlake cannot use: an unknown scheme, a missing object, a store that refused a request."""
+
+
+class StoreUnreachable(StorageError):
+    """A store that could not be reached through its client's retries (a connection refused, reset or timed out):
+    a reason that passes, so the command's status is :attr:`~binlake.errors.ExitStatus.TEMPORARY`."""
+
+    exit_status = ExitStatus.TEMPORARY
+
+
+# what a store's client says when the network failed, not the store: delta-rs (object_store, reqwest), pyarrow (the
+# AWS SDK, curl), botocore, the OS
+_UNREACHABLE = re.compile(
+    r"connection (refused|reset|error|closed|aborted)|error sending request|\(Connect\)|\(SendRequest\)|timed out|"
+    r"couldn'?t connect|could not connect|NETWORK_CONNECTION|curlCode: (7|28|52|55|56)|broken pipe|EndpointConnection",
+    re.IGNORECASE,
+)
+
+
+def store_error(what: str, e: BaseException, file: str) -> StorageError:
+    """The error of ``what`` (``"cannot write"``, ``"Delta commit failed"``) failing at ``file`` for ``e``: the
+    store's reason in one line (:func:`store_reason`), a :class:`StoreUnreachable` where the network failed (a
+    later run goes on), else a :class:`StorageError` (a store that refuses, a full disk, a read-only one)."""
+    cls = (
+        StoreUnreachable
+        if isinstance(e, ConnectionError | TimeoutError) or _UNREACHABLE.search(str(e))
+        else StorageError
+    )
+    return cls(f"{what}: {store_reason(e)}", file=file)
 
 
 def store_reason(e: BaseException) -> str:
@@ -208,7 +246,7 @@ class Location:
             except OSError as e:  # a full disk, a read-only one: no part left behind
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
-                raise StorageError(f"cannot write: {store_reason(e)}", file=self.uri) from None
+                raise store_error("cannot write", e, self.uri) from None
             return
 
         def put() -> None:
@@ -240,7 +278,7 @@ class Location:
                 except FileExistsError:
                     return False
             except OSError as e:
-                raise StorageError(f"storage error: {e}", file=self.uri) from e
+                raise store_error("storage error", e, self.uri) from e
             finally:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(tmp)
@@ -298,7 +336,7 @@ def _call(loc: Location, fn: Any) -> Any:
     except FileNotFoundError as e:
         raise StorageError(f"not found: {e}", file=loc.uri) from e
     except OSError as e:
-        raise StorageError(f"storage error: {e}", file=loc.uri) from e
+        raise store_error("storage error", e, loc.uri) from e
 
 
 _log = logging.getLogger(__name__)
@@ -341,11 +379,14 @@ def _s3_create(loc: Location, data: bytes) -> bool:
             "conditional writes to S3 need botocore (pip install 'binlake[spark]')", file=loc.uri
         ) from None
     bucket, _, key = loc.uri.split("://", 1)[1].partition("/")
+    region = os.environ.get("AWS_REGION") or None  # else botocore's own: AWS_DEFAULT_REGION, the profile
+    # one client per endpoint and region of the environment, as the filesystem layer's (a process whose
+    # environment names another S3 endpoint later gets a client of that one)
+    key = f"{os.environ.get('AWS_ENDPOINT_URL_S3') or os.environ.get('AWS_ENDPOINT_URL') or ''} {region}"
     with _LOCK:
-        client = _S3_CLIENTS.get("s3")
+        client = _S3_CLIENTS.get(key)
         if client is None:
-            region = os.environ.get("AWS_REGION") or None  # else botocore's own: AWS_DEFAULT_REGION, the profile
-            client = _S3_CLIENTS["s3"] = botocore.session.get_session().create_client("s3", region_name=region)
+            client = _S3_CLIENTS[key] = botocore.session.get_session().create_client("s3", region_name=region)
 
     tries: list[int] = []
 
@@ -363,7 +404,7 @@ def _s3_create(loc: Location, data: bytes) -> bool:
                 raise OSError(f"Status Code: {status}: {code}") from None  # transient: _retrying tries again
             raise StorageError(f"storage error: {code or status}: {e}", file=loc.uri) from None
         except BotoCoreError as e:
-            raise StorageError(f"storage error: {e}", file=loc.uri) from None
+            raise store_error("storage error", e, loc.uri) from None
         return True
 
     written: list[bool] = []

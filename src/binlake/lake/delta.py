@@ -36,7 +36,7 @@ from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Tra
 from binlake.lake import deltalog
 from binlake.lake.deltalog import delta_table
 from binlake.lake.records import DataFile
-from binlake.storage import Location, StorageError, store_reason
+from binlake.storage import Location, StoreUnreachable, store_error
 
 __all__ = [
     "APP_ID",
@@ -106,7 +106,7 @@ class ParquetSink:
         try:
             yield
         except OSError as e:
-            raise StorageError(f"cannot write: {store_reason(e)}", file=(self.table / self.name).uri) from None
+            raise store_error("cannot write", e, (self.table / self.name).uri) from None
 
 
 def write_parquet(
@@ -211,14 +211,18 @@ def commit_files(
             )
             return True
         except (DeltaError, OSError) as e:  # another writer committed first (or created the table): read it again
-            if attempt == _ATTEMPTS - 1:
-                raise _commit_error(loc, e) from e
+            _raise_unless_a_race(loc, e, attempt)
             _pause(attempt)
     raise AssertionError("unreachable")
 
 
-def _commit_error(loc: Location, e: Exception) -> Exception:
-    return StorageError(f"Delta commit failed: {store_reason(e)}", file=loc.uri)
+def _raise_unless_a_race(loc: Location, e: Exception, attempt: int) -> None:
+    """After a failed commit: go on (the caller reads the table again: another writer may have committed first)
+    unless this was the last attempt, or the store could not be reached (delta-rs retried the request already),
+    raising the error that names the table then."""
+    error = store_error("Delta commit failed", e, loc.uri)
+    if attempt == _ATTEMPTS - 1 or isinstance(error, StoreUnreachable):
+        raise error from e
 
 
 def _sql_text(text: str) -> str:
@@ -246,8 +250,7 @@ def resolve_rollbacks(loc: Location, outcomes: dict[str, bool], batch: int) -> b
             )
             return True
         except (DeltaError, OSError) as e:
-            if attempt == _ATTEMPTS - 1:
-                raise _commit_error(loc, e) from e
+            _raise_unless_a_race(loc, e, attempt)
             _pause(attempt)
     raise AssertionError("unreachable")
 
@@ -300,8 +303,7 @@ def rewind(loc: Location, batch: int) -> bool:
             delta_table(loc).restore(version, commit_properties=CommitProperties(max_commit_retries=0))
             return True
         except (DeltaError, OSError) as e:
-            if attempt == _ATTEMPTS - 1:
-                raise _commit_error(loc, e) from e
+            _raise_unless_a_race(loc, e, attempt)
     raise AssertionError("unreachable")
 
 

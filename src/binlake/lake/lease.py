@@ -47,7 +47,7 @@ from deltalake.transaction import CommitProperties, create_table_with_add_action
 
 from binlake.errors import BinlogError, ExitStatus
 from binlake.lake.records import LakeFormatError
-from binlake.storage import Location, StorageError, store_reason
+from binlake.storage import Location, StorageError, StoreUnreachable, store_error
 
 __all__ = ["LakeBusy", "LeaseLost", "LeaseRecord", "WriterLease"]
 
@@ -167,9 +167,7 @@ class WriterLease:
     def _unusable(self, verb: str, e: Exception) -> StorageError:
         """The error of a lake whose lease table cannot be read or written, naming the lake and the store's
         reason."""
-        return StorageError(
-            f"cannot {verb} the lake (its writer lease, _binlake/lease): {store_reason(e)}", file=self.lake_uri
-        )
+        return store_error(f"cannot {verb} the lake (its writer lease, _binlake/lease)", e, self.lake_uri)
 
     def _put(self, dt: DeltaTable | None, record: LeaseRecord) -> bool:
         """Commit ``record`` as the version after ``dt``'s (the first one when ``dt`` is ``None``), only if no one
@@ -233,8 +231,12 @@ class WriterLease:
                 break
             if held is None or held.free(now):
                 tried = self._mine(now + self.seconds)
-                if self._put(dt, tried):
-                    break
+                try:
+                    if self._put(dt, tried):
+                        break
+                except StoreUnreachable:  # the connection dropped: the commit may have gone through, look again
+                    if races >= _RACES:
+                        raise
                 races += 1  # another writer took it between our read and our commit: look again, after a pause
                 if races > _RACES:
                     raise LakeBusy(

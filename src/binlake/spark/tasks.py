@@ -47,7 +47,7 @@ from binlake.spark.extract import Changes, EventRecord, Truncate, decode_split, 
 from binlake.spark.layouts import Layout
 from binlake.spark.progress import profiled
 from binlake.spark.statements import SEQ_FILE, SEQ_POS, ReadSpec, tracker_at
-from binlake.storage import StorageError, store_reason
+from binlake.storage import store_error
 from binlake.wire import bits_lsb_first
 
 if TYPE_CHECKING:
@@ -299,7 +299,7 @@ class _TableWriter:
             with staged.open_output() as sink, pa.ipc.new_file(sink, table.schema) as w:
                 w.write_table(table)
         except OSError as e:  # a full disk, one gone read-only
-            raise StorageError(f"cannot write: {store_reason(e)}", file=staged.uri) from None
+            raise store_error("cannot write", e, staged.uri) from None
         return name
 
 

@@ -202,3 +202,27 @@ class Case:
             assert any("reconnecting in" in line or "retry" in line for line in lines), f"no retry logged: {ran}"
         assert ran.seconds < bound, f"{ran.seconds:.1f} s, past its bound of {bound:g} s: {ran}"
         return ran
+
+
+def assert_same_lake(
+    lake: object, clean: object, ignore: frozenset[str] = frozenset({"batch"}), skip: frozenset[str] = frozenset()
+) -> None:
+    """The lake at ``lake`` holds what the one at ``clean`` holds, table by table and row by row (``ignore``: columns
+    left out; ``_schema_history``'s batch numbers by default: a lake landed in more runs has more batches; ``skip``:
+    tables left out); where it does not, the message names the tables and the rows one has and the other lacks."""
+    from tests.spark.test_spark import _lake_snapshot
+
+    got, want = ({k: v for k, v in _lake_snapshot(x, ignore=ignore).items() if str(k) not in skip}  # type: ignore[arg-type]
+                 for x in (lake, clean))  # fmt: skip
+    if got == want:
+        return
+    lines = [f"tables only in the lake: {sorted(set(got) - set(want))}, only in the clean one: "
+             f"{sorted(set(want) - set(got))}"]  # fmt: skip
+    for table in sorted(set(got) & set(want), key=str):
+        extra = [r for r in got[table] if r not in want[table]]
+        lacking = [r for r in want[table] if r not in got[table]]
+        if extra or lacking:
+            lines.append(f"{table}: {len(extra)} rows not in the clean lake, {len(lacking)} missing, e.g.")
+            lines.extend(f"  + {dict(r)}" for r in extra[:1])
+            lines.extend(f"  - {dict(r)}" for r in lacking[:1])
+    raise AssertionError("\n".join(lines))

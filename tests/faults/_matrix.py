@@ -226,3 +226,8 @@ def assert_same_lake(
             lines.extend(f"  + {dict(r)}" for r in extra[:1])
             lines.extend(f"  - {dict(r)}" for r in lacking[:1])
     raise AssertionError("\n".join(lines))
+
+
+def mirrored(folder: Path) -> dict[str, bytes]:
+    """The binlog files in ``folder`` (a mirror's copy), by name."""
+    return {p.name: p.read_bytes() for p in sorted(folder.glob("*-bin.[0-9]*"))}

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.faults._matrix import Case, Ran, assert_same_lake, binlake, ended, in_process, started
+from tests.faults._matrix import Case, Ran, assert_same_lake, binlake, ended, in_process, mirrored, started
 from tests.faults.conftest import USERS, FaultServer
 
 from binlake.lake import Lake
@@ -102,13 +102,9 @@ def test_a_user_missing_a_privilege(
     else:
         case.expect(ran, 0, bound=BOUND, note="the privilege is not needed")
         if command == "mirror":
-            assert _files(tmp_path / "mirror") == _files(tmp_path / "clean")
+            assert mirrored(tmp_path / "mirror") == mirrored(tmp_path / "clean")
         else:
             assert ran.stdout == clean.stdout
-
-
-def _files(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.glob("*-bin.[0-9]*"))}
 
 
 def _finished(files: dict[str, bytes]) -> dict[str, bytes]:
@@ -326,4 +322,4 @@ def test_a_server_killed_under_a_follower(case: Case, fault_server: FaultServer,
         done = binlake("tail", *options, "--from-start", "--no-follow", "--output", str(clean), bound=BOUND)
         assert done.status == 0 and out.read_bytes() == clean.read_bytes()
     else:
-        assert _files(folder) == _finished({p.name: p.read_bytes() for p in fault_server.server.binlog_files()})
+        assert mirrored(folder) == _finished({p.name: p.read_bytes() for p in fault_server.server.binlog_files()})

@@ -288,14 +288,15 @@ def test_a_server_killed_mid_stream_of_an_ingest(
 
 @pytest.mark.parametrize("command", ["tail", "mirror"])
 def test_a_server_killed_under_a_follower(case: Case, fault_server: FaultServer, tmp_path: Path, command: str) -> None:
-    """``binlake tail --from-start --output F --state S`` or ``binlake mirror --from-start --follow DIR``, following,
+    """``binlake tail --from-start --format debezium --output F --state S`` or ``binlake mirror --from-start --follow DIR``, following,
     while the server is SIGKILLed: reconnections with backoff, then one line, exit 3; the server back, the same
     command (``--no-follow``) leaves F equal to a clean tail's output, DIR to the server's own files."""
     fault_server.ensure_running()
     out, folder = tmp_path / "out.txt", tmp_path / "mirror"
     options = fault_server.options()
     if command == "tail":
-        args = ["tail", *options, "--from-start", "--output", str(out), "--state", str(tmp_path / "state")]
+        args = ["tail", *options, "--from-start", "--format", "debezium", "--output", str(out), "--state",
+                str(tmp_path / "state")]  # fmt: skip
         follow, stop = args, [*args, "--no-follow"]
     else:
         args = ["mirror", *options, "--from-start", str(folder)]
@@ -319,7 +320,8 @@ def test_a_server_killed_under_a_follower(case: Case, fault_server: FaultServer,
     assert again.status == 0, str(again)
     if command == "tail":
         clean = tmp_path / "clean.txt"
-        done = binlake("tail", *options, "--from-start", "--no-follow", "--output", str(clean), bound=BOUND)
+        done = binlake("tail", *options, "--from-start", "--no-follow", "--format", "debezium", "--output", str(clean),
+                       bound=BOUND)  # fmt: skip
         assert done.status == 0 and out.read_bytes() == clean.read_bytes()
     else:
         assert mirrored(folder) == _finished({p.name: p.read_bytes() for p in fault_server.server.binlog_files()})

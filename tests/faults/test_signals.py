@@ -133,14 +133,15 @@ def test_a_signal_during_an_ingest_host(
 def test_a_signal_during_a_follower(
     case: Case, fault_server: FaultServer, tmp_path: Path, command: str, sig: str
 ) -> None:
-    """``binlake tail --from-start --output F --state S`` or ``binlake mirror --from-start --follow DIR`` signalled
+    """``binlake tail --from-start --format debezium --output F --state S`` or ``binlake mirror --from-start --follow DIR`` signalled
     at a random moment while it follows; then the same command (``--no-follow``): F equals a clean tail's output
     byte for byte, DIR a clean mirror's files."""
     fault_server.ensure_running()
     out, folder = tmp_path / "out.txt", tmp_path / "mirror"
     options = fault_server.options()
     if command == "tail":
-        args = ["tail", *options, "--from-start", "--output", str(out), "--state", str(tmp_path / "state")]
+        args = ["tail", *options, "--from-start", "--format", "debezium", "--output", str(out), "--state",
+                str(tmp_path / "state")]  # fmt: skip
         follow, stop = args, [*args, "--no-follow"]
     else:
         args = ["mirror", *options, "--from-start", str(folder)]
@@ -170,7 +171,8 @@ def test_a_signal_during_a_follower(
     assert again.status == 0, f"{moment}: {again}"
     if command == "tail":
         clean = tmp_path / "clean.txt"
-        done = binlake("tail", *options, "--from-start", "--no-follow", "--output", str(clean), bound=FOLLOW_BOUND)
+        done = binlake("tail", *options, "--from-start", "--no-follow", "--format", "debezium", "--output", str(clean),
+                       bound=FOLLOW_BOUND)  # fmt: skip
         assert done.status == 0 and out.read_bytes() == clean.read_bytes(), moment
     else:
         clean_folder = tmp_path / "clean"

@@ -288,9 +288,10 @@ def test_a_server_killed_mid_stream_of_an_ingest(
 
 @pytest.mark.parametrize("command", ["tail", "mirror"])
 def test_a_server_killed_under_a_follower(case: Case, fault_server: FaultServer, tmp_path: Path, command: str) -> None:
-    """``binlake tail --from-start --format debezium --output F --state S`` or ``binlake mirror --from-start --follow DIR``, following,
-    while the server is SIGKILLed: reconnections with backoff, then one line, exit 3; the server back, the same
-    command (``--no-follow``) leaves F equal to a clean tail's output, DIR to the server's own files."""
+    """``binlake tail --from-start --format debezium --output F --state S`` or ``binlake mirror --from-start
+    --follow DIR``, following, while the server is SIGKILLed: reconnections with backoff, then one line, exit 3; the
+    server back, the same command (``--no-follow``) leaves F equal to a clean tail's output, DIR to the server's
+    own files."""
     fault_server.ensure_running()
     out, folder = tmp_path / "out.txt", tmp_path / "mirror"
     options = fault_server.options()

@@ -133,9 +133,9 @@ def test_a_signal_during_an_ingest_host(
 def test_a_signal_during_a_follower(
     case: Case, fault_server: FaultServer, tmp_path: Path, command: str, sig: str
 ) -> None:
-    """``binlake tail --from-start --format debezium --output F --state S`` or ``binlake mirror --from-start --follow DIR`` signalled
-    at a random moment while it follows; then the same command (``--no-follow``): F equals a clean tail's output
-    byte for byte, DIR a clean mirror's files."""
+    """``binlake tail --from-start --format debezium --output F --state S`` or ``binlake mirror --from-start
+    --follow DIR`` signalled at a random moment while it follows; then the same command (``--no-follow``): F equals
+    a clean tail's output byte for byte, DIR a clean mirror's files."""
     fault_server.ensure_running()
     out, folder = tmp_path / "out.txt", tmp_path / "mirror"
     options = fault_server.options()

@@ -16,6 +16,7 @@ longest case's time.
 from __future__ import annotations
 
 import subprocess
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -122,6 +123,9 @@ class FaultServer:
         """Start the server again where a case killed it (with its tables' statistics made again: after a crash
         InnoDB's say shop.big has a few dozen rows, and a snapshot would read it in one chunk)."""
         if not self.server.running:
+            log = self.server.error_log.read_text(errors="replace").splitlines()[-15:]
+            print("the fault server was down; the end of its log:", *log, sep="\n", file=sys.stderr)
+            self.server.crash()  # (forgets a process that ended by itself)
             self.server.start()
             self.server.execute("ANALYZE NO_WRITE_TO_BINLOG TABLE shop.big")
 

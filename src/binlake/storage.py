@@ -382,11 +382,11 @@ def _s3_create(loc: Location, data: bytes) -> bool:
     region = os.environ.get("AWS_REGION") or None  # else botocore's own: AWS_DEFAULT_REGION, the profile
     # one client per endpoint and region of the environment, as the filesystem layer's (a process whose
     # environment names another S3 endpoint later gets a client of that one)
-    key = f"{os.environ.get('AWS_ENDPOINT_URL_S3') or os.environ.get('AWS_ENDPOINT_URL') or ''} {region}"
+    endpoint = f"{os.environ.get('AWS_ENDPOINT_URL_S3') or os.environ.get('AWS_ENDPOINT_URL') or ''} {region}"
     with _LOCK:
-        client = _S3_CLIENTS.get(key)
+        client = _S3_CLIENTS.get(endpoint)
         if client is None:
-            client = _S3_CLIENTS[key] = botocore.session.get_session().create_client("s3", region_name=region)
+            client = _S3_CLIENTS[endpoint] = botocore.session.get_session().create_client("s3", region_name=region)
 
     tries: list[int] = []
 

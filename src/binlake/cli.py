@@ -165,17 +165,16 @@ def run(command: str, fn: Callable[[argparse.Namespace], int], args: argparse.Na
     except BrokenPipeError:
         _drop_output()
         return ExitStatus.OK
-    except OSError as e:
-        if isinstance(e, ConnectionError | TimeoutError):  # a connection a retry loop should have taken: a bug
-            raise
-        where = e.filename if e.filename is not None else "standard output" if _output_failed() else None
-        print(f"binlake {command}: {f'{where}: ' if where else ''}{e.strerror or e}", file=sys.stderr)
-        return ExitStatus.ERROR
     except BaseException as e:
         if after_ctrl_c(e):
             what = f": {e}" if isinstance(e, Interrupted) and str(e) else ""
             print(f"binlake {command}: interrupted{what}", file=sys.stderr)
             return ExitStatus.INTERRUPTED
+        # an output the system refuses (a connection a retry loop should have taken would be a bug: raised)
+        if isinstance(e, OSError) and not isinstance(e, ConnectionError | TimeoutError):
+            where = e.filename if e.filename is not None else "standard output" if _output_failed() else None
+            print(f"binlake {command}: {f'{where}: ' if where else ''}{e.strerror or e}", file=sys.stderr)
+            return ExitStatus.ERROR
         if not isinstance(e, BinlogError):
             raise
         print(error_line(command, e, on_error=getattr(args, "on_error", None)), file=sys.stderr)

@@ -104,7 +104,7 @@ def test_a_second_ingest_without_wait_refuses(storage: Any, sources: str, one_ru
     _held_by(lake, first)
     second = _ingest(sources, lake)
     _, err2 = second.communicate(timeout=300)
-    assert second.returncode == 2
+    assert second.returncode == 3  # TEMPORARY: another ingest holds the lake; a later run goes on
     assert f"another binlake ingest is writing this lake (pid {first.pid} on " in err2
     assert "--wait SECONDS waits for it" in err2 and "Traceback" not in err2
     _, err1 = first.communicate(timeout=300)

@@ -9,6 +9,9 @@ Fixtures
     ``s3_server``         one private S3-compatible server for the session (moto in server mode on 127.0.0.1,
                           :class:`binlake.testing.objectstore.S3Server`); skips when moto is not installed.  It
                           sets no environment: a test or fixture puts ``s3_server.env()`` in place for itself.
+    ``spark``             the one SparkSession of the suite: local[2], no UI, 2 shuffle partitions, UTC
+                          (:func:`binlake.spark.session.build_session`); skips when pyspark or deltalake is missing.
+                          An ingest run in this process (``binlake.cli.main(["ingest", ...])``) uses it too.
     ``read_only_dir``     a folder that cannot be written, and the command prefix that runs a program where that
                           is so (a read-only tmpfs mounted over it in a private mount namespace); skips where
                           neither that nor a folder's mode can make one.
@@ -39,6 +42,7 @@ import shutil
 import subprocess
 from collections.abc import Generator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,6 +58,8 @@ from binlake.testing.objectstore import S3Server
 from binlake.testing.objectstore import available as objectstore_available
 
 pytest_plugins = ["pytester"]
+
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # Spark, in this process and in the commands tests start
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CORPUS_ENV = "BINLAKE_CORPUS"
@@ -135,7 +141,16 @@ def read_only_dir(tmp_path: Path) -> Iterator[tuple[Path, list[str]]]:
         folder.chmod(0o755)
 
 
-# The Spark helper's session fixture (``spark``) plugs in here; it is defined in its own module.
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """A local[2] SparkSession with the ``binlake`` data source registered (skips when pyspark is missing)."""
+    pytest.importorskip("pyspark", reason="pyspark not installed: pip install -e '.[spark]'")
+    pytest.importorskip("deltalake", reason="deltalake not installed: pip install -e '.[spark]'")
+    from binlake.spark.session import build_session
+
+    session = build_session("local[2]", shuffle_partitions=2, app_name="binlake-tests")
+    yield session
+    session.stop()
 
 
 # -- BINLAKE_STRICT_SKIPS ---------------------------------------------------------------------------------------

@@ -58,7 +58,8 @@ class ExitStatus(enum.IntEnum):
     file or server that cannot be used.  Running the same command again gives the same error."""
     TEMPORARY = 3
     """Stopped with one line, for a reason that passes: another ingest holds the lake, the writer lease was lost,
-    the server stayed unreachable through every retry.  Nothing is lost: the same command run later goes on."""
+    the server or the object store stayed unreachable through every retry.  Nothing is lost: the same command run
+    later goes on."""
     INTERRUPTED = 130
     """Ctrl-C (SIGINT; 128 + 2, as shells report a process a signal ended), with one line saying what is safe."""
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import threading
 import time
 import urllib.parse
@@ -33,16 +34,79 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
-from binlake.errors import BinlogError
+from binlake.errors import BinlogError, ExitStatus
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
 
-__all__ = ["Entry", "Location", "StorageError", "StoredFile", "binlog_source", "locate"]
+__all__ = [
+    "Entry",
+    "Location",
+    "StorageError",
+    "StoreUnreachable",
+    "StoredFile",
+    "binlog_source",
+    "locate",
+    "store_error",
+    "store_reason",
+]
 
 
 class StorageError(BinlogError):
     """A location binlake cannot use: an unknown scheme, a missing object, a store that refused a request."""
+
+
+class StoreUnreachable(StorageError):
+    """A store that could not be reached through its client's retries (a connection refused, reset or timed out):
+    a reason that passes, so the command's status is :attr:`~binlake.errors.ExitStatus.TEMPORARY`."""
+
+    exit_status = ExitStatus.TEMPORARY
+
+
+# what a store's client says when the network failed, not the store: delta-rs (object_store, reqwest), pyarrow (the
+# AWS SDK, curl), botocore, the OS
+_UNREACHABLE = re.compile(
+    r"connection (refused|reset|error|closed|aborted)|error sending request|\(Connect\)|\(SendRequest\)|timed out|"
+    r"couldn'?t connect|could not connect|NETWORK_CONNECTION|curlCode: (7|28|52|55|56)|broken pipe|EndpointConnection",
+    re.IGNORECASE,
+)
+
+
+def store_error(what: str, e: BaseException, file: str) -> StorageError:
+    """The error of ``what`` (``"cannot write"``, ``"Delta commit failed"``) failing at ``file`` for ``e``: the
+    store's reason in one line (:func:`store_reason`), a :class:`StoreUnreachable` where the network failed (a
+    later run goes on), else a :class:`StorageError` (a store that refuses, a full disk, a read-only one)."""
+    cls = (
+        StoreUnreachable
+        if isinstance(e, ConnectionError | TimeoutError) or _UNREACHABLE.search(str(e))
+        else StorageError
+    )
+    return cls(f"{what}: {store_reason(e)}", file=file)
+
+
+def store_reason(e: BaseException) -> str:
+    """A store's reason in one line: the OS's message of a delta-rs error (``Os { code: 20, kind: NotADirectory,
+    message: "Not a directory" }`` -> ``Not a directory``), an object store's error code and message (S3's XML
+    ``<Code>``/``<Message>``), an OS error's own text, else the error's text on one line (delta-rs' colour codes
+    and indented causes folded in).
+
+    >>> store_reason(OSError('Could not create directory\\nError: Os { code: 30, message: "Read-only file system" }'))
+    'Read-only file system'
+    >>> store_reason(OSError("404 Not Found <Error><Code>NoSuchBucket</Code><Message>No bucket</Message></Error>"))
+    'NoSuchBucket: No bucket'
+    >>> store_reason(OSError(28, "No space left on device"))
+    'No space left on device'
+    """
+    text = str(e)
+    found = re.search(r'message: "([^"]*)"', text)
+    if found:
+        return found[1]
+    code, message = re.search(r"<Code>([^<]*)</Code>", text), re.search(r"<Message>([^<]*)</Message>", text)
+    if code and message:
+        return f"{code[1]}: {message[1]}"
+    if isinstance(e, OSError) and e.strerror and not e.filename:
+        return e.strerror
+    return " ".join(re.sub(r"\x1b\[[0-9;]*m|↳", " ", text).split())[:500]
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,13 +235,18 @@ class Location:
         """Write ``data`` as this file, atomically: readers see the old content or the new, never a part (an object
         store's single PUT; a local file is written beside and renamed into place, after an fsync)."""
         if self.is_local:
-            os.makedirs(os.path.dirname(self.uri), exist_ok=True)
             tmp = f"{self.uri}.tmp{os.getpid()}-{threading.get_ident()}"
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.uri)
+            try:
+                os.makedirs(os.path.dirname(self.uri), exist_ok=True)
+                with open(tmp, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, self.uri)
+            except OSError as e:  # a full disk, a read-only one: no part left behind
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise store_error("cannot write", e, self.uri) from None
             return
 
         def put() -> None:
@@ -209,7 +278,7 @@ class Location:
                 except FileExistsError:
                     return False
             except OSError as e:
-                raise StorageError(f"storage error: {e}", file=self.uri) from e
+                raise store_error("storage error", e, self.uri) from e
             finally:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(tmp)
@@ -228,7 +297,7 @@ class Location:
     def open_output(self) -> Any:
         """A binary output stream writing this file (its folders created first on a local disk)."""
         if self.is_local:
-            os.makedirs(os.path.dirname(self.uri), exist_ok=True)
+            _call(self, lambda: os.makedirs(os.path.dirname(self.uri), exist_ok=True))
         return _call(self, lambda: self.fs.open_output_stream(self.path))
 
     def copy_to(self, dst: Location) -> None:
@@ -273,7 +342,7 @@ def _call(loc: Location, fn: Any) -> Any:
     except FileNotFoundError as e:
         raise StorageError(f"not found: {e}", file=loc.uri) from e
     except OSError as e:
-        raise StorageError(f"storage error: {e}", file=loc.uri) from e
+        raise store_error("storage error", e, loc.uri) from e
 
 
 _log = logging.getLogger(__name__)
@@ -316,11 +385,14 @@ def _s3_create(loc: Location, data: bytes) -> bool:
             "conditional writes to S3 need botocore (pip install 'binlake[spark]')", file=loc.uri
         ) from None
     bucket, _, key = loc.uri.split("://", 1)[1].partition("/")
+    region = os.environ.get("AWS_REGION") or None  # else botocore's own: AWS_DEFAULT_REGION, the profile
+    # one client per endpoint and region of the environment, as the filesystem layer's (a process whose
+    # environment names another S3 endpoint later gets a client of that one)
+    endpoint = f"{os.environ.get('AWS_ENDPOINT_URL_S3') or os.environ.get('AWS_ENDPOINT_URL') or ''} {region}"
     with _LOCK:
-        client = _S3_CLIENTS.get("s3")
+        client = _S3_CLIENTS.get(endpoint)
         if client is None:
-            region = os.environ.get("AWS_REGION") or None  # else botocore's own: AWS_DEFAULT_REGION, the profile
-            client = _S3_CLIENTS["s3"] = botocore.session.get_session().create_client("s3", region_name=region)
+            client = _S3_CLIENTS[endpoint] = botocore.session.get_session().create_client("s3", region_name=region)
 
     tries: list[int] = []
 
@@ -338,7 +410,7 @@ def _s3_create(loc: Location, data: bytes) -> bool:
                 raise OSError(f"Status Code: {status}: {code}") from None  # transient: _retrying tries again
             raise StorageError(f"storage error: {code or status}: {e}", file=loc.uri) from None
         except BotoCoreError as e:
-            raise StorageError(f"storage error: {e}", file=loc.uri) from None
+            raise store_error("storage error", e, loc.uri) from None
         return True
 
     written: list[bool] = []

@@ -1,8 +1,7 @@
-"""The one SparkSession of the Spark tests: local[2], no UI, 2 shuffle partitions, UTC (binlake.spark.session); and
-``storage``, which runs a module's tests on a local disk and on S3.
+"""``storage``, which runs a module's tests on a local disk and on S3 (the one SparkSession, ``spark``, is
+``tests/conftest.py``'s: the fault matrix shares it).
 
 Fixtures
-    ``spark``    a local[2] SparkSession with binlake's data sources registered.
     ``storage``  module-scoped, parametrized ``local`` and ``s3``: where a test puts its binlogs and its lake
                  (:class:`Storage`).  For ``s3`` it starts (once) the ``s3_server`` of ``tests/conftest.py``, makes a
                  bucket for the module, and puts that server's ``AWS_*`` variables in the environment for the
@@ -14,26 +13,11 @@ Fixtures
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-
-
-@pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
-    """A local[2] SparkSession with the ``binlake`` data source registered (skips when pyspark is missing)."""
-    pytest.importorskip("pyspark", reason="pyspark not installed: pip install -e '.[spark]'")
-    pytest.importorskip("deltalake", reason="deltalake not installed: pip install -e '.[spark]'")
-    from binlake.spark.session import build_session
-
-    session = build_session("local[2]", shuffle_partitions=2, app_name="binlake-tests")
-    yield session
-    session.stop()
 
 
 class Storage:

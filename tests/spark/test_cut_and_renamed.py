@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import io
 import json
-import zlib
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.cuts import CUTS, EXAMPLE, MYSQL_CUTS, restamped
 from tests.spark.test_spark import _lake_snapshot
 
 from binlake.errors import BinlogHistoryError
@@ -31,8 +31,6 @@ from binlake.spark.runner import SparkRunner
 
 pytestmark = pytest.mark.spark
 
-REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "examples" / "example-bin.000001"
 DATA = Path(__file__).parent / "data"
 IGNORE = frozenset({"batch"})  # _schema_history's batch numbers: a lake landed in more runs has more batches
 
@@ -68,21 +66,7 @@ def _cut_then_whole(spark: Any, whole: bytes, name: str, cut: int, tmp: Path) ->
     return log, at, tmp / "lake"
 
 
-# where the transaction the example file is cut in starts (GTID 0-1-15: its UPDATE's two rows events, 22785 and
-# 30955) and how each cut reads in the log; the file ends whole transactions at 22522
-_CUTS = {
-    "nothing": (0, None, "0 bytes, less than its format description: waits"),
-    "less than the magic": (2, None, "2 bytes, less than its format description: waits"),
-    "inside the format description": (100, None, "100 bytes, less than its format description: waits"),
-    "inside the GTID list": (270, 256, "cut short at 270: its whole transactions end at 256, the 14 bytes"),
-    "right after a GTID event": (22564, 22522, "cut short at 22564: its whole transactions end at 22522, the 42 "),
-    "inside an event header": (22795, 22522, "cut short at 22795: its whole transactions end at 22522, the 273 "),
-    "inside an event body": (30000, 22522, "cut short at 30000: its whole transactions end at 22522, the 7478 "),
-    "after a whole rows event": (31000, 22522, "cut short at 31000: its whole transactions end at 22522, the 8478 "),
-}
-
-
-@pytest.mark.parametrize("kind", list(_CUTS))
+@pytest.mark.parametrize("kind", list(CUTS))
 def test_a_copy_cut_short_lands_whole_transactions_then_the_rest(
     spark: Any, tmp_path: Path, clean: dict[str, Any], kind: str
 ) -> None:
@@ -91,29 +75,21 @@ def test_a_copy_cut_short_lands_whole_transactions_then_the_rest(
     binlake ingest ...`` then lands the rest: the lake is the clean run's.  (binlake before manifest version 4 landed
     every whole event, recorded 22785 inside GTID 0-1-15, and failed ever after: "rows event for table id 23
     without its TABLE_MAP_EVENT".)"""
-    cut, at, says = _CUTS[kind]
+    cut, at, says = CUTS[kind]
     log, recorded, lake = _cut_then_whole(spark, EXAMPLE.read_bytes(), EXAMPLE.name, cut, tmp_path)
     assert says in log, log
     assert recorded == at
     assert _lake_snapshot(lake, ignore=IGNORE) == clean
 
 
-@pytest.mark.parametrize(
-    ("path", "cut", "at"),
-    [
-        # MySQL 8.0.26: GTID, BEGIN (1199), TABLE_MAP ...: cut right after BEGIN
-        ("rust_mysql_common/binlog-invisible-columns.000001", 1275, 1120),
-        # MySQL 8.0.31: GTID (651), a ZSTD TRANSACTION_PAYLOAD (730-1283) holding BEGIN ... XID: cut inside it
-        ("mysql-binlog-connector-rust/mysql-bin.000057", 1000, 651),
-    ],
-    ids=["after BEGIN", "inside a compressed payload"],
-)
+@pytest.mark.parametrize("kind", list(MYSQL_CUTS))
 def test_a_mysql_copy_cut_short(
-    spark: Any, corpus_dir: Path, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, path: str, cut: int, at: int
+    spark: Any, corpus_dir: Path, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, kind: str
 ) -> None:
     """The same for MySQL binlogs, where a transaction opens with a GTID event and a ``BEGIN`` (binlake before
     manifest version 4 went on after ``BEGIN`` or the GTID event: the transaction's changes landed without their
     GTID)."""
+    path, cut, at = MYSQL_CUTS[kind]
     src = corpus_dir / "mysql" / path
     whole = src.read_bytes()
     clean_dir = tmp_path_factory.mktemp("clean-mysql")
@@ -132,7 +108,7 @@ def test_the_files_after_a_copy_cut_short_wait_for_it(spark: Any, tmp_path: Path
     d = tmp_path / "d"
     d.mkdir()
     (d / "example-bin.000001").write_bytes(EXAMPLE.read_bytes()[:cut])
-    (d / "example-bin.000002").write_bytes(_restamped(EXAMPLE.read_bytes(), 60))  # another file of the server
+    (d / "example-bin.000002").write_bytes(restamped(EXAMPLE.read_bytes(), 60))  # another file of the server
     _, log = _run(spark, d, tmp_path / "lake")
     assert "the files after it wait for it" in log
     manifest, _ = Lake(tmp_path / "lake").last_manifest()
@@ -266,23 +242,11 @@ def test_a_renamed_copy_of_a_file_an_older_binlake_landed_lands_once(
     assert _lake_snapshot(tmp_path / "lake", ignore=IGNORE) == clean
 
 
-def _restamped(binlog: bytes, seconds: int) -> bytes:
-    """``binlog`` as if its server had started it ``seconds`` later (a RESET MASTER, a rebuilt server): the format
-    description's timestamp moved and its CRC32 made again (computed without the in-use flag, as servers do)."""
-    out = bytearray(binlog)
-    size = int.from_bytes(out[13:17], "little")
-    out[4:8] = (int.from_bytes(out[4:8], "little") + seconds).to_bytes(4, "little")
-    event = bytearray(out[4 : 4 + size - 4])
-    event[17] &= 0xFE
-    out[size : size + 4] = zlib.crc32(bytes(event)).to_bytes(4, "little")
-    return bytes(out)
-
-
 @pytest.mark.parametrize(
     ("kind", "replacement"),
     [
-        ("started later, longer", lambda whole: _restamped(whole, 3600)),
-        ("started later, shorter than what was landed", lambda whole: _restamped(whole, 3600)[:1000]),
+        ("started later, longer", lambda whole: restamped(whole, 3600)),
+        ("started later, shorter than what was landed", lambda whole: restamped(whole, 3600)[:1000]),
         ("the same head, other bytes", lambda whole: whole[:5000] + b"\x00" + whole[5001:]),
     ],
 )

@@ -20,7 +20,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import io
+import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -126,7 +128,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, unknown = parser.parse_known_args(args_list)
     if unknown:  # the subcommand's usage, not the top level's: it is the one that did not know them
         args.parser.error(f"unrecognized arguments: {' '.join(unknown)}")
-    return run(args.command, args.run, args)
+    status = run(args.command, args.run, args)
+    if argv is None and threading.current_thread() is threading.main_thread():
+        # the program's command is done and its output flushed: a Ctrl-C while the interpreter tears down (Spark's
+        # JVM exiting) changes nothing, so it is ignored and the status stays the command's (Python restores
+        # SIGINT's default action as it finalizes: the process would die of it, silently, with 130)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return status
 
 
 def _tolerate_unencodable_output() -> None:

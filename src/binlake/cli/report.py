@@ -84,23 +84,47 @@ def run(command: str, fn: Callable[[argparse.Namespace], int], args: argparse.Na
     past a damaged event where the command has it) and its status; Ctrl-C (or a library's error on its way out of
     one: :func:`~binlake.errors.after_ctrl_c`) ``interrupted``, with what is safe when the command said it
     (:class:`~binlake.errors.Interrupted`), and 130; a closed pipe (``binlake events big.bin | head``) nothing, and
-    0, as ``cat`` does.  Any other exception is a bug: Python's traceback and 1."""
+    0, as ``cat`` does; an output that cannot be written (standard output on a full disk, or closed; a file the
+    command writes) its one line naming it, and 2.  Any other exception is a bug: Python's traceback and 1."""
     _log_to_stderr(command)
     try:
-        return int(fn(args))
+        status = int(fn(args))
+        sys.stdout.flush()  # its last bytes: an output that cannot take them is said here, not at the exit
+        return status
     except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _drop_output()
         return ExitStatus.OK
     except BaseException as e:
         if after_ctrl_c(e):
             what = f": {e}" if isinstance(e, Interrupted) and str(e) else ""
             print(f"binlake {command}: interrupted{what}", file=sys.stderr)
             return ExitStatus.INTERRUPTED
+        # an output the system refuses (a connection a retry loop should have taken would be a bug: raised)
+        if isinstance(e, OSError) and not isinstance(e, ConnectionError | TimeoutError):
+            where = e.filename if e.filename is not None else "standard output" if _output_failed() else None
+            print(f"binlake {command}: {f'{where}: ' if where else ''}{e.strerror or e}", file=sys.stderr)
+            return ExitStatus.ERROR
         if not isinstance(e, BinlogError):
             raise
         print(error_line(command, e, on_error=getattr(args, "on_error", None)), file=sys.stderr)
         return e.exit_status
+
+
+def _output_failed() -> bool:
+    """Whether standard output cannot be written (its buffer does not flush: a full disk, a closed descriptor);
+    where so, what is left in it is dropped, so that the interpreter's own flush at exit does not fail again."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        _drop_output()
+        return True
+    return False
+
+
+def _drop_output() -> None:
+    """Standard output from now on goes nowhere (the command has ended; Python flushes it once more at exit)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 def _log_to_stderr(command: str) -> None:

@@ -53,6 +53,7 @@ from binlake.lake.records import DataFile, Emptied, SkipRecord, Split, Statement
 from binlake.lake.tables import EVENTS, EVENTS_DIR, META_DICTIONARY, META_NAMES, meta_columns, seq_array
 from binlake.recovery import Skipped
 from binlake.schema import SchemaTracker
+from binlake.storage import store_error
 from binlake.wire import bits_lsb_first
 
 if TYPE_CHECKING:
@@ -278,8 +279,12 @@ class _TableWriter:
             return ""
         table = latest_changes(pa.concat_tables(self.latest), self.pk).sort_by(sort_keys(self.pk))
         name = f"{uuid.uuid4().hex}.parquet"
-        with (lake.staging(batch) / name).open_output() as sink:
-            pq.write_table(table, sink, row_group_size=ROW_GROUP_ROWS, compression="lz4", use_dictionary=False)
+        staged = lake.staging(batch) / name
+        try:
+            with staged.open_output() as sink:
+                pq.write_table(table, sink, row_group_size=ROW_GROUP_ROWS, compression="lz4", use_dictionary=False)
+        except OSError as e:  # a full disk, one gone read-only
+            raise store_error("cannot write", e, staged.uri) from None
         return name
 
 

@@ -21,8 +21,9 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
@@ -34,7 +35,7 @@ from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Tra
 from binlake.lake import deltalog
 from binlake.lake.deltalog import delta_table
 from binlake.lake.records import DataFile
-from binlake.storage import Location
+from binlake.storage import Location, StoreUnreachable, store_error
 
 __all__ = [
     "APP_ID",
@@ -77,24 +78,35 @@ class ParquetSink:
         self._writer: pq.ParquetWriter | None = None
 
     def write(self, table: pa.Table) -> None:
-        if self._writer is None:
-            self._stream = (self.table / self.name).open_output()
-            self._writer = pq.ParquetWriter(
-                self._stream, self.schema, compression="zstd", use_dictionary=self.dictionary
-            )
-        self._writer.write_table(table)
+        with self._writing():
+            if self._writer is None:
+                self._stream = (self.table / self.name).open_output()
+                self._writer = pq.ParquetWriter(
+                    self._stream, self.schema, compression="zstd", use_dictionary=self.dictionary
+                )
+            self._writer.write_table(table)
         self.rows += table.num_rows
 
     def close(self) -> DataFile | None:
         """Finish the file; what to commit (``None`` when nothing was written)."""
         if self._writer is None:
             return None
-        self._writer.close()
-        self._writer = None
-        size = self._stream.tell()
-        self._stream.close()
+        with self._writing():
+            self._writer.close()
+            self._writer = None
+            size = self._stream.tell()
+            self._stream.close()
         schema = self.schema.serialize().to_pybytes()
         return DataFile(self.key, self.name, size, self.rows, int(time.time() * 1000), schema)
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """pyarrow's error of a file that cannot be written (a full disk, one gone read-only) as the
+        :class:`~binlake.storage.StorageError` naming it."""
+        try:
+            yield
+        except OSError as e:
+            raise store_error("cannot write", e, (self.table / self.name).uri) from None
 
 
 def write_parquet(
@@ -209,16 +221,18 @@ def commit_files(
             )
             return True
         except (DeltaError, OSError) as e:  # another writer committed first (or created the table): read it again
-            if attempt == _ATTEMPTS - 1:
-                raise _commit_error(loc, e) from e
+            _raise_unless_a_race(loc, e, attempt)
             _pause(attempt)
     raise AssertionError("unreachable")
 
 
-def _commit_error(loc: Location, e: Exception) -> Exception:
-    from binlake.storage import StorageError
-
-    return StorageError(f"Delta commit failed: {e}", file=loc.uri)
+def _raise_unless_a_race(loc: Location, e: Exception, attempt: int) -> None:
+    """After a failed commit: go on (the caller reads the table again: another writer may have committed first)
+    unless this was the last attempt, or the store could not be reached (delta-rs retried the request already),
+    raising the error that names the table then."""
+    error = store_error("Delta commit failed", e, loc.uri)
+    if attempt == _ATTEMPTS - 1 or isinstance(error, StoreUnreachable):
+        raise error from e
 
 
 def _sql_text(text: str) -> str:
@@ -246,8 +260,7 @@ def resolve_rollbacks(loc: Location, outcomes: dict[str, bool], batch: int) -> b
             )
             return True
         except (DeltaError, OSError) as e:
-            if attempt == _ATTEMPTS - 1:
-                raise _commit_error(loc, e) from e
+            _raise_unless_a_race(loc, e, attempt)
             _pause(attempt)
     raise AssertionError("unreachable")
 
@@ -289,8 +302,7 @@ def rewind(loc: Location, batch: int) -> bool:
             delta_table(loc).restore(version, commit_properties=CommitProperties(max_commit_retries=0))
             return True
         except (DeltaError, OSError) as e:
-            if attempt == _ATTEMPTS - 1:
-                raise _commit_error(loc, e) from e
+            _raise_unless_a_race(loc, e, attempt)
             _pause(attempt)
     raise AssertionError("unreachable")
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import socket
 import threading
 import time
@@ -48,7 +47,7 @@ from deltalake.transaction import CommitProperties, create_table_with_add_action
 
 from binlake.errors import BinlogError, ExitStatus
 from binlake.lake.records import LakeFormatError
-from binlake.storage import Location, StorageError
+from binlake.storage import Location, StorageError, StoreUnreachable, store_error
 
 __all__ = ["LakeBusy", "LeaseLost", "LeaseRecord", "WriterLease"]
 
@@ -58,26 +57,7 @@ _SCHEMA = pa.schema([("holder", pa.string())])  # the lease table holds no rows:
 # small (a long-running ingest renews it every 20 s)
 _CONFIG = {"delta.logRetentionDuration": "interval 1 hour"}
 _RACES = 10  # lost races for the lease in a row, each followed by a pause, before a run gives up
-
-
-def _reason(e: Exception) -> str:
-    """The store's reason in one line: the OS's message of a delta-rs error (``Os { code: 20, kind: NotADirectory,
-    message: "Not a directory" }`` -> ``Not a directory``), an object store's error code and message (S3's XML
-    ``<Code>``/``<Message>``), else the error's text on one line.
-
-    >>> _reason(OSError('Could not create local directory\\nError: Os { code: 30, message: "Read-only file system" }'))
-    'Read-only file system'
-    >>> _reason(OSError("404 Not Found <Error><Code>NoSuchBucket</Code><Message>No bucket</Message></Error>"))
-    'NoSuchBucket: No bucket'
-    """
-    text = str(e)
-    found = re.search(r'message: "([^"]*)"', text)
-    if found:
-        return found[1]
-    code, message = re.search(r"<Code>([^<]*)</Code>", text), re.search(r"<Message>([^<]*)</Message>", text)
-    if code and message:
-        return f"{code[1]}: {message[1]}"
-    return " ".join(re.sub(r"\x1b\[[0-9;]*m|↳", " ", text).split())[:500]
+_HELD: set[str] = set()  # the holders (LeaseRecord.holder) of the leases this process holds now
 
 
 class LakeBusy(BinlogError):
@@ -137,6 +117,8 @@ class LeaseRecord:
     def _dead_here(self) -> bool:
         if not self.process or self.host != socket.gethostname() or self.process != _process_space():
             return False
+        if self.pid == os.getpid():  # this process: held only while one of its WriterLeases holds it (an ingest
+            return self.holder not in _HELD  # that stopped where its release could not be written holds it no more)
         try:
             os.kill(self.pid, 0)
         except ProcessLookupError:
@@ -185,9 +167,7 @@ class WriterLease:
     def _unusable(self, verb: str, e: Exception) -> StorageError:
         """The error of a lake whose lease table cannot be read or written, naming the lake and the store's
         reason."""
-        return StorageError(
-            f"cannot {verb} the lake (its writer lease, _binlake/lease): {_reason(e)}", file=self.lake_uri
-        )
+        return store_error(f"cannot {verb} the lake (its writer lease, _binlake/lease)", e, self.lake_uri)
 
     def _put(self, dt: DeltaTable | None, record: LeaseRecord) -> bool:
         """Commit ``record`` as the version after ``dt``'s (the first one when ``dt`` is ``None``), only if no one
@@ -251,8 +231,12 @@ class WriterLease:
                 break
             if held is None or held.free(now):
                 tried = self._mine(now + self.seconds)
-                if self._put(dt, tried):
-                    break
+                try:
+                    if self._put(dt, tried):
+                        break
+                except StoreUnreachable:  # the connection dropped: the commit may have gone through, look again
+                    if races >= _RACES:
+                        raise
                 races += 1  # another writer took it between our read and our commit: look again, after a pause
                 if races > _RACES:
                     raise LakeBusy(
@@ -276,6 +260,8 @@ class WriterLease:
             waited = True
             time.sleep(max(0.05, min(left, self.seconds / 6, held.expires - now + 0.05)))
         self.waited = time.monotonic() - t0 if waited else 0.0
+        if self._record is not None:
+            _HELD.add(self._record.holder)
         self._lost = None
         self._stop.clear()
         self._thread = threading.Thread(target=self._renewals, name="binlake-lease", daemon=True)
@@ -327,6 +313,8 @@ class WriterLease:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+        if self._record is not None:
+            _HELD.discard(self._record.holder)
         if self._record is not None and not self._lost:
             try:
                 dt = DeltaTable(self.loc.delta_uri, version=self.epoch, storage_options=self.loc.delta_options())

@@ -229,8 +229,10 @@ def event_at(
                 raise MalformedError(f"no event starts at {pos}: the event at {before} ends at {dec.position}")
             f.seek(pos)
             head = f.read(dec.ctx.header_len)
-            if len(head) < 13:
+            if not head:
                 raise TruncatedError(f"no event at {pos}: the file ends there")
+            if len(head) < 13:  # (the event's size is in its header's first 13 bytes)
+                raise TruncatedError(f"the file ends inside an event header ({len(head)} bytes present)", pos=pos)
             size = int.from_bytes(head[9:13], "little")  # in clear in encrypted logs too
             f.seek(pos)
             raw = f.read(size)

@@ -36,6 +36,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -153,6 +154,10 @@ def save_state(path: Path, state: TailState) -> None:
     try:
         os.write(fd, state.to_json().encode() + b"\n")
         os.fsync(fd)
+    except OSError as e:  # (a full disk: the error names the state, the old one still whole)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise OSError(e.errno, e.strerror, str(path)) from None
     finally:
         os.close(fd)
     os.replace(tmp, path)
@@ -203,18 +208,25 @@ class _Output:
 
     def deliver(self, data: bytes) -> None:
         """Write ``data`` and make it durable (a file) or visible (standard output) before the state records it."""
-        if data:
-            self._file.write(data)
-            self.offset += len(data)
-        self._file.flush()
-        if self.path is not None and data:
-            os.fsync(self._file.fileno())
+        try:
+            if data:
+                self._file.write(data)
+                self.offset += len(data)
+            self._file.flush()
+            if self.path is not None and data:
+                os.fsync(self._file.fileno())
+        except OSError as e:  # (a full disk: the error names the output)
+            raise OSError(e.errno, e.strerror, str(self.path or "standard output")) from None
 
     def close(self) -> None:
-        self._file.flush()
+        """Close the file (standard output stays open).  Every delivery flushed its bytes: what is left in the buffer
+        is a failed delivery's (a full disk), which the state does not count, so failing to write it again is not
+        a second error."""
+        with contextlib.suppress(OSError):
+            self._file.flush()
         if self.path is not None:
-            os.fsync(self._file.fileno())
-            self._file.close()
+            with contextlib.suppress(OSError):
+                self._file.close()
 
 
 # -- the formats ---------------------------------------------------------------------------------------------
@@ -384,7 +396,8 @@ def tail(options: TailOptions, state: TailState | None, connection: ConnectionOp
         out = _Output(options.output, state.output_offset if state is not None else None)
     except (BinlogError, OSError) as e:
         watch.close()
-        print(f"binlake tail: {e}", file=sys.stderr)
+        why = f"{e.filename}: {e.strerror}" if isinstance(e, OSError) and e.filename else e
+        print(f"binlake tail: {why}", file=sys.stderr)
         return ExitStatus.ERROR
     debezium = options.debezium_settings
 

@@ -1,1 +1,1 @@
-"""The fault matrix (issue 21): every command against bad inputs and a hostile environment (``docs/reference/faults.md``)."""
+"""The fault matrix (issue 21): every command against bad inputs and a hostile environment (docs: reference/faults)."""

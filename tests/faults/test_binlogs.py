@@ -2,7 +2,7 @@
 renamed or duplicated, and changed while a command reads them (appended to, truncated, deleted; a new file in the
 folder).
 
-The outcome each command gives is the matrix's (``docs/reference/faults.md``): a command that reads events (``events``,
+The outcome each command gives is the matrix's (docs: reference/faults): a command that reads events (``events``,
 ``explain``, ``dump``, ``stats``) stops at a partial event with one line naming it and the way past it
 (``--on-error``), exit 2, and ends quietly at a cut between events, as ``mariadb-binlog`` does; a command that
 reads transactions (``changes``, ``ingest``) says that a transaction is left out, and the ingest lands the whole

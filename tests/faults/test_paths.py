@@ -2,7 +2,7 @@
 a read-only bind mount, on a full disk (a small tmpfs the test fills, at every stage of an ingest); standard output
 on a full disk (``/dev/full``); ``tail``'s ``--output`` and ``--state`` and ``mirror``'s DIR in such places.
 
-The outcome each gives is the matrix's (``docs/reference/faults.md``): one line naming the place and the system's reason,
+The outcome each gives is the matrix's (docs: reference/faults): one line naming the place and the system's reason,
 exit 2, at once; and nothing lost: once the place can be written, the same command gives a clean run's lake.
 """
 

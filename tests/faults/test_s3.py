@@ -4,7 +4,7 @@ batch's manifest, a task's Parquet upload, a table's Delta commit, the completio
 or after (its answer lost), after N bytes, or for good (the store unreachable from then on); and the reads of the
 commands that take ``s3://`` binlogs.
 
-The outcome each gives is the matrix's (``docs/reference/faults.md``): the store's client retries with backoff and the
+The outcome each gives is the matrix's (docs: reference/faults): the store's client retries with backoff and the
 command ends as a clean run does, or it stops with one line naming the place and the reason, exit 3 (a store
 unreachable through its client's retries: a reason that passes); never a hang.  Nothing is lost: the same command
 once the store answers gives a clean run's lake, and a clean run's output.

@@ -2,7 +2,7 @@
 one: a user missing each privilege in turn, a wrong password, a closed port, a host that accepts and never speaks,
 and a server killed (SIGKILL) in the middle of a snapshot or of a stream.
 
-The outcome each gives is the matrix's (``docs/reference/faults.md``): a missing privilege or a wrong password is one line
+The outcome each gives is the matrix's (docs: reference/faults): a missing privilege or a wrong password is one line
 naming it, exit 2, before anything is written; an unreachable or silent server is retried with backoff (one line
 per attempt, each bounded by ``--timeout``), then one line, exit 3; a killed server the same, and once it is back
 the same command gives a clean run's lake or output.  The private server is the matrix's own (``fault_server``):

@@ -1,7 +1,7 @@
 """SIGINT (a terminal's Ctrl-C, to the process group) and SIGKILL (``kill -9`` of the command's process) at a random
 moment of ``ingest`` (files), ``ingest --host`` (its snapshot, its stream), ``tail --output`` and ``mirror``.
 
-The outcome each gives is the matrix's (``docs/reference/faults.md``): SIGINT is one line saying what is safe, exit 130, no
+The outcome each gives is the matrix's (docs: reference/faults): SIGINT is one line saying what is safe, exit 130, no
 traceback; after either signal the same command run again gives exactly a clean run's lake (table by table, row by
 row), a clean tail's output file (byte for byte), a clean mirror's files.
 

@@ -188,8 +188,8 @@ def test_a_server_that_cannot_be_used(
     case: Case, request: pytest.FixtureRequest, fault_server: FaultServer, tmp_path: Path, command: str, kind: str
 ) -> None:
     """A wrong password: one line, exit 2, at once.  A closed port, or a host that accepts and never speaks (each
-    attempt bounded by ``--timeout 3``): the stream's commands retry with backoff (``--retries 2``), then one line,
-    exit 3; ``ingest --host`` asks its first question once and stops so (exit 3)."""
+    attempt bounded by ``--timeout 3``): every command retries with backoff (``--retries 2``; ``ingest --host`` its
+    first question, the user's privileges, as the others their stream), then one line, exit 3."""
     fault_server.ensure_running()
     status, says, retried = UNREACHABLE[kind]
     wrong = tmp_path / "wrong-password"
@@ -201,7 +201,6 @@ def test_a_server_that_cannot_be_used(
     if command == "ingest --host":
         request.getfixturevalue("spark")
         ran = in_process("ingest", *options, "--lake", str(tmp_path / "lake"), bound=BOUND)
-        retried = False  # (its first connection is not retried: a later run goes on)
     elif command == "tail":
         ran = binlake("tail", *options, "--no-follow", bound=BOUND)
     elif command == "mirror":

@@ -156,3 +156,33 @@ def test_backoff_is_capped_exponential_with_jitter() -> None:
         waits = [policy.delay(attempt, rng) for _ in range(200)]
         assert all(cap / 2 <= w <= cap for w in waits)
         assert max(waits) - min(waits) > cap / 4  # jittered, not fixed
+
+
+def test_a_first_question_is_asked_again_after_a_lost_connection_then_given_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``connected``: a closed port is tried ``retries + 1`` times with the policy's growing waits between (no real
+    sleep here), then its ConnectionLostError; a question whose connection is lost once is answered on the next."""
+    import socket
+
+    import binlake.replication.client as client
+    from binlake.errors import ConnectionLostError
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    options = ConnectionOptions("127.0.0.1", "u", port=port, server_id=7, retry=RetryPolicy(2, initial=1.0))
+    waits: list[float] = []
+    with pytest.raises(ConnectionLostError, match="refused"):
+        client.connected(options, lambda conn: "never", sleep=waits.append)
+    assert len(waits) == 2 and 0.5 <= waits[0] <= 1.0 and 1.0 <= waits[1] <= 2.0
+
+    monkeypatch.setattr(client.ReplicationConnection, "open", lambda self: None)
+    asked: list[object] = []
+
+    def ask(conn: object) -> str:
+        asked.append(conn)
+        if len(asked) == 1:
+            raise ConnectionLostError("the server went away")
+        return "answered"
+
+    assert client.connected(options, ask, sleep=waits.append) == "answered"
+    assert len(asked) == 2 and asked[0] is not asked[1] and len(waits) == 3

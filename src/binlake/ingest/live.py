@@ -50,7 +50,7 @@ from binlake.ingest.statements import ReadSpec
 from binlake.lake.lake import Lake
 from binlake.lake.runner import Runner
 from binlake.metrics import NO_METRICS, Metrics
-from binlake.replication.connection import ReplicationConnection
+from binlake.replication.client import connected
 from binlake.replication.definitions import ServerDefinitions
 from binlake.replication.mirror import Mirror, mirror_files
 from binlake.replication.options import ConnectionOptions
@@ -149,9 +149,7 @@ def live_ingest(
     progress = progress or Progress(runner)
     result = LiveResult()
     t0 = time.monotonic()
-    with ReplicationConnection(options) as conn:
-        conn.open()
-        require_replication(conn)
+    connected(options, require_replication)
     if check is not None:
         check(lake, options)
     with lake.writing(wait=wait, lease_seconds=lease_seconds, on_wait=progress.log):

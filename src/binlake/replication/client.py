@@ -34,6 +34,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 from binlake.decoder import Decoder
 from binlake.errors import ConnectionLostError, ReplicationError
@@ -47,9 +48,42 @@ from binlake.replication.options import ConnectionOptions
 from binlake.replication.position import ResumePoint, StartAt
 from binlake.replication.stream import ReplicationStream, StreamEvent
 
-__all__ = ["ReplicationClient"]
+__all__ = ["ReplicationClient", "connected"]
 
 log = logging.getLogger("binlake.replication")
+
+T = TypeVar("T")
+
+
+def connected(
+    options: ConnectionOptions,
+    ask: Callable[[ReplicationConnection], T],
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """``ask(conn)`` on a connection opened for it, opened again after a lost one as the stream is (the options'
+    :class:`~binlake.replication.options.RetryPolicy`: one line per attempt, a jittered capped backoff between
+    them, at most ``retries`` attempts, then the last :class:`~binlake.errors.ConnectionLostError`).  For the
+    questions a command asks before it streams (``ingest --host``'s privileges): a server restarting as the command
+    starts is waited for, not taken for gone; errors retrying cannot fix (credentials, privileges) are raised at
+    once."""
+    rng = random.Random()
+    attempt = 0
+    while True:
+        try:
+            with ReplicationConnection(options) as conn:
+                conn.open()
+                return ask(conn)
+        except ConnectionLostError as e:
+            attempt += 1
+            limit = options.retry.retries
+            if limit is not None and attempt > limit:
+                log.error("%s; giving up after %d attempts", e, attempt - 1)
+                raise
+            delay = options.retry.delay(attempt, rng)
+            log.warning("%s; retrying in %.1f s (attempt %d%s)", e, delay, attempt,
+                        f" of {limit}" if limit is not None else "")  # fmt: skip
+            sleep(delay)
 
 
 class ReplicationClient:

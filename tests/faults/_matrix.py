@@ -231,3 +231,15 @@ def assert_same_lake(
 def mirrored(folder: Path) -> dict[str, bytes]:
     """The binlog files in ``folder`` (a mirror's copy), by name."""
     return {p.name: p.read_bytes() for p in sorted(folder.glob("*-bin.[0-9]*"))}
+
+
+def follower_commands(command: str, options: Sequence[str], tmp_path: Path) -> tuple[list[str], list[str]]:
+    """The following command and the same command ending at the server's end (``--no-follow``), for ``tail``
+    (``--from-start --format debezium --output out.txt --state state`` under ``tmp_path``) or ``mirror``
+    (``--from-start`` into ``tmp_path/mirror``): the two followers the server and signal cases interrupt."""
+    if command == "tail":
+        args = ["tail", *options, "--from-start", "--format", "debezium", "--output", str(tmp_path / "out.txt"),
+                "--state", str(tmp_path / "state")]  # fmt: skip
+        return args, [*args, "--no-follow"]
+    args = ["mirror", *options, "--from-start", str(tmp_path / "mirror")]
+    return [*args, "--follow"], args

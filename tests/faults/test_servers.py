@@ -19,7 +19,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.faults._matrix import Case, Ran, assert_same_lake, binlake, ended, in_process, mirrored, started
+from tests.faults._matrix import (
+    Case,
+    Ran,
+    assert_same_lake,
+    binlake,
+    ended,
+    follower_commands,
+    in_process,
+    mirrored,
+    started,
+)
 from tests.faults.conftest import USERS, FaultServer
 
 from binlake.lake import Lake
@@ -294,13 +304,7 @@ def test_a_server_killed_under_a_follower(case: Case, fault_server: FaultServer,
     fault_server.ensure_running()
     out, folder = tmp_path / "out.txt", tmp_path / "mirror"
     options = fault_server.options()
-    if command == "tail":
-        args = ["tail", *options, "--from-start", "--format", "debezium", "--output", str(out), "--state",
-                str(tmp_path / "state")]  # fmt: skip
-        follow, stop = args, [*args, "--no-follow"]
-    else:
-        args = ["mirror", *options, "--from-start", str(folder)]
-        follow, stop = [*args, "--follow"], args
+    follow, stop = follower_commands(command, options, tmp_path)
     t0 = time.monotonic()
     proc = started(*follow)
     err = b""

@@ -21,7 +21,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.faults._matrix import EXAMPLE, Case, Ran, assert_same_lake, binlake, ended, in_process, mirrored, started
+from tests.faults._matrix import (
+    EXAMPLE,
+    Case,
+    Ran,
+    assert_same_lake,
+    binlake,
+    ended,
+    follower_commands,
+    in_process,
+    mirrored,
+    started,
+)
 from tests.faults.conftest import FaultServer
 
 pytestmark = pytest.mark.faults
@@ -139,13 +150,7 @@ def test_a_signal_during_a_follower(
     fault_server.ensure_running()
     out, folder = tmp_path / "out.txt", tmp_path / "mirror"
     options = fault_server.options()
-    if command == "tail":
-        args = ["tail", *options, "--from-start", "--format", "debezium", "--output", str(out), "--state",
-                str(tmp_path / "state")]  # fmt: skip
-        follow, stop = args, [*args, "--no-follow"]
-    else:
-        args = ["mirror", *options, "--from-start", str(folder)]
-        follow, stop = [*args, "--follow"], args
+    follow, stop = follower_commands(command, options, tmp_path)
     seed, _, delay = _moment(case.node.name, ["reading from"])
     moment = f"{sig} {delay * 5:.2f} s after the connection (BINLAKE_FAULTS_SEED={seed})"
     t0 = time.monotonic()

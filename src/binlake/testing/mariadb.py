@@ -255,7 +255,7 @@ class MariaDBServer:
         _require_tool("mariadb")
         if len(os.fsencode(self.socket_path)) > _MAX_SOCKET_PATH:
             raise MariaDBError(f"socket path too long for a unix socket: {self.socket_path}")
-        for sub in ("data", "run", "logs"):
+        for sub in ("data", "run", "logs", "tmp"):
             (self.base_dir / sub).mkdir(parents=True, exist_ok=True)
         user = ["--user=root"] if os.geteuid() == 0 else []
         if not (self.datadir / "mysql").is_dir():  # a restart keeps the datadir
@@ -263,27 +263,37 @@ class MariaDBServer:
         self._launch(mariadbd, user)
 
     def _install(self, install_db: str, user: list[str]) -> None:
+        """Initialise the datadir; a failed bootstrap is tried once more in an emptied datadir (on a loaded
+        machine the bootstrap has failed with ``Unknown table 'mysql.tmp_user_sys'``, a temporary table of
+        scripts/mysql_system_tables.sql, now kept in the server's own tmpdir), then raised with its log."""
         install_log = self.base_dir / "logs" / "install-db.log"
-        with install_log.open("wb") as log:
-            # scripts/mariadb-install-db.sh: "normal" gives root@localhost/127.0.0.1/::1 empty passwords.
-            rc = subprocess.run(
-                [
-                    install_db,
-                    "--no-defaults",
-                    f"--datadir={self.datadir}",
-                    *user,
-                    "--auth-root-authentication-method=normal",
-                    "--skip-test-db",
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                timeout=self.start_timeout,
-                check=False,
-            ).returncode
-        if rc != 0:
+        for attempt in range(2):
+            with install_log.open("wb") as log:
+                # scripts/mariadb-install-db.sh: "normal" gives root@localhost/127.0.0.1/::1 empty passwords.
+                rc = subprocess.run(
+                    [
+                        install_db,
+                        "--no-defaults",
+                        f"--datadir={self.datadir}",
+                        *user,
+                        "--auth-root-authentication-method=normal",
+                        "--skip-test-db",
+                        f"--tmpdir={self.base_dir / 'tmp'}",  # (passed on to the bootstrapping mariadbd)
+                    ],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    timeout=self.start_timeout,
+                    check=False,
+                ).returncode
+            if rc == 0:
+                return
             text = install_log.read_text("utf-8", "replace")
             errors = "\n".join(line for line in text.splitlines() if "ERROR" in line)[-2000:]
-            raise MariaDBError(f"mariadb-install-db failed (exit {rc}):\n{errors}\n...\n{_tail(install_log)}")
+            if attempt == 1:
+                raise MariaDBError(f"mariadb-install-db failed (exit {rc}):\n{errors}\n...\n{_tail(install_log)}")
+            shutil.rmtree(self.datadir)
+            self.datadir.mkdir()
+            time.sleep(1.0)
 
     def _launch(self, mariadbd: str, user: list[str]) -> None:
         keep_port = self.port != 0  # a restart listens where clients already connect
@@ -322,6 +332,7 @@ class MariaDBServer:
             "--max-allowed-packet=256M",
             "--local-infile=1",
             f"--secure-file-priv={self.base_dir}",
+            f"--tmpdir={self.base_dir / 'tmp'}",
             *self.extra_args,
         ]
         with (self.base_dir / "logs" / "mariadbd.stdout").open("ab") as out:

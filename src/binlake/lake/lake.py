@@ -56,7 +56,7 @@ from binlake.lake.runner import Runner
 from binlake.lake.tables import OWN_TABLES
 from binlake.storage import Location, locate
 
-__all__ = ["Lake", "LakeTable"]
+__all__ = ["Lake", "LakeSnapshot", "LakeTable"]
 
 KINDS = ("changes", "current")
 
@@ -64,13 +64,29 @@ KINDS = ("changes", "current")
 @dataclass(frozen=True, slots=True)
 class LakeTable:
     """One Delta table of a lake: ``name`` as the source named it (``db.table``, or the lake's ``_events`` ...),
-    ``kind`` (``changes``, ``current``, ``events``, ``schema_history``, ``skips``), where it is, rows and columns."""
+    ``kind`` (``changes``, ``current``, ``events``, ``schema_history``, ``skips``), where it is, rows and columns,
+    and the Delta ``version`` they are of."""
 
     name: str
     kind: str
     location: Location
     rows: int
     columns: int
+    version: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LakeSnapshot:
+    """The lake as of one batch: ``batch`` (``None``: the lake has no complete batch yet, and each table is read as
+    of its newest version) and the Delta version of each of its tables then (``versions``: its folder below the
+    lake's root -> version; a table not there is not in the lake as of the batch).  Made by :meth:`Lake.snapshot`."""
+
+    batch: int | None
+    versions: dict[str, int]
+
+    def version(self, lake: Lake, loc: Location) -> int | None:
+        """The version of the table at ``loc`` to read (``None``: its newest)."""
+        return None if self.batch is None else self.versions.get(loc.relative_to(lake.root))
 
 
 class Lake:
@@ -133,6 +149,49 @@ class Lake:
         if batch < 1 or not mark.exists():
             return BatchDone()
         return BatchDone.from_json(mark.read_bytes().decode("utf-8"), mark.uri)
+
+    def last_complete(self) -> int:
+        """The last batch whose completion mark is written (0 before the first): every table has it, and no table
+        has a later one but the batch still under way or cut short."""
+        manifest, done = self.last_manifest()
+        if manifest is None:
+            return 0
+        return manifest.batch if done else manifest.batch - 1
+
+    def snapshot(self, batch: int | None = None) -> LakeSnapshot:
+        """The lake as of batch ``batch`` (default: the last complete one, :meth:`last_complete`): the Delta version
+        of each table once that batch was committed, from the batch's completion mark, or, where the mark does not
+        list them (one written by binlake before version 3 of the mark, or gone), from each table's log
+        (:func:`binlake.lake.deltalog.version_before` the next batch).  A batch not complete yet, or before the
+        first, is refused; one whose versions were cleaned up (past the retention of the tables' logs) fails when a
+        table is read."""
+        last = self.last_complete()
+        if batch is None:
+            if last == 0:
+                return LakeSnapshot(None, {})
+            batch = last
+        if not 1 <= batch <= last:
+            have = f"its batches are 1 to {last}" if last else "it has no complete batch yet"
+            raise BinlogError(f"no complete batch {batch} in this lake: {have}", file=self.root.uri)
+        tables = self.done(batch).tables
+        if tables is None:
+            apps = (delta.APP_ID, delta.XA_APP_ID)
+            found = {loc.relative_to(self.root): deltalog.version_before(loc, batch + 1, apps)
+                     for _, _, loc in self._table_locations()}  # fmt: skip
+            tables = {k: v for k, v in found.items() if v is not None}
+        return LakeSnapshot(batch, tables)
+
+    def versions_after(self, batch: int, touched: set[Location] | None) -> dict[str, int]:
+        """The version of every table of the lake once batch ``batch`` is committed (a completion mark's
+        ``tables``): batch ``batch - 1``'s (:meth:`snapshot`), with the newest version of each table in ``touched``
+        (those the batch committed to: one listing of each one's log); every table's newest when ``touched`` is
+        ``None`` or the batch is the first."""
+        if touched is None or batch <= 1:
+            found = {loc.relative_to(self.root): deltalog.newest_version(loc) for _, _, loc in self._table_locations()}
+        else:
+            found = {**self.snapshot(batch - 1).versions}
+            found.update({loc.relative_to(self.root): deltalog.newest_version(loc) for loc in touched})
+        return {k: v for k, v in sorted(found.items()) if v is not None}
 
     def write_manifest(self, manifest: BatchManifest) -> None:
         self.check()
@@ -204,9 +263,10 @@ class Lake:
     def schema_of(self, loc: Location) -> pa.Schema | None:
         return delta.table_schema(loc)
 
-    def read(self, loc: Location) -> pa.Table | None:
-        """The content of the Delta table at ``loc`` (through its log), or ``None`` when there is none."""
-        return delta.read_table(loc)
+    def read(self, loc: Location, version: int | None = None) -> pa.Table | None:
+        """The content of the Delta table at ``loc`` (through its log; as of ``version``, default its newest), or
+        ``None`` when there is none."""
+        return delta.read_table(loc, version)
 
     def sink(self, loc: Location, key: str, schema: pa.Schema, dictionary: list[str]) -> delta.ParquetSink:
         """A new Parquet file in the table folder ``loc``, referenced by no table until the driver commits it."""
@@ -264,12 +324,18 @@ class Lake:
             if (loc / "_delta_log").is_dir():
                 yield own, kind, loc
 
-    def tables(self) -> list[LakeTable]:
-        """Every Delta table of the lake: source tables by name (changes before current), then the lake's own.  Row
-        counts come from the Delta log's statistics: listing a large lake reads no data."""
+    def tables(self, snapshot: LakeSnapshot | None = None) -> list[LakeTable]:
+        """Every Delta table of the lake (as of ``snapshot``, :meth:`snapshot`; default: each table's newest
+        version): source tables by name (changes before current), then the lake's own.  Row counts come from the
+        Delta log's statistics: listing a large lake reads no data."""
         if not self.root.is_dir():
             raise BinlogError("no lake here", file=self.root.uri)
-        out = [_describe(name, kind, loc) for name, kind, loc in self._table_locations()]
+        at = snapshot or LakeSnapshot(None, {})
+        out = [
+            _describe(name, kind, loc, at.version(self, loc))
+            for name, kind, loc in self._table_locations()
+            if at.batch is None or loc.relative_to(self.root) in at.versions
+        ]
         return sorted((t for t in out if t.kind in KINDS), key=lambda t: (t.name, t.kind)) + [
             t for t in out if t.kind not in KINDS
         ]
@@ -283,13 +349,14 @@ class Lake:
         return hits[0] if hits else None
 
 
-def _describe(name: str, kind: str, loc: Location) -> LakeTable:
-    """The table at ``loc``: its rows are each file's records less those its deletion vector deletes."""
-    snap = deltalog.read_snapshot(loc)
+def _describe(name: str, kind: str, loc: Location, version: int | None) -> LakeTable:
+    """The table at ``loc`` (as of ``version``): its rows are each file's records less those its deletion vector
+    deletes."""
+    snap = deltalog.read_snapshot(loc, version)
     if snap is None:
         raise BinlogError("no Delta table here", file=loc.uri)
     rows = sum(snap.live_records(path) for path in snap.files)
-    return LakeTable(name, kind, loc, rows, len(snap.schema))
+    return LakeTable(name, kind, loc, rows, len(snap.schema), snap.version)
 
 
 def _source_name(db_dir: str, table_dir: str) -> str:

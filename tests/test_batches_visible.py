@@ -208,3 +208,26 @@ def test_completion_marks_read_old_and_refuse_newer() -> None:
     assert BatchDone.from_json('{"version": 2, "xa_pending": {}}') == BatchDone({}, None)
     with pytest.raises(BinlogError, match="format version 4"):
         BatchDone.from_json('{"version": 4, "xa_pending": {}}')
+
+
+def test_a_table_compacted_since_its_batch_reads_in_its_compacted_files(
+    lakes: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Maintenance after the last batch (a compaction, then a vacuum of everything older) leaves the lake as of
+    that batch readable, in the compacted files; the batch before it, whose files the vacuum took, fails with a
+    message naming the table rather than reading other rows."""
+    from deltalake import DeltaTable
+
+    root = tmp_path / "lake"
+    shutil.copytree(lakes[1], root)
+    lake = Lake(root)
+    before = _content(lake, lake.snapshot())
+    events = DeltaTable(str(root / "_events"))
+    assert events.version() == 2 and len(events.file_uris()) == 3
+    events.optimize.compact()
+    events.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+    assert lake.snapshot().versions["_events"] > 2 and lake.snapshot(3).versions["_events"] > 2
+    assert _content(lake, lake.snapshot()) == before
+    at_2 = lake.snapshot(2)
+    with pytest.raises(BinlogError, match="_events"):
+        lake.read(lake.root / "_events", at_2.versions["_events"])

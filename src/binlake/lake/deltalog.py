@@ -60,6 +60,7 @@ __all__ = [
     "newest_version",
     "read_snapshot",
     "remove",
+    "same_content_to",
     "scan_file",
     "scan_rows",
     "snapshot_before",
@@ -293,6 +294,24 @@ def version_before(table: Location, batch: int, app_ids: Sequence[str]) -> int |
     if first is None:
         return newest
     return first - 1 if first > 0 else None
+
+
+def same_content_to(table: Location, version: int, app_ids: Sequence[str]) -> int:
+    """The newest version of the table at ``table`` with the content of ``version`` as a batch left it: the versions
+    after it, read forward, as long as their commits are maintenance's (a compaction under its own application
+    transaction or none, a vacuum), not a batch's (carrying an application transaction of ``app_ids``; adding
+    columns or upgrading the protocol, as a batch does in a commit before its own; a restore, as a rewinding batch
+    does).  So a reader of the lake as of a batch reads a table compacted since in its compacted files, which a
+    vacuum keeps."""
+    commits, _ = _log_files(table)
+    while version + 1 in commits:
+        actions = [json.loads(line) for line in commits[version + 1].read_bytes().splitlines() if line.strip()]
+        if any(
+            a["txn"].get("appId") in app_ids if "txn" in a else "metaData" in a or "protocol" in a for a in actions
+        ) or any(a["commitInfo"].get("operation") == "RESTORE" for a in actions if "commitInfo" in a):
+            break
+        version += 1
+    return version
 
 
 def _clean(value: Any) -> Any:

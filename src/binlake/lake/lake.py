@@ -160,11 +160,10 @@ class Lake:
 
     def snapshot(self, batch: int | None = None) -> LakeSnapshot:
         """The lake as of batch ``batch`` (default: the last complete one, :meth:`last_complete`): the Delta version
-        of each table once that batch was committed, from the batch's completion mark, or, where the mark does not
-        list them (one written by binlake before version 3 of the mark, or gone), from each table's log
-        (:func:`binlake.lake.deltalog.version_before` the next batch).  A batch not complete yet, or before the
-        first, is refused; one whose versions were cleaned up (past the retention of the tables' logs) fails when a
-        table is read."""
+        of each table once that batch was committed (:meth:`_recorded`), or a later one where only maintenance
+        committed since (:func:`binlake.lake.deltalog.same_content_to`: the same rows, in the files a vacuum
+        keeps).  A batch not complete yet, or before the first, is refused; one whose versions were cleaned up
+        (past the retention of the tables' logs) fails when a table is read."""
         last = self.last_complete()
         if batch is None:
             if last == 0:
@@ -173,23 +172,31 @@ class Lake:
         if not 1 <= batch <= last:
             have = f"its batches are 1 to {last}" if last else "it has no complete batch yet"
             raise BinlogError(f"no complete batch {batch} in this lake: {have}", file=self.root.uri)
+        apps = (delta.APP_ID, delta.XA_APP_ID)
+        versions = {k: deltalog.same_content_to(self.root / k, v, apps) for k, v in self._recorded(batch).items()}
+        return LakeSnapshot(batch, versions)
+
+    def _recorded(self, batch: int) -> dict[str, int]:
+        """The Delta version of each table once complete batch ``batch`` was committed: its completion mark's, or,
+        where the mark does not list them (one written by binlake before version 3 of the mark, or gone), from
+        each table's log (:func:`binlake.lake.deltalog.version_before` the next batch)."""
         tables = self.done(batch).tables
         if tables is None:
             apps = (delta.APP_ID, delta.XA_APP_ID)
             found = {loc.relative_to(self.root): deltalog.version_before(loc, batch + 1, apps)
                      for _, _, loc in self._table_locations()}  # fmt: skip
             tables = {k: v for k, v in found.items() if v is not None}
-        return LakeSnapshot(batch, tables)
+        return tables
 
     def versions_after(self, batch: int, touched: set[Location] | None) -> dict[str, int]:
         """The version of every table of the lake once batch ``batch`` is committed (a completion mark's
-        ``tables``): batch ``batch - 1``'s (:meth:`snapshot`), with the newest version of each table in ``touched``
-        (those the batch committed to: one listing of each one's log); every table's newest when ``touched`` is
-        ``None`` or the batch is the first."""
+        ``tables``): batch ``batch - 1``'s (:meth:`_recorded`), with the newest version of each table in
+        ``touched`` (those the batch committed to: one listing of each one's log); every table's newest when
+        ``touched`` is ``None`` or the batch is the first."""
         if touched is None or batch <= 1:
             found = {loc.relative_to(self.root): deltalog.newest_version(loc) for _, _, loc in self._table_locations()}
         else:
-            found = {**self.snapshot(batch - 1).versions}
+            found = {**self._recorded(batch - 1)}
             found.update({loc.relative_to(self.root): deltalog.newest_version(loc) for loc in touched})
         return {k: v for k, v in sorted(found.items()) if v is not None}
 

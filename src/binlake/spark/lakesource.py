@@ -32,6 +32,8 @@ from binlake.lake import Lake
 from binlake.lake.delta import is_table
 from binlake.lake.deltalog import read_snapshot, scan_file
 from binlake.lake.dv import DeletionVector
+from binlake.lake.lake import KINDS
+from binlake.lake.tables import OWN_TABLES
 from binlake.storage import Location, locate
 
 __all__ = ["LakeDataSource"]
@@ -50,10 +52,14 @@ class _Files(InputPartition):
 
 def _lake_of(loc: Location) -> Lake | None:
     """The lake the table folder ``loc`` is in (``LAKE/_events``, ``LAKE/<db>/<table>/changes``), or ``None``."""
-    for root in (loc.parent, loc.parent.parent.parent):
-        if (root / "_binlake" / "batches").is_dir():
-            return Lake(root)
-    return None
+    depth = 1 if loc.name in OWN_TABLES else 3 if loc.name in KINDS else 0
+    parts = loc.uri.split("://", 1)[-1].strip("/").split("/")
+    if not depth or len(parts) <= depth:
+        return None
+    root = loc
+    for _ in range(depth):
+        root = root.parent
+    return Lake(root) if (root / "_binlake" / "batches").is_dir() else None
 
 
 def _table(path: str, table: str | None, batch: int | None) -> tuple[Location, int | None]:

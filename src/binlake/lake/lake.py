@@ -15,7 +15,8 @@ The layout of a lake, written here once (every name from the binlog encoded by :
     LAKE/_skips                   what --on-error skip-event|skip-transaction skipped (SKIPS)
     LAKE/_binlogs/                a live ingest's copies of the server's binlogs (binlake.ingest.live)
     LAKE/_binlake/batches/        each batch's manifest (NNNNNNNNNN.json) and completion mark (.done, holding the XA
-                                  transactions still waiting for their outcome): binlake.lake.records
+                                  transactions still waiting for their outcome and every table's Delta version
+                                  once the batch was committed): binlake.lake.records
     LAKE/_binlake/staging/        files a batch's tasks leave for its driver (removed when the batch is done)
     LAKE/_binlake/snapshots/      a snapshot's plan and chunk records, by batch (binlake.snapshot.chunks)
     LAKE/_binlake/stream-start.json  where a live lake's stream starts, until its first batch (binlake.ingest.live)
@@ -23,8 +24,10 @@ The layout of a lake, written here once (every name from the binlog encoded by :
     LAKE/_binlake/settings.json   how the lake lays out what it writes (records.LakeSettings; defaults without it)
 
 A batch lands through :meth:`Lake.batch`, which commits what the batch produced in the lake's own order and marks it
-done (:mod:`binlake.lake.batch`).  Every commit checks the writer lease first (:meth:`Lake.writing`): a lake is
-written by one ingest at a time, and one whose lease expired commits nothing more.  A :class:`Lake` pickles as its
+done (:mod:`binlake.lake.batch`), the mark listing every table's version then: readers read the lake as of one
+complete batch (:meth:`Lake.snapshot`), never one table at a batch and another at the batch before.  Every commit
+checks the writer lease first (:meth:`Lake.writing`): a lake is written by one ingest at a time, and one whose lease
+expired commits nothing more.  A :class:`Lake` pickles as its
 root URI (a Spark task gets one and resolves its filesystem from its own environment; no credential travels),
 without its lease: tasks write only files no table references yet, which the driver then commits.
 
@@ -34,6 +37,9 @@ Example::
     with lake.writing(wait=60), lake.batch(manifest) as b:
         b.changes("db/t", files, schema)
     manifest, done = lake.last_manifest()
+    at = lake.snapshot()                    # every table as of the last complete batch (or lake.snapshot(7))
+    for t in lake.tables(at):
+        rows = lake.read(t.location, t.version)
 """
 
 from __future__ import annotations

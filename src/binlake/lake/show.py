@@ -1,5 +1,5 @@
-"""``binlake tables LAKE [TABLE] [--limit N]`` (:mod:`binlake.cli.tables`): what a lake written by ``binlake ingest``
-holds, without Spark (``LAKE``: a folder or an object-store URI, :mod:`binlake.storage`).
+"""``binlake tables LAKE [TABLE] [--limit N] [--batch N]`` (:mod:`binlake.cli.tables`): what a lake written by
+``binlake ingest`` holds, without Spark (``LAKE``: a folder or an object-store URI, :mod:`binlake.storage`).
 
 Reads through each Delta table's log with the ``deltalake`` package (never the folder's Parquet files, which may
 include files an overwrite replaced): row counts come from the log's statistics, so listing a large lake reads no

@@ -56,7 +56,7 @@ import pyarrow as pa
 from binlake.lake.current import replace_current, staged_latest, update_current
 from binlake.lake.records import BatchDone, BatchManifest, DataFile, Emptied, SkipRecord, TaskReport
 from binlake.lake.runner import InProcessRunner, Runner
-from binlake.lake.tables import EVENTS, EVENTS_DIR, HISTORY, HISTORY_DIR, SKIPS, SKIPS_DIR
+from binlake.lake.tables import EVENTS, EVENTS_DIR, HISTORY, HISTORY_DIR, OWN_TABLES, SKIPS, SKIPS_DIR
 from binlake.storage import Location
 
 if TYPE_CHECKING:
@@ -158,7 +158,10 @@ class Batch:
                 if not rolled_back:
                     earlier_xa[key].append(x)
 
+        # every table a step commits to, and the lake's own always: a batch re-run after a cut may hand over no
+        # _schema_history row that its cut attempt committed (it finds the table maps there), yet has that commit
         touched = self._touched
+        touched.update(lake.own(name) for name in OWN_TABLES)
 
         def commit() -> None:
             for key, fs in sorted({**self._files, **by_table}.items()):

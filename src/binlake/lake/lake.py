@@ -45,10 +45,11 @@ Example::
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 
@@ -65,6 +66,8 @@ from binlake.storage import Location, locate
 __all__ = ["Lake", "LakeSnapshot", "LakeTable"]
 
 KINDS = ("changes", "current")
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,8 +182,9 @@ class Lake:
             have = f"its batches are 1 to {last}" if last else "it has no complete batch yet"
             raise BinlogError(f"no complete batch {batch} in this lake: {have}", file=self.root.uri)
         apps = (delta.APP_ID, delta.XA_APP_ID)
-        versions = {k: deltalog.same_content_to(self.root / k, v, apps) for k, v in self._recorded(batch).items()}
-        return LakeSnapshot(batch, versions)
+        recorded = self._recorded(batch)
+        settled = _each(lambda k: deltalog.same_content_to(self.root / k, recorded[k], apps), sorted(recorded))
+        return LakeSnapshot(batch, dict(zip(sorted(recorded), settled, strict=True)))
 
     def _recorded(self, batch: int) -> dict[str, int]:
         """The Delta version of each table once complete batch ``batch`` was committed: its completion mark's, or,
@@ -189,9 +193,9 @@ class Lake:
         tables = self.done(batch).tables
         if tables is None:
             apps = (delta.APP_ID, delta.XA_APP_ID)
-            found = {loc.relative_to(self.root): deltalog.version_before(loc, batch + 1, apps)
-                     for _, _, loc in self._table_locations()}  # fmt: skip
-            tables = {k: v for k, v in found.items() if v is not None}
+            locs = [loc for _, _, loc in self._table_locations()]
+            found = _each(lambda loc: deltalog.version_before(loc, batch + 1, apps), locs)
+            tables = {loc.relative_to(self.root): v for loc, v in zip(locs, found, strict=True) if v is not None}
         return tables
 
     def versions_after(self, batch: int, touched: set[Location] | None) -> dict[str, int]:
@@ -199,11 +203,14 @@ class Lake:
         ``tables``): batch ``batch - 1``'s (:meth:`_recorded`), with the newest version of each table in
         ``touched`` (those the batch committed to: one listing of each one's log); every table's newest when
         ``touched`` is ``None`` or the batch is the first."""
+        found: dict[str, int | None] = {}
         if touched is None or batch <= 1:
-            found = {loc.relative_to(self.root): deltalog.newest_version(loc) for _, _, loc in self._table_locations()}
+            locs = [loc for _, _, loc in self._table_locations()]
         else:
-            found = {**self._recorded(batch - 1)}
-            found.update({loc.relative_to(self.root): deltalog.newest_version(loc) for loc in touched})
+            found.update(self._recorded(batch - 1))
+            locs = sorted(touched, key=lambda loc: loc.uri)
+        newest = _each(deltalog.newest_version, locs)
+        found.update(zip((loc.relative_to(self.root) for loc in locs), newest, strict=True))
         return {k: v for k, v in sorted(found.items()) if v is not None}
 
     def write_manifest(self, manifest: BatchManifest) -> None:
@@ -344,11 +351,8 @@ class Lake:
         if not self.root.is_dir():
             raise BinlogError("no lake here", file=self.root.uri)
         at = snapshot or LakeSnapshot(None, {})
-        out = [
-            _describe(name, kind, loc, at.version(self, loc))
-            for name, kind, loc in self._table_locations()
-            if at.batch is None or loc.relative_to(self.root) in at.versions
-        ]
+        wanted = [t for t in self._table_locations() if at.batch is None or t[2].relative_to(self.root) in at.versions]
+        out = _each(lambda t: _describe(*t, at.version(self, t[2])), wanted)
         return sorted((t for t in out if t.kind in KINDS), key=lambda t: (t.name, t.kind)) + [
             t for t in out if t.kind not in KINDS
         ]
@@ -360,6 +364,15 @@ class Lake:
         hits = [t for t in (self.tables() if tables is None else tables) if t.name == name and kind in ("", t.kind)]
         hits.sort(key=lambda t: t.kind != "current")  # the current state first, when there is one
         return hits[0] if hits else None
+
+
+def _each(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """``fn`` of each of ``items`` (a table's log to list or read), side by side in threads: an object store's
+    latency per request, not their number, is what a lake of many tables waits for."""
+    if len(items) <= 1:
+        return [fn(i) for i in items]
+    with ThreadPoolExecutor(min(8, len(items))) as pool:
+        return list(pool.map(fn, items))
 
 
 def _describe(name: str, kind: str, loc: Location, version: int | None) -> LakeTable:

@@ -231,3 +231,13 @@ def test_a_table_compacted_since_its_batch_reads_in_its_compacted_files(
     at_2 = lake.snapshot(2)
     with pytest.raises(BinlogError, match="_events"):
         lake.read(lake.root / "_events", at_2.versions["_events"])
+
+
+def test_a_table_not_in_the_lake_as_of_a_batch_is_an_error_not_its_newest(lakes: tuple[Path, Path]) -> None:
+    """The version to read of a table the lake did not have as of batch N (here: one it never had) is an error,
+    never its newest version."""
+    lake = Lake(lakes[1])
+    at = lake.snapshot(1)
+    with pytest.raises(BinlogError, match="no table _skips in this lake as of batch 1"):
+        at.version(lake, lake.own("_skips"))
+    assert lake.snapshot(1).version(lake, lake.own("_events")) == 0

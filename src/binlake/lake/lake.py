@@ -94,8 +94,14 @@ class LakeSnapshot:
     versions: dict[str, int]
 
     def version(self, lake: Lake, loc: Location) -> int | None:
-        """The version of the table at ``loc`` to read (``None``: its newest)."""
-        return None if self.batch is None else self.versions.get(loc.relative_to(lake.root))
+        """The version of the table at ``loc`` of ``lake`` to read (``None``: its newest, when the snapshot is of no
+        batch); a table not in the lake as of the batch is an error."""
+        if self.batch is None:
+            return None
+        path = loc.relative_to(lake.root)
+        if path not in self.versions:
+            raise BinlogError(f"no table {path} in this lake as of batch {self.batch}", file=lake.root.uri)
+        return self.versions[path]
 
 
 class Lake:

@@ -75,10 +75,7 @@ def _table(path: str, table: str | None, batch: int | None) -> tuple[Location, i
             if batch is not None:
                 raise ValueError(f"binlake-lake: {loc} is in no lake: .option('batch') reads a lake's batch")
             return loc, None
-        at = lake.snapshot(batch)
-        if at.batch is not None and loc.relative_to(lake.root) not in at.versions:
-            raise ValueError(f"binlake-lake: {loc} is not in its lake as of batch {at.batch}")
-        return loc, at.version(lake, loc)
+        return loc, lake.snapshot(batch).version(lake, loc)
     lake = Lake(path)
     at = lake.snapshot(batch)
     found = lake.find(table, lake.tables(at))

@@ -27,9 +27,9 @@ A batch lands through :meth:`Lake.batch`, which commits what the batch produced 
 done (:mod:`binlake.lake.batch`), the mark listing every table's version then: readers read the lake as of one
 complete batch (:meth:`Lake.snapshot`), never one table at a batch and another at the batch before.  Every commit
 checks the writer lease first (:meth:`Lake.writing`): a lake is written by one ingest at a time, and one whose lease
-expired commits nothing more.  A :class:`Lake` pickles as its
-root URI (a Spark task gets one and resolves its filesystem from its own environment; no credential travels),
-without its lease: tasks write only files no table references yet, which the driver then commits.
+expired commits nothing more.  A :class:`Lake` pickles as its root URI (a Spark task gets one and resolves its
+filesystem from its own environment; no credential travels), without its lease: tasks write only files no table
+references yet, which the driver then commits.
 
 Example::
 

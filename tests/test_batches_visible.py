@@ -141,9 +141,10 @@ def test_readers_get_the_last_complete_batch(lakes: tuple[Path, Path], tmp_path:
 
     text = cli()
     assert "batch 2, 2 source tables, 6 Delta tables" in text.splitlines()[0]
-    assert [ln.split()[:3] for ln in text.splitlines()[1:] if ln.startswith("shop.customers")] == [
-        ["shop.customers", "changes", "122"],
-        ["shop.customers", "current", "120"],
+    at = lake.snapshot()
+    assert [ln.split() for ln in text.splitlines()[1:] if ln.startswith("shop.customers")] == [
+        ["shop.customers", "changes", "122", "15", str(at.versions["shop/customers/changes"])],
+        ["shop.customers", "current", "120", "7", str(at.versions["shop/customers/current"])],
     ]
     assert "shop.orders (current): 240 rows" in cli("shop.orders", "--batch", "1", "--limit", "1")
     for wrong in ("0", "3"):

@@ -555,8 +555,8 @@ def test_tables_command_lists_and_shows(corpus_lake: Location) -> None:
     out = io.StringIO()
     assert tables_main(argparse.Namespace(lake=corpus_lake.uri, table=None, limit=None, batch=None), out) == 0
     lines = out.getvalue().splitlines()
-    assert lines[1].split() == ["TABLE", "KIND", "ROWS", "COLUMNS"]
-    rows = {tuple(line.split()[:2]): line.split()[2:] for line in lines[2:]}
+    assert lines[1].split() == ["TABLE", "KIND", "ROWS", "COLUMNS", "VERSION"]
+    rows = {tuple(line.split()[:2]): line.split()[2:4] for line in lines[2:]}
     current = _delta(corpus_lake / "corpus_dml" / "accounts" / "current")
     assert rows[("corpus_dml.accounts", "current")] == [str(current.num_rows), str(current.num_columns)]
     assert ("_events", "events") in rows and ("_schema_history", "schema_history") in rows

@@ -18,10 +18,10 @@ Example::
 
     $ binlake tables lake
     lake: batch 3, 1 source tables, 3 Delta tables
-    TABLE                  KIND       ROWS  COLUMNS
-    corpus_dml.accounts    changes      41       16
-    corpus_dml.accounts    current      12        8
-    _events                events     1402       14
+    TABLE                  KIND       ROWS  COLUMNS  VERSION
+    corpus_dml.accounts    changes      41       16        2
+    corpus_dml.accounts    current      12        8        2
+    _events                events     1402       14        2
     $ binlake tables lake corpus_dml.accounts --limit 5
 """
 
@@ -92,11 +92,12 @@ def show_table(lake: Lake, table: LakeTable, limit: int, out: TextIO) -> None:
 
 
 def list_tables(lake: Lake, at: LakeSnapshot, out: TextIO) -> None:
-    """Print the tables of ``lake`` as of ``at``: a line of counts, then each table's kind, rows and columns."""
+    """Print the tables of ``lake`` as of ``at``: a line of counts, then each table's kind, rows, columns and the
+    Delta version they are of (what another Delta reader reads the table as of that batch at)."""
     tables = lake.tables(at)
     sources = len({t.name for t in tables if t.kind in KINDS})
     batch = "" if at.batch is None else f"batch {at.batch}, "
     out.write(f"{lake.root}: {batch}{sources} source tables, {len(tables)} Delta tables\n")
-    rows: list[list[Any]] = [[t.name, t.kind, t.rows, t.columns] for t in tables]
-    for text in format_rows(["TABLE", "KIND", "ROWS", "COLUMNS"], rows, {2, 3}):
+    rows: list[list[Any]] = [[t.name, t.kind, t.rows, t.columns, t.version] for t in tables]
+    for text in format_rows(["TABLE", "KIND", "ROWS", "COLUMNS", "VERSION"], rows, {2, 3, 4}):
         out.write(text + "\n")

@@ -271,11 +271,11 @@ def version_before(table: Location, batch: int, app_ids: Sequence[str]) -> int |
     of a recent batch reads a few commits.  A commit that only changes the table's columns or protocol just before
     the first such commit is part of its batch (:func:`binlake.lake.delta.add_columns`: the columns the batch
     adds); any other carrying no batch of those applications (maintenance) belongs to the batch before it."""
-    newest = newest_version(table)
+    commits, parts = _log_files(table)
+    newest = max([*commits, *(v for v, _ in parts)], default=None)
     if newest is None:
         return None
     first: int | None = None  # the oldest commit seen carrying ``batch`` or later
-    commits, _ = _log_files(table)
     for version in range(newest, -1, -1):
         if version not in commits:  # read back to where the log was cleaned up: its checkpoint says the rest
             kept = read_snapshot(table, version + 1)

@@ -325,11 +325,11 @@ def _stage(lake: Lake, batch: int, rows: pa.Table, pk: list[str]) -> str:
     return name
 
 
-def run(lake: Lake, args: dict[str, Any], runner: Runner | None = None) -> None:
-    """The current-state step of a batch landed by :func:`write_batch`."""
+def run(lake: Lake, args: dict[str, Any], runner: Runner | None = None) -> list[str]:
+    """The current-state step of a batch landed by :func:`write_batch`; the tables it committed to (keys)."""
     a = dict(args)
     latest = {k: [n for n in v if n] for k, v in a.pop("latest").items()}
-    update_current(lake, a.pop("batch"), runner=runner, latest=latest, **a)
+    return update_current(lake, a.pop("batch"), runner=runner, latest=latest, **a)
 
 
 def lake_rows(lake: Lake, table: str, pk: list[str]) -> list[dict[str, Any]]:

@@ -51,3 +51,40 @@ def test_spark_reads_a_table_with_deletion_vectors(spark: Any, storage: Storage)
 
     assert rows(got) == rows(want) == rows(mine)
     assert sum(r["added"] is not None for r in rows(got)) == 1000
+
+
+def test_spark_reads_the_last_complete_batch_or_the_one_named(spark: Any, tmp_path: Any) -> None:
+    """A lake whose batch 3 is committed to its tables but not marked done reads as of batch 2 by default, by
+    ``.option("table")`` and by a table's folder alike; ``.option("batch", N)`` reads batch N (time travel); a
+    batch not complete is refused."""
+    from pathlib import Path
+
+    from binlake.ingest.run import ingest
+    from binlake.lake import Lake
+    from binlake.lake.runner import InProcessRunner
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "example-bin.000001"
+    data, binlogs, root = example.read_bytes(), tmp_path / "binlogs", tmp_path / "lake"
+    binlogs.mkdir()
+    for cut in (20000, 45000, None):
+        (binlogs / example.name).write_bytes(data[:cut] if cut else data)
+        ingest(InProcessRunner(), [str(binlogs)], str(root))
+    lake = Lake(root)
+    want = {b: {t.location.relative_to(lake.root): t.rows for t in lake.tables(lake.snapshot(b))} for b in (1, 2)}
+    (root / "_binlake" / "batches" / "0000000003.done").unlink()
+
+    def count(table: str, batch: int | None = None, *, folder: bool = False) -> int:
+        reader = spark.read.format("binlake-lake")
+        if batch is not None:
+            reader = reader.option("batch", batch)
+        if folder:
+            return int(reader.load(str(root / table)).count())
+        return int(reader.option("table", table.replace("/", ".", 1)).load(str(root)).count())
+
+    assert want[2]["shop/customers/changes"] == 122 and want[1]["shop/orders/current"] == 240
+    assert count("shop/customers/changes") == count("shop/customers/changes", folder=True) == 122
+    assert count("shop/orders/changes", 1) == want[1]["shop/orders/changes"]
+    assert count("_events", 1, folder=True) == want[1]["_events"]
+    assert count("shop/orders", 1) == want[1]["shop/orders/current"]
+    with pytest.raises(Exception, match="no complete batch 3 in this lake"):
+        count("_events", 3, folder=True)

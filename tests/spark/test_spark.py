@@ -553,15 +553,18 @@ def test_tables_command_lists_and_shows(corpus_lake: Location) -> None:
     from binlake.errors import BinlogError
 
     out = io.StringIO()
-    assert tables_main(argparse.Namespace(lake=corpus_lake.uri, table=None, limit=None), out) == 0
+    assert tables_main(argparse.Namespace(lake=corpus_lake.uri, table=None, limit=None, batch=None), out) == 0
     lines = out.getvalue().splitlines()
-    assert lines[1].split() == ["TABLE", "KIND", "ROWS", "COLUMNS"]
-    rows = {tuple(line.split()[:2]): line.split()[2:] for line in lines[2:]}
+    assert lines[1].split() == ["TABLE", "KIND", "ROWS", "COLUMNS", "VERSION"]
+    rows = {tuple(line.split()[:2]): line.split()[2:4] for line in lines[2:]}
     current = _delta(corpus_lake / "corpus_dml" / "accounts" / "current")
     assert rows[("corpus_dml.accounts", "current")] == [str(current.num_rows), str(current.num_columns)]
     assert ("_events", "events") in rows and ("_schema_history", "schema_history") in rows
     out = io.StringIO()
-    assert tables_main(argparse.Namespace(lake=corpus_lake.uri, table="corpus_dml.accounts", limit=3), out) == 0
+    assert (
+        tables_main(argparse.Namespace(lake=corpus_lake.uri, table="corpus_dml.accounts", limit=3, batch=None), out)
+        == 0
+    )
     shown = out.getvalue().splitlines()
     assert shown[0] == f"corpus_dml.accounts (current): {current.num_rows} rows, {current.num_columns} columns"
     first = current.sort_by("_seq").to_pylist()[0]
@@ -569,9 +572,9 @@ def test_tables_command_lists_and_shows(corpus_lake: Location) -> None:
     assert shown[2].split()[:2] == [str(first["id"]), first["owner"]] and len(shown) == 6
     assert shown[-1] == f"... {current.num_rows - 3} more rows (--limit N)"
     with pytest.raises(BinlogError, match=r"no table 'no\.such' in .*binlake tables LAKE"):
-        tables_main(argparse.Namespace(lake=corpus_lake.uri, table="no.such", limit=3), io.StringIO())
+        tables_main(argparse.Namespace(lake=corpus_lake.uri, table="no.such", limit=3, batch=None), io.StringIO())
     with pytest.raises(BinlogError, match="--limit N is the rows shown of a TABLE"):
-        tables_main(argparse.Namespace(lake=corpus_lake.uri, table=None, limit=3), io.StringIO())
+        tables_main(argparse.Namespace(lake=corpus_lake.uri, table=None, limit=3, batch=None), io.StringIO())
     # the command is registered without importing Spark
     code = "import sys; from binlake.cli import build_parser; build_parser(['tables']); print('pyspark' in sys.modules)"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2] / "src"), *sys.path])}

@@ -1,4 +1,4 @@
-"""``binlake tables LAKE [TABLE] [--limit N]``: the command line of :mod:`binlake.lake.show`."""
+"""``binlake tables LAKE [TABLE] [--limit N] [--batch N]``: the command line of :mod:`binlake.lake.show`."""
 
 from __future__ import annotations
 
@@ -26,6 +26,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="show the first rows of this table: db.table (its current state), db.table/changes, _events, ...",
     )
     parser.add_argument("--limit", type=int, metavar="N", help=f"rows to show with TABLE (default {LIMIT})")
+    parser.add_argument(
+        "--batch",
+        type=int,
+        metavar="N",
+        help="every table as of batch N (time travel, within the tables' log retention; default: the last complete "
+        "batch, never a batch an ingest is still committing)",
+    )
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -35,11 +42,15 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if args.limit is not None and not args.table:
         raise BinlogError("--limit N is the rows shown of a TABLE: give TABLE too")
     lake = Lake(args.lake)
+    if not lake.root.is_dir():
+        raise BinlogError("no lake here", file=lake.root.uri)
+    at = lake.snapshot(args.batch)
     if not args.table:
-        list_tables(lake, out)
+        list_tables(lake, at, out)
         return 0
-    found = lake.find(args.table, lake.tables())
+    found = lake.find(args.table, lake.tables(at))
     if found is None:
-        raise BinlogError(f"no table {args.table!r} in {lake.root} (run `binlake tables LAKE` to list them)")
+        when = "" if at.batch is None else f" as of batch {at.batch}"
+        raise BinlogError(f"no table {args.table!r} in {lake.root}{when} (run `binlake tables LAKE` to list them)")
     show_table(lake, found, max(0, LIMIT if args.limit is None else args.limit), out)
     return 0

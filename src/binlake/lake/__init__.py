@@ -6,7 +6,7 @@ The ingest (:mod:`binlake.ingest`) decodes binlogs into the files a :class:`Lake
 ``deltalake``.
 
 ==================  ===============================================================================================
-``lake``            :class:`Lake`: the layout, the batch manifests, reading and committing (fenced by the lease)
+``lake``            :class:`Lake`: the layout, the batch manifests, reading (as of one batch) and committing
 ``batch``           the commit protocol: what a batch produced, committed in the lake's order, then its done mark
 ``runner``          where tasks run: the :class:`~binlake.lake.runner.Runner` protocol, its records, this process's
 ``storage``         (``binlake.storage``) the filesystem layer under it: URIs through ``pyarrow.fs``
@@ -36,13 +36,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from binlake.lake.lake import Lake, LakeTable
+    from binlake.lake.lake import Lake, LakeSnapshot, LakeTable
     from binlake.lake.lease import LakeBusy, LeaseLost
 
-__all__ = ["Lake", "LakeBusy", "LakeTable", "LeaseLost"]
+__all__ = ["Lake", "LakeBusy", "LakeSnapshot", "LakeTable", "LeaseLost"]
 
-_WHERE = {"Lake": "binlake.lake.lake", "LakeTable": "binlake.lake.lake", "LakeBusy": "binlake.lake.lease",
-          "LeaseLost": "binlake.lake.lease"}  # fmt: skip
+_WHERE = {"Lake": "binlake.lake.lake", "LakeTable": "binlake.lake.lake", "LakeSnapshot": "binlake.lake.lake",
+          "LakeBusy": "binlake.lake.lease", "LeaseLost": "binlake.lake.lease"}  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:

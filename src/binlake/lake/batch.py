@@ -26,10 +26,12 @@ The commit, in this order:
    the batch's :class:`~binlake.lake.runner.Runner`);
 5. the manifest, unless it was written before the batch (the ingest writes its plan first, so that a crash replays
    the same ranges; a snapshot's own records replay it), then the completion mark with the XA transactions still
-   waiting for their outcome; the batch's staging files go.
+   waiting for their outcome and the Delta version of every table of the lake now (the previous mark's, with the
+   newest version of each table this batch committed to: what a reader of the lake as of this batch reads,
+   :meth:`binlake.lake.lake.Lake.snapshot`); the batch's staging files go.
 
 A batch that rewinds the lake (:attr:`~binlake.lake.records.BatchManifest.rewinds`) takes every table back to before
-that batch instead, and its mark carries what was pending there.
+that batch instead, and its mark carries what was pending there (and the version of every table, read anew).
 
 Every commit checks the writer lease and carries the application transaction ``(binlake-ingest, batch)``
 (``binlake-xa`` for step 3), and the mark comes last: a batch cut by a kill at any point is finished by the next
@@ -54,7 +56,8 @@ import pyarrow as pa
 from binlake.lake.current import replace_current, staged_latest, update_current
 from binlake.lake.records import BatchDone, BatchManifest, DataFile, Emptied, SkipRecord, TaskReport
 from binlake.lake.runner import InProcessRunner, Runner
-from binlake.lake.tables import EVENTS, EVENTS_DIR, HISTORY, HISTORY_DIR, SKIPS, SKIPS_DIR
+from binlake.lake.tables import EVENTS, EVENTS_DIR, HISTORY, HISTORY_DIR, OWN_TABLES, SKIPS, SKIPS_DIR
+from binlake.storage import Location
 
 if TYPE_CHECKING:
     from binlake.lake.lake import Lake
@@ -89,6 +92,7 @@ class Batch:
         self._files: dict[str, list[DataFile]] = {}  # a snapshot's change files, by table
         self._replaced: dict[str, tuple[list[DataFile], pa.Schema, list[str]]] = {}  # a snapshot's, by table
         self.pending: dict[str, tuple[str, ...]] = {}  # after the commit: XID -> tables, still waiting
+        self._touched: set[Location] = set()  # every table a step of the commit may have committed to
         self.rewound = 0  # after the commit of a rewinding batch: the tables it took back
 
     # -- what the batch produced ---------------------------------------------------------------------------------
@@ -127,7 +131,7 @@ class Batch:
         if self.manifest.rewinds is not None:
             first = self.manifest.rewinds
             self.rewound = self._timed("rewind", lambda: lake.rewind(first))
-            self._finish(lake.done(first - 1))
+            self._finish(lake.done(first - 1).xa_pending, anew=True)
             return
         reports = sorted(self._reports, key=lambda r: r.split)
         by_table: dict[str, list[DataFile]] = defaultdict(list)  # the tasks' change files
@@ -154,34 +158,48 @@ class Batch:
                 if not rolled_back:
                     earlier_xa[key].append(x)
 
+        # every table a step commits to, and the lake's own always: a batch re-run after a cut may hand over no
+        # _schema_history row that its cut attempt committed (it finds the table maps there), yet has that commit
+        touched = self._touched
+        touched.update(lake.own(name) for name in OWN_TABLES)
+
         def commit() -> None:
             for key, fs in sorted({**self._files, **by_table}.items()):
+                touched.add(lake.changes(key))
                 lake.commit(lake.changes(key), fs, self._schemas[key], batch)
             if events:
+                touched.add(lake.own(EVENTS_DIR))
                 lake.commit(lake.own(EVENTS_DIR), events, EVENTS, batch)
             if self._history:
+                touched.add(lake.own(HISTORY_DIR))
                 lake.append(lake.own(HISTORY_DIR), pa.Table.from_pylist(self._history, schema=HISTORY), batch)
             if skips:
+                touched.add(lake.own(SKIPS_DIR))
                 rows = [{**s.to_json(), "batch": batch} for s in skips]
                 lake.append(lake.own(SKIPS_DIR), pa.Table.from_pylist(rows, schema=SKIPS), batch)
             for key, xa in sorted(outcomes_of.items()):
+                touched.add(lake.changes(key))
                 lake.resolve_rollbacks(lake.changes(key), xa, batch)
 
         def current() -> None:
             for key, (files, schema, pk) in sorted(self._replaced.items()):
+                touched.add(lake.current(key))
                 replace_current(lake, key, files, schema, pk, batch)
             latest = staged_latest(reports, by_table)
-            update_current(lake, batch, self._pk, self._schemas, by_table, earlier_xa, emptied,
-                           self.manifest.renames, latest, self._runner)  # fmt: skip
+            keys = update_current(lake, batch, self._pk, self._schemas, by_table, earlier_xa, emptied,
+                                  self.manifest.renames, latest, self._runner)  # fmt: skip
+            touched.update(lake.current(key) for key in keys)
 
         self._timed("commit", commit)
         self._timed("current", current)
         if lake.manifest(batch) is None:
             lake.write_manifest(self.manifest)
-        self._finish(BatchDone({x: tuple(sorted(k)) for x, k in pending.items()}))
+        self._finish({x: tuple(sorted(k)) for x, k in pending.items()})
 
-    def _finish(self, done: BatchDone) -> None:
-        """The completion mark, then the batch's staging files go."""
-        self.pending = dict(done.xa_pending)
-        self.lake.write_done(self.batch, done)
+    def _finish(self, pending: dict[str, tuple[str, ...]], *, anew: bool = False) -> None:
+        """The completion mark (the tables' versions: :meth:`~binlake.lake.lake.Lake.versions_after`; ``anew``:
+        read from every table), then the batch's staging files go."""
+        self.pending = dict(pending)
+        tables = self.lake.versions_after(self.batch, None if anew else self._touched)
+        self.lake.write_done(self.batch, BatchDone(self.pending, tables))
         self.lake.staging(self.batch).delete_dir()

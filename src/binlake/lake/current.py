@@ -223,11 +223,11 @@ def update_current(
     renames: list[Statement],
     latest: dict[str, list[str]],
     runner: Runner | None = None,
-) -> None:
+) -> list[str]:
     """Apply this batch to the current-state tables (module docstring): each table's changes in ``_seq`` order,
     cut where a statement empties a table (``emptied``) or moves it (``renames``); ``latest``: the tables the tasks
     reduced to the last change of each key (:func:`staged_latest`); ``runner``: where the range tasks of a large
-    batch run (default: this process)."""
+    batch run (default: this process).  The tables it may have committed to (their keys)."""
     run = _Batch(lake, batch, dict(pk), schemas, runner or InProcessRunner())
     for key in sorted(set(by_table) | set(earlier_xa)):
         if pk.get(key):
@@ -262,6 +262,7 @@ def update_current(
                 run.move(s, d)
     run.merge(segments(sorted(run.sources), None))
     run.commit()
+    return sorted(run.sets)
 
 
 def replace_current(

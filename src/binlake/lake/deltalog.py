@@ -57,13 +57,16 @@ __all__ = [
     "delta_table",
     "file_location",
     "new_file",
+    "newest_version",
     "read_snapshot",
     "remove",
+    "same_content_to",
     "scan_file",
     "scan_rows",
     "snapshot_before",
     "table_actions",
     "txn",
+    "version_before",
 ]
 
 _Data = TypeVar("_Data", pa.Table, pa.RecordBatch)
@@ -192,17 +195,28 @@ def file_location(table: Location, path: str) -> Location:
 # -- reading the log ------------------------------------------------------------------------------------------------
 
 
-def read_snapshot(table: Location, version: int | None = None) -> Snapshot | None:
-    """The table at ``table`` as of ``version`` (default: its newest), or ``None`` when there is no table."""
-    log = table / LOG
+def _log_files(table: Location) -> tuple[dict[int, Location], dict[tuple[int, int], list[Location]]]:
+    """The table's log as listed: its commits by version, and its checkpoints' parts by (version, parts)."""
     commits: dict[int, Location] = {}
     parts: dict[tuple[int, int], list[Location]] = {}
-    for entry in log.list():
+    for entry in (table / LOG).list():
         name = entry.location.name
         if m := _COMMIT.match(name):
             commits[int(m[1])] = entry.location
         elif m := _CHECKPOINT.match(name):
             parts.setdefault((int(m[1]), int(m[3] or 1)), []).append(entry.location)
+    return commits, parts
+
+
+def newest_version(table: Location) -> int | None:
+    """The newest version of the table at ``table`` (one listing of its log), or ``None`` when there is no table."""
+    commits, parts = _log_files(table)
+    return max([*commits, *(v for v, _ in parts)], default=None)
+
+
+def read_snapshot(table: Location, version: int | None = None) -> Snapshot | None:
+    """The table at ``table`` as of ``version`` (default: its newest), or ``None`` when there is no table."""
+    commits, parts = _log_files(table)
     if not commits and not parts:
         return None
     newest = max([*commits, *(v for v, _ in parts)])
@@ -240,24 +254,64 @@ def _read_all(files: list[Location]) -> Iterator[bytes]:
 
 def snapshot_before(table: Location, app_id: str, batch: int) -> Snapshot | None:
     """The table at ``table`` as it was before batch ``batch`` of application ``app_id`` was committed to it: its
-    newest snapshot when it has not got the batch, else the one before the commit that carries it (found by reading
-    the commits back from the newest: a batch being re-run is the table's last); ``None`` when there was no table
-    then."""
+    newest snapshot when it has not got the batch, else the one before the commit that carries it; ``None`` when
+    there was no table then (:func:`version_before`)."""
     snap = read_snapshot(table)
     if snap is None or snap.txns.get(app_id, -1) < batch:
         return snap
-    for version in range(snap.version, -1, -1):
-        body = (table / LOG / f"{version:020d}.json").read_bytes()
-        for line in body.splitlines():
-            t = json.loads(line).get("txn") if line.strip() else None
-            if t is not None and t.get("appId") == app_id and int(t["version"]) >= batch:
-                break
-        else:
-            continue
-        earlier = read_snapshot(table, version - 1) if version else None
-        if earlier is None or earlier.txns.get(app_id, -1) < batch:
-            return earlier
-    raise LakeFormatError(f"no commit of batch {batch} in this table's log", file=table.uri)
+    version = version_before(table, batch, (app_id,))
+    return None if version is None else read_snapshot(table, version)
+
+
+def version_before(table: Location, batch: int, app_ids: Sequence[str]) -> int | None:
+    """The last version of the table at ``table`` before its first commit carrying batch ``batch`` or a later one of
+    any of ``app_ids`` (its newest when it has none), or ``None`` when there was no table then (no table, or one
+    created by such a commit).  The commits are read back from the newest, down to one carrying an earlier batch of
+    those applications (a table's batches only grow): a batch being re-run is the table's last, and a table read as
+    of a recent batch reads a few commits.  A commit that only changes the table's columns or protocol just before
+    the first such commit is part of its batch (:func:`binlake.lake.delta.add_columns`: the columns the batch
+    adds); any other carrying no batch of those applications (maintenance) belongs to the batch before it."""
+    commits, parts = _log_files(table)
+    newest = max([*commits, *(v for v, _ in parts)], default=None)
+    if newest is None:
+        return None
+    first: int | None = None  # the oldest commit seen carrying ``batch`` or later
+    for version in range(newest, -1, -1):
+        if version not in commits:  # read back to where the log was cleaned up: its checkpoint says the rest
+            kept = read_snapshot(table, version + 1)
+            if first is None and kept is not None and all(kept.txns.get(a, -1) < batch for a in app_ids):
+                return newest
+            raise StorageError(f"the commits before version {version + 1} of this Delta table are no longer in its "
+                               "log (cleaned up past their retention)", file=table.uri)  # fmt: skip
+        actions = [json.loads(line) for line in commits[version].read_bytes().splitlines() if line.strip()]
+        carried = [int(a["txn"]["version"]) for a in actions if "txn" in a and a["txn"].get("appId") in app_ids]
+        if any(v >= batch for v in carried):
+            first = version
+        elif carried:
+            break
+        elif first == version + 1 and all(set(a) <= {"commitInfo", "metaData", "protocol"} for a in actions):
+            first = version  # the columns (or protocol) the batch's own commit needed, in a commit of their own
+    if first is None:
+        return newest
+    return first - 1 if first > 0 else None
+
+
+def same_content_to(table: Location, version: int, app_ids: Sequence[str]) -> int:
+    """The newest version of the table at ``table`` with the content of ``version`` as a batch left it: the versions
+    after it, read forward, as long as their commits are maintenance's (a compaction under its own application
+    transaction or none, a vacuum), not a batch's (carrying an application transaction of ``app_ids``; adding
+    columns or upgrading the protocol, as a batch does in a commit before its own; a restore, as a rewinding batch
+    does).  So a reader of the lake as of a batch reads a table compacted since in its compacted files, which a
+    vacuum keeps."""
+    commits, _ = _log_files(table)
+    while version + 1 in commits:
+        actions = [json.loads(line) for line in commits[version + 1].read_bytes().splitlines() if line.strip()]
+        if any(
+            a["txn"].get("appId") in app_ids if "txn" in a else "metaData" in a or "protocol" in a for a in actions
+        ) or any(a["commitInfo"].get("operation") == "RESTORE" for a in actions if "commitInfo" in a):
+            break
+        version += 1
+    return version
 
 
 def _clean(value: Any) -> Any:

@@ -15,7 +15,8 @@ The layout of a lake, written here once (every name from the binlog encoded by :
     LAKE/_skips                   what --on-error skip-event|skip-transaction skipped (SKIPS)
     LAKE/_binlogs/                a live ingest's copies of the server's binlogs (binlake.ingest.live)
     LAKE/_binlake/batches/        each batch's manifest (NNNNNNNNNN.json) and completion mark (.done, holding the XA
-                                  transactions still waiting for their outcome): binlake.lake.records
+                                  transactions still waiting for their outcome and every table's Delta version
+                                  once the batch was committed): binlake.lake.records
     LAKE/_binlake/staging/        files a batch's tasks leave for its driver (removed when the batch is done)
     LAKE/_binlake/snapshots/      a snapshot's plan and chunk records, by batch (binlake.snapshot.chunks)
     LAKE/_binlake/stream-start.json  where a live lake's stream starts, until its first batch (binlake.ingest.live)
@@ -23,10 +24,12 @@ The layout of a lake, written here once (every name from the binlog encoded by :
     LAKE/_binlake/settings.json   how the lake lays out what it writes (records.LakeSettings; defaults without it)
 
 A batch lands through :meth:`Lake.batch`, which commits what the batch produced in the lake's own order and marks it
-done (:mod:`binlake.lake.batch`).  Every commit checks the writer lease first (:meth:`Lake.writing`): a lake is
-written by one ingest at a time, and one whose lease expired commits nothing more.  A :class:`Lake` pickles as its
-root URI (a Spark task gets one and resolves its filesystem from its own environment; no credential travels),
-without its lease: tasks write only files no table references yet, which the driver then commits.
+done (:mod:`binlake.lake.batch`), the mark listing every table's version then: readers read the lake as of one
+complete batch (:meth:`Lake.snapshot`), never one table at a batch and another at the batch before.  Every commit
+checks the writer lease first (:meth:`Lake.writing`): a lake is written by one ingest at a time, and one whose lease
+expired commits nothing more.  A :class:`Lake` pickles as its root URI (a Spark task gets one and resolves its
+filesystem from its own environment; no credential travels), without its lease: tasks write only files no table
+references yet, which the driver then commits.
 
 Example::
 
@@ -34,15 +37,19 @@ Example::
     with lake.writing(wait=60), lake.batch(manifest) as b:
         b.changes("db/t", files, schema)
     manifest, done = lake.last_manifest()
+    at = lake.snapshot()                    # every table as of the last complete batch (or lake.snapshot(7))
+    for t in lake.tables(at):
+        rows = lake.read(t.location, t.version)
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 
@@ -56,21 +63,45 @@ from binlake.lake.runner import Runner
 from binlake.lake.tables import OWN_TABLES
 from binlake.storage import Location, locate
 
-__all__ = ["Lake", "LakeTable"]
+__all__ = ["Lake", "LakeSnapshot", "LakeTable"]
 
 KINDS = ("changes", "current")
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True)
 class LakeTable:
     """One Delta table of a lake: ``name`` as the source named it (``db.table``, or the lake's ``_events`` ...),
-    ``kind`` (``changes``, ``current``, ``events``, ``schema_history``, ``skips``), where it is, rows and columns."""
+    ``kind`` (``changes``, ``current``, ``events``, ``schema_history``, ``skips``), where it is, rows and columns,
+    and the Delta ``version`` they are of."""
 
     name: str
     kind: str
     location: Location
     rows: int
     columns: int
+    version: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LakeSnapshot:
+    """The lake as of one batch: ``batch`` (``None``: the lake has no complete batch yet, and each table is read as
+    of its newest version) and the Delta version of each of its tables then (``versions``: its folder below the
+    lake's root -> version; a table not there is not in the lake as of the batch).  Made by :meth:`Lake.snapshot`."""
+
+    batch: int | None
+    versions: dict[str, int]
+
+    def version(self, lake: Lake, loc: Location) -> int | None:
+        """The version of the table at ``loc`` of ``lake`` to read (``None``: its newest, when the snapshot is of no
+        batch); a table not in the lake as of the batch is an error."""
+        if self.batch is None:
+            return None
+        path = loc.relative_to(lake.root)
+        if path not in self.versions:
+            raise BinlogError(f"no table {path} in this lake as of batch {self.batch}", file=lake.root.uri)
+        return self.versions[path]
 
 
 class Lake:
@@ -133,6 +164,60 @@ class Lake:
         if batch < 1 or not mark.exists():
             return BatchDone()
         return BatchDone.from_json(mark.read_bytes().decode("utf-8"), mark.uri)
+
+    def last_complete(self) -> int:
+        """The last batch whose completion mark is written (0 before the first): every table has it, and no table
+        has a later one but the batch still under way or cut short."""
+        manifest, done = self.last_manifest()
+        if manifest is None:
+            return 0
+        return manifest.batch if done else manifest.batch - 1
+
+    def snapshot(self, batch: int | None = None) -> LakeSnapshot:
+        """The lake as of batch ``batch`` (default: the last complete one, :meth:`last_complete`): the Delta version
+        of each table once that batch was committed (:meth:`_recorded`), or a later one where only maintenance
+        committed since (:func:`binlake.lake.deltalog.same_content_to`: the same rows, in the files a vacuum
+        keeps).  A batch not complete yet, or before the first, is refused; one whose versions were cleaned up
+        (past the retention of the tables' logs) fails when a table is read."""
+        last = self.last_complete()
+        if batch is None:
+            if last == 0:
+                return LakeSnapshot(None, {})
+            batch = last
+        if not 1 <= batch <= last:
+            have = f"its batches are 1 to {last}" if last else "it has no complete batch yet"
+            raise BinlogError(f"no complete batch {batch} in this lake: {have}", file=self.root.uri)
+        apps = (delta.APP_ID, delta.XA_APP_ID)
+        recorded = self._recorded(batch)
+        settled = _each(lambda k: deltalog.same_content_to(self.root / k, recorded[k], apps), sorted(recorded))
+        return LakeSnapshot(batch, dict(zip(sorted(recorded), settled, strict=True)))
+
+    def _recorded(self, batch: int) -> dict[str, int]:
+        """The Delta version of each table once complete batch ``batch`` was committed: its completion mark's, or,
+        where the mark does not list them (one written by binlake before version 3 of the mark, or gone), from
+        each table's log (:func:`binlake.lake.deltalog.version_before` the next batch)."""
+        tables = self.done(batch).tables
+        if tables is None:
+            apps = (delta.APP_ID, delta.XA_APP_ID)
+            locs = [loc for _, _, loc in self._table_locations()]
+            found = _each(lambda loc: deltalog.version_before(loc, batch + 1, apps), locs)
+            tables = {loc.relative_to(self.root): v for loc, v in zip(locs, found, strict=True) if v is not None}
+        return tables
+
+    def versions_after(self, batch: int, touched: set[Location] | None) -> dict[str, int]:
+        """The version of every table of the lake once batch ``batch`` is committed (a completion mark's
+        ``tables``): batch ``batch - 1``'s (:meth:`_recorded`), with the newest version of each table in
+        ``touched`` (those the batch committed to: one listing of each one's log); every table's newest when
+        ``touched`` is ``None`` or the batch is the first."""
+        found: dict[str, int | None] = {}
+        if touched is None or batch <= 1:
+            locs = [loc for _, _, loc in self._table_locations()]
+        else:
+            found.update(self._recorded(batch - 1))
+            locs = sorted(touched, key=lambda loc: loc.uri)
+        newest = _each(deltalog.newest_version, locs)
+        found.update(zip((loc.relative_to(self.root) for loc in locs), newest, strict=True))
+        return {k: v for k, v in sorted(found.items()) if v is not None}
 
     def write_manifest(self, manifest: BatchManifest) -> None:
         self.check()
@@ -204,9 +289,10 @@ class Lake:
     def schema_of(self, loc: Location) -> pa.Schema | None:
         return delta.table_schema(loc)
 
-    def read(self, loc: Location) -> pa.Table | None:
-        """The content of the Delta table at ``loc`` (through its log), or ``None`` when there is none."""
-        return delta.read_table(loc)
+    def read(self, loc: Location, version: int | None = None) -> pa.Table | None:
+        """The content of the Delta table at ``loc`` (through its log; as of ``version``, default its newest), or
+        ``None`` when there is none."""
+        return delta.read_table(loc, version)
 
     def sink(self, loc: Location, key: str, schema: pa.Schema, dictionary: list[str]) -> delta.ParquetSink:
         """A new Parquet file in the table folder ``loc``, referenced by no table until the driver commits it."""
@@ -264,12 +350,15 @@ class Lake:
             if (loc / "_delta_log").is_dir():
                 yield own, kind, loc
 
-    def tables(self) -> list[LakeTable]:
-        """Every Delta table of the lake: source tables by name (changes before current), then the lake's own.  Row
-        counts come from the Delta log's statistics: listing a large lake reads no data."""
+    def tables(self, snapshot: LakeSnapshot | None = None) -> list[LakeTable]:
+        """Every Delta table of the lake (as of ``snapshot``, :meth:`snapshot`; default: each table's newest
+        version): source tables by name (changes before current), then the lake's own.  Row counts come from the
+        Delta log's statistics: listing a large lake reads no data."""
         if not self.root.is_dir():
             raise BinlogError("no lake here", file=self.root.uri)
-        out = [_describe(name, kind, loc) for name, kind, loc in self._table_locations()]
+        at = snapshot or LakeSnapshot(None, {})
+        wanted = [t for t in self._table_locations() if at.batch is None or t[2].relative_to(self.root) in at.versions]
+        out = _each(lambda t: _describe(*t, at.version(self, t[2])), wanted)
         return sorted((t for t in out if t.kind in KINDS), key=lambda t: (t.name, t.kind)) + [
             t for t in out if t.kind not in KINDS
         ]
@@ -283,13 +372,23 @@ class Lake:
         return hits[0] if hits else None
 
 
-def _describe(name: str, kind: str, loc: Location) -> LakeTable:
-    """The table at ``loc``: its rows are each file's records less those its deletion vector deletes."""
-    snap = deltalog.read_snapshot(loc)
+def _each(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """``fn`` of each of ``items`` (a table's log to list or read), side by side in threads: an object store's
+    latency per request, not their number, is what a lake of many tables waits for."""
+    if len(items) <= 1:
+        return [fn(i) for i in items]
+    with ThreadPoolExecutor(min(8, len(items))) as pool:
+        return list(pool.map(fn, items))
+
+
+def _describe(name: str, kind: str, loc: Location, version: int | None) -> LakeTable:
+    """The table at ``loc`` (as of ``version``): its rows are each file's records less those its deletion vector
+    deletes."""
+    snap = deltalog.read_snapshot(loc, version)
     if snap is None:
         raise BinlogError("no Delta table here", file=loc.uri)
     rows = sum(snap.live_records(path) for path in snap.files)
-    return LakeTable(name, kind, loc, rows, len(snap.schema))
+    return LakeTable(name, kind, loc, rows, len(snap.schema), snap.version)
 
 
 def _source_name(db_dir: str, table_dir: str) -> str:

@@ -433,23 +433,35 @@ class BatchManifest:
 @dataclass(frozen=True, slots=True)
 class BatchDone:
     """A batch's completion mark: what it leaves for the next batch, the XA transactions prepared and still waiting
-    for their ``XA COMMIT``/``ROLLBACK`` (XID -> the tables their changes are in)."""
+    for their ``XA COMMIT``/``ROLLBACK`` (XID -> the tables their changes are in), and what a reader of the lake as
+    of this batch reads: ``tables``, the Delta version of every table of the lake once the batch was committed (its
+    folder below the lake's root, ``db/t/changes``, ``_events`` ... -> version; :meth:`binlake.lake.lake.Lake.
+    snapshot`).  ``tables`` is ``None`` in a mark of version 2 and older (binlake before it), and a reader then
+    finds the versions in the tables' logs."""
 
-    VERSION = 2
+    VERSION = 3
+    READS = (2, 3)  # the versions with a version field this binlake reads (binlake 0.1's marks have none)
 
     xa_pending: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    tables: dict[str, int] | None = None
 
     def to_json(self) -> str:
         pending = {x: sorted(k) for x, k in sorted(self.xa_pending.items())}
-        return json.dumps({"version": self.VERSION, "xa_pending": pending})
+        out: dict[str, Any] = {"version": self.VERSION, "xa_pending": pending}
+        if self.tables is not None:
+            out["tables"] = dict(sorted(self.tables.items()))
+        return json.dumps(out)
 
     @classmethod
     def from_json(cls, text: str, where: str | None = None) -> BatchDone:
-        """Read a mark; one of binlake 0.1 (no version; empty, or only ``xa_pending``) reads too."""
+        """Read a mark; one of version 2 (no ``tables``) or of binlake 0.1 (no version; empty, or only
+        ``xa_pending``) reads too."""
         v = json.loads(text) if text.strip() else {}
-        if "version" in v:
+        if "version" in v and v["version"] not in cls.READS:
             check_version("this batch's completion mark", v["version"], cls.VERSION, where)
-        return cls({x: tuple(k) for x, k in v.get("xa_pending", {}).items()})
+        tables = v.get("tables")
+        return cls({x: tuple(k) for x, k in v.get("xa_pending", {}).items()},
+                   None if tables is None else {str(k): int(n) for k, n in tables.items()})  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,5 @@
-"""``binlake tables LAKE [TABLE] [--limit N]`` (:mod:`binlake.cli.tables`): what a lake written by ``binlake ingest``
-holds, without Spark (``LAKE``: a folder or an object-store URI, :mod:`binlake.storage`).
+"""``binlake tables LAKE [TABLE] [--limit N] [--batch N]`` (:mod:`binlake.cli.tables`): what a lake written by
+``binlake ingest`` holds, without Spark (``LAKE``: a folder or an object-store URI, :mod:`binlake.storage`).
 
 Reads through each Delta table's log with the ``deltalake`` package (never the folder's Parquet files, which may
 include files an overwrite replaced): row counts come from the log's statistics, so listing a large lake reads no
@@ -10,13 +10,18 @@ names), each with its ``changes`` and ``current`` table, then the lake's own ``_
 With ``TABLE`` (``db.table`` for its current state, or its change table when it has none; ``db.table/changes``,
 ``db.table/current``, ``_events``, ...) the first ``--limit`` rows are printed as a text table.
 
+Every table is read as of one batch (:meth:`binlake.lake.lake.Lake.snapshot`): the last complete one, or the one
+``--batch N`` names (time travel, within the retention of the tables' logs), never one table at one batch and
+another at the next while an ingest commits.
+
 Example::
 
     $ binlake tables lake
-    TABLE                  KIND       ROWS  COLUMNS
-    corpus_dml.accounts    changes      41       16
-    corpus_dml.accounts    current      12        8
-    _events                events     1402       14
+    lake: batch 3, 1 source tables, 3 Delta tables
+    TABLE                  KIND       ROWS  COLUMNS  VERSION
+    corpus_dml.accounts    changes      41       16        2
+    corpus_dml.accounts    current      12        8        2
+    _events                events     1402       14        2
     $ binlake tables lake corpus_dml.accounts --limit 5
 """
 
@@ -24,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
-from binlake.lake.lake import KINDS, Lake, LakeTable
+from binlake.lake.lake import KINDS, Lake, LakeSnapshot, LakeTable
 
 __all__ = ["format_rows", "list_tables", "show_table"]
 
@@ -69,8 +74,9 @@ def _numeric(value: object) -> bool:
 
 
 def show_table(lake: Lake, table: LakeTable, limit: int, out: TextIO) -> None:
-    """Print the first ``limit`` rows of ``table`` (in ``_seq`` order when it has one)."""
-    data = lake.read(table.location)
+    """Print the first ``limit`` rows of ``table`` (of its :attr:`~binlake.lake.lake.LakeTable.version`; in ``_seq``
+    order when it has one)."""
+    data = lake.read(table.location, table.version)
     assert data is not None
     if "_seq" in data.column_names:
         data = data.sort_by([("_seq", "ascending")])
@@ -85,11 +91,13 @@ def show_table(lake: Lake, table: LakeTable, limit: int, out: TextIO) -> None:
         out.write(f"... {data.num_rows - limit} more rows (--limit N)\n")
 
 
-def list_tables(lake: Lake, out: TextIO) -> None:
-    """Print the tables of ``lake``: a line of counts, then each table's kind, rows and columns."""
-    tables = lake.tables()
+def list_tables(lake: Lake, at: LakeSnapshot, out: TextIO) -> None:
+    """Print the tables of ``lake`` as of ``at``: a line of counts, then each table's kind, rows, columns and the
+    Delta version they are of (what another Delta reader reads the table as of that batch at)."""
+    tables = lake.tables(at)
     sources = len({t.name for t in tables if t.kind in KINDS})
-    out.write(f"{lake.root}: {sources} source tables, {len(tables)} Delta tables\n")
-    rows: list[list[Any]] = [[t.name, t.kind, t.rows, t.columns] for t in tables]
-    for text in format_rows(["TABLE", "KIND", "ROWS", "COLUMNS"], rows, {2, 3}):
+    batch = "" if at.batch is None else f"batch {at.batch}, "
+    out.write(f"{lake.root}: {batch}{sources} source tables, {len(tables)} Delta tables\n")
+    rows: list[list[Any]] = [[t.name, t.kind, t.rows, t.columns, t.version] for t in tables]
+    for text in format_rows(["TABLE", "KIND", "ROWS", "COLUMNS", "VERSION"], rows, {2, 3, 4}):
         out.write(text + "\n")

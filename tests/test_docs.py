@@ -107,7 +107,7 @@ def test_the_readme_is_a_readme() -> None:
     text = data.decode("utf-8")
     first = text.split("```sh\n", 1)[1].split("```", 1)[0]
     assert "pip install -e '.[spark]' && binlake ingest examples/ --lake lake && binlake tables lake" in first
-    assert "pip install -e '.[test,spark,bench]' && python -m pytest" in first
+    assert "pip install -e '.[test,spark,bench,docs]' && python -m pytest" in first
     links = re.findall(r"\]\((docs/[^)#]+)", text)
     assert links, "the README links into docs/"
     for link in links:

@@ -47,7 +47,7 @@ from binlake.ingest.plan import DEFAULT_SPLIT_BYTES
 from binlake.ingest.progress import Progress
 from binlake.ingest.run import IngestResult, ingest_held
 from binlake.ingest.statements import ReadSpec
-from binlake.lake.lake import Lake
+from binlake.lake.lake import BINLOGS_DIR, Lake
 from binlake.lake.runner import Runner
 from binlake.metrics import NO_METRICS, Metrics
 from binlake.replication.connection import ReplicationConnection
@@ -69,8 +69,6 @@ __all__ = [
     "tell_batches",
 ]
 
-BINLOGS_DIR = "_binlogs"
-"""The folder of the lake the mirror writes the server's binlog files to."""
 DEFAULT_INTERVAL = 10.0
 STREAM_START = "stream-start.json"
 """In ``LAKE/_binlake/``: where the stream of a lake without a batch yet starts (a ResumePoint's JSON)."""
@@ -84,7 +82,7 @@ snapshot issue's function): the stream starts there.  It is called with the lake
 
 def binlogs_of(lake: Lake) -> Location:
     """Where a live ingest mirrors the server's binlogs: ``LAKE/_binlogs``."""
-    return lake.root / BINLOGS_DIR
+    return lake.binlogs
 
 
 @dataclass(slots=True)

@@ -56,9 +56,11 @@ from binlake.lake.runner import Runner
 from binlake.lake.tables import OWN_TABLES
 from binlake.storage import Location, locate
 
-__all__ = ["Lake", "LakeTable"]
+__all__ = ["BINLOGS_DIR", "Lake", "LakeTable"]
 
 KINDS = ("changes", "current")
+BINLOGS_DIR = "_binlogs"
+"""The folder of the lake a live ingest's mirror writes the server's binlog files to."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +106,15 @@ class Lake:
     def staging(self, batch: int) -> Location:
         """Where batch ``batch``'s tasks leave the last change of each key for the driver."""
         return self.root / "_binlake" / "staging" / f"{batch:010d}"
+
+    def snapshot_records(self, batch: int) -> Location:
+        """Where the snapshot landing as batch ``batch`` keeps its plan and chunk records (:mod:`binlake.snapshot`)."""
+        return self.root / "_binlake" / "snapshots" / f"{batch:010d}"
+
+    @property
+    def binlogs(self) -> Location:
+        """Where a live ingest mirrors the server's binlogs (:mod:`binlake.ingest.live`)."""
+        return self.root / BINLOGS_DIR
 
     @property
     def _batches(self) -> Location:
@@ -241,7 +252,7 @@ class Lake:
         a later one created goes), and drop the staging files of those batches; how many tables changed.  The
         manifests stay: the batch that rewinds the lake records it (:attr:`BatchManifest.rewinds`)."""
         self.check()
-        changed = sum(delta.rewind(loc, batch) for _, _, loc in self._table_locations())
+        changed = sum(delta.rewind(loc, batch) for _, _, loc in self.table_locations())
         for entry in (self.root / "_binlake" / "staging").list():
             if entry.is_dir and entry.location.name.isdigit() and int(entry.location.name) >= batch:
                 entry.location.delete_dir()
@@ -249,7 +260,7 @@ class Lake:
 
     # -- what the lake holds -------------------------------------------------------------------------------------
 
-    def _table_locations(self) -> Iterator[tuple[str, str, Location]]:
+    def table_locations(self) -> Iterator[tuple[str, str, Location]]:
         """``(name, kind, location)`` of every Delta table of the lake: the source tables', then the lake's own."""
         for db in self.root.list():
             if db.location.name.startswith("_") or not db.is_dir:
@@ -269,7 +280,7 @@ class Lake:
         counts come from the Delta log's statistics: listing a large lake reads no data."""
         if not self.root.is_dir():
             raise BinlogError("no lake here", file=self.root.uri)
-        out = [_describe(name, kind, loc) for name, kind, loc in self._table_locations()]
+        out = [_describe(name, kind, loc) for name, kind, loc in self.table_locations()]
         return sorted((t for t in out if t.kind in KINDS), key=lambda t: (t.name, t.kind)) + [
             t for t in out if t.kind not in KINDS
         ]

@@ -175,9 +175,9 @@ def maintain(
     now: float | None = None,
 ) -> MaintainReport:
     """Run the maintenance ``only`` names (default every step: module docstring) on ``lake``, whose writer lease the
-    caller holds (a dry run only reads: it needs none).  ``retention``: seconds (default: the lake's setting); ``dry_run``: count what would be done,
-    change nothing; ``budget``: rows a run rewrites at most (a slice inside an ingest; ``None``: no bound);
-    ``now``: the time the retention counts back from (tests)."""
+    caller holds (a dry run only reads: it needs none).  ``retention``: seconds (default: the lake's setting);
+    ``dry_run``: count what would be done, change nothing; ``budget``: rows a run rewrites at most (a slice inside
+    an ingest; ``None``: no bound); ``now``: the time the retention counts back from (tests)."""
     steps = set(only)
     unknown = steps - set(STEPS)
     if unknown:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from binlake.cli.report import option_type
+from binlake.errors import BinlogError
 from binlake.lake.lake import Lake
 from binlake.lake.maintain import STEPS, maintain, parse_duration
 from binlake.lake.records import LakeSettings
@@ -51,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
         parser: argparse.ArgumentParser = args.parser
         parser.error("--save-retention needs --retention DURATION")
     lake = Lake(args.lake)
+    if not lake.root.is_dir():
+        raise BinlogError("no lake here", file=lake.root.uri)
     steps = tuple(args.only or STEPS)
     if args.dry_run:  # reads only: no lease, beside a running ingest
         report = maintain(lake, retention=args.retention, only=steps, dry_run=True)

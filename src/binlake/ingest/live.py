@@ -128,6 +128,7 @@ def live_ingest(
     on_batch: Callable[[IngestResult], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
     metrics: Metrics = NO_METRICS,
+    maintain_every: int = 0,
 ) -> LiveResult:
     """Mirror the server of ``options`` into ``lake`` and land its changes; see the module docstring.
 
@@ -141,7 +142,9 @@ def live_ingest(
     ``interval`` and ``batch_bytes``: when a following run
     commits a batch.  ``on_batch``: called after each batch with what it did.  ``should_stop``: asked between
     batches (a following run ends after the batch in which it became true).  ``metrics``: told of the mirror's
-    events and reconnections and of each batch committed (:mod:`binlake.metrics`).  The rest is :func:`ingest`'s.
+    events and reconnections and of each batch committed (:mod:`binlake.metrics`).  ``maintain_every``: a slice of
+    maintenance after every N-th batch (:func:`binlake.lake.maintain.after_batch`), the lease held (the mirror goes
+    on meanwhile).  The rest is :func:`ingest`'s.
     """
     lake = lake if isinstance(lake, Lake) else Lake(lake)
     progress = progress or Progress(runner)
@@ -187,7 +190,7 @@ def live_ingest(
                 if point is None and files:  # --from-start: the stream starts where the oldest binlog does
                     point = ResumePoint(files[0].name, 4)
                 r = ingest_held(runner, files, lake, split_bytes=split_bytes, progress=progress, read=read, cores=cores,
-                                start=point, definitions=definitions)  # fmt: skip
+                                start=point, definitions=definitions, maintain_every=maintain_every)  # fmt: skip
                 result.add(r)
                 if r.batches:
                     tell_batches(metrics, r, binlogs)

@@ -82,6 +82,7 @@ __all__ = [
     "SMALL_ROWS",
     "STEPS",
     "MaintainReport",
+    "after_batch",
     "maintain",
     "parse_duration",
 ]
@@ -207,6 +208,15 @@ def maintain(
     if "binlogs" in steps and manifest is not None and manifest.resume is not None:
         _binlogs(lake.binlogs, manifest.resume.file, horizon_ns, report)
     return report
+
+
+def after_batch(lake: Lake, batch: int, every: int) -> MaintainReport | None:
+    """The slice of maintenance an ingest runs after its batch ``batch``, its writer lease held: after every
+    ``every``-th batch (0: never), every step, rewriting at most :data:`SLICE_ROWS` rows beyond the first merge it
+    starts (what is left waits for the next slice); ``None`` when it is not this batch's turn."""
+    if every <= 0 or batch % every:
+        return None
+    return maintain(lake, budget=SLICE_ROWS)
 
 
 # -- compact, purge ----------------------------------------------------------------------------------------------

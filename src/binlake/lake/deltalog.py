@@ -313,7 +313,9 @@ class _State:
     def apply_checkpoint(self, part: Location) -> None:
         with part.open_input() as f:
             pf = pq.ParquetFile(f)
-            names = [n for n in ("protocol", "metaData", "txn", "add", "remove") if n in pf.schema_arrow.names]
+            # its tombstones before its files: a file re-added with a new deletion vector has both (a remove of it
+            # with the old one), and is in the table
+            names = [n for n in ("protocol", "metaData", "txn", "remove", "add") if n in pf.schema_arrow.names]
             data = pf.read(columns=names)
         for name in names:
             column = data.column(name)

@@ -191,7 +191,12 @@ def maintain(
         report.unfinished = manifest.batch
         return report
     keep = lake.settings().retention if retention is None else retention
-    horizon_ns = int(((time.time() if now is None else now) - keep) * 1e9)
+
+    def horizon_ns() -> int:
+        """What is older than this (ns since the epoch) is past the retention: counted when a step starts, so a
+        run's own compaction is past a retention of 0 by its vacuum."""
+        return int(((time.time() if now is None else now) - keep) * 1e9)
+
     left = [budget]
     tables = list(lake.table_locations())
     if steps & {"compact", "purge"}:
@@ -199,14 +204,14 @@ def maintain(
             _rearrange(lake, name, kind, loc, steps, report, left)
     if "checkpoint" in steps:
         for _, _, loc in tables:
-            _checkpoint(loc, horizon_ns, report)
+            _checkpoint(loc, horizon_ns(), report)
     if "vacuum" in steps:
+        horizon = horizon_ns()
         for _, _, loc in tables:
-            _vacuum(loc, horizon_ns, report)
-        last = 0 if manifest is None else manifest.batch
-        _records(lake, last, horizon_ns, report)
+            _vacuum(loc, horizon, report)
+        _records(lake, 0 if manifest is None else manifest.batch, horizon, report)
     if "binlogs" in steps and manifest is not None and manifest.resume is not None:
-        _binlogs(lake.binlogs, manifest.resume.file, horizon_ns, report)
+        _binlogs(lake.binlogs, manifest.resume.file, horizon_ns(), report)
     return report
 
 

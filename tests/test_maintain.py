@@ -243,6 +243,34 @@ def test_staging_and_snapshot_records_of_finished_batches(lake: Lake) -> None:
     assert not lake.snapshot_records(1).exists() and lake.snapshot_records(2).exists()
 
 
+def test_old_batch_records_are_folded(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(m, "FOLD_BATCHES", 3)
+    for b in range(1, 7):
+        lake.write_manifest(
+            BatchManifest(b, (), {"mysql-bin.000001": 4 + b}, resume=ResumePoint("mysql-bin.000001", 4 + b))
+        )
+        lake.write_done(b, BatchDone({f"x{b}": ("db/t",)} if b % 2 else {}))
+    before = {b: (lake.manifest(b), lake.done(b)) for b in range(1, 7)}
+    assert m.maintain(lake, only=["batches"], retention=HOUR).folded == 0  # younger than the retention
+    later = time.time() + 2 * HOUR
+    assert m.maintain(lake, only=["batches"], retention=HOUR, now=later, dry_run=True).folded == 5
+    assert m.maintain(lake, only=["batches"], retention=HOUR, now=later).folded == 5  # the last batch stays
+    names = sorted(e.location.name for e in lake.batch_records())
+    assert names == ["0000000001-0000000005.fold", "0000000006.done", "0000000006.json"]
+    for reader in (lake, Lake(lake.root)):  # this Lake (its folds cached) and a new one
+        assert {b: (reader.manifest(b), reader.done(b)) for b in range(1, 7)} == before
+        assert reader.last_manifest() == (before[6][0], True)
+    assert lake.manifest(7) is None and lake.done(7) == BatchDone()
+    # a kill after the fold was written, before the files went: both say the same, a fold again ends it
+    lake.write_manifest(before[3][0])  # type: ignore[arg-type]
+    lake.write_done(3, before[3][1])
+    assert lake.manifest(3) == before[3][0]
+    assert m.maintain(lake, only=["batches"], retention=HOUR, now=later).folded == 0  # fewer than FOLD_BATCHES
+    monkeypatch.setattr(m, "FOLD_BATCHES", 1)
+    assert m.maintain(lake, only=["batches"], retention=HOUR, now=later).folded == 1
+    assert Lake(lake.root).manifest(3) == before[3][0]
+
+
 def test_an_unfinished_batch_stops_it(lake: Lake) -> None:
     _play(lake, 6)
     _manifest(lake, 1, "mysql-bin.000001", done=False)

@@ -15,7 +15,8 @@ The layout of a lake, written here once (every name from the binlog encoded by :
     LAKE/_skips                   what --on-error skip-event|skip-transaction skipped (SKIPS)
     LAKE/_binlogs/                a live ingest's copies of the server's binlogs (binlake.ingest.live)
     LAKE/_binlake/batches/        each batch's manifest (NNNNNNNNNN.json) and completion mark (.done, holding the XA
-                                  transactions still waiting for their outcome): binlake.lake.records
+                                  transactions still waiting for their outcome): binlake.lake.records; old
+                                  batches' folded into one record by maintenance (AAAAAAAAAA-BBBBBBBBBB.fold)
     LAKE/_binlake/staging/        files a batch's tasks leave for its driver (removed when the batch is done)
     LAKE/_binlake/snapshots/      a snapshot's plan and chunk records, by batch (binlake.snapshot.chunks)
     LAKE/_binlake/stream-start.json  where a live lake's stream starts, until its first batch (binlake.ingest.live)
@@ -39,6 +40,7 @@ Example::
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -51,14 +53,16 @@ from binlake.lake import delta, deltalog
 from binlake.lake.batch import Batch, Timer
 from binlake.lake.lease import LeaseLost, WriterLease
 from binlake.lake.names import decode_name
-from binlake.lake.records import BatchDone, BatchManifest, DataFile, LakeSettings
+from binlake.lake.records import BatchDone, BatchFold, BatchManifest, DataFile, LakeSettings
 from binlake.lake.runner import Runner
 from binlake.lake.tables import OWN_TABLES
-from binlake.storage import Location, locate
+from binlake.storage import Entry, Location, locate
 
 __all__ = ["BINLOGS_DIR", "Lake", "LakeTable"]
 
 KINDS = ("changes", "current")
+_PLAN = re.compile(r"^\d{10}\.json$")
+_FOLD = re.compile(r"^(\d{10})-(\d{10})\.fold$")
 BINLOGS_DIR = "_binlogs"
 """The folder of the lake a live ingest's mirror writes the server's binlog files to."""
 
@@ -81,6 +85,7 @@ class Lake:
     def __init__(self, root: str | os.PathLike[str] | Location) -> None:
         self.root = locate(root)
         self._lease: WriterLease | None = None
+        self._folds: dict[str, BatchFold] = {}
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Lake, (self.root.uri,))
@@ -124,7 +129,7 @@ class Lake:
 
     def last_manifest(self) -> tuple[BatchManifest | None, bool]:
         """The last batch's manifest (``None`` before the first) and whether the batch is done."""
-        plans = [e.location for e in self._batches.list() if e.location.name.endswith(".json")]
+        plans = [e.location for e in self._batches.list() if _PLAN.match(e.location.name)]
         if not plans:
             return None, True
         last = plans[-1]
@@ -132,18 +137,55 @@ class Lake:
         return manifest, (self._batches / f"{manifest.batch:010d}.done").exists()
 
     def manifest(self, batch: int) -> BatchManifest | None:
-        """Batch ``batch``'s manifest, or ``None`` when there is none."""
+        """Batch ``batch``'s manifest, or ``None`` when there is none (its own file, or a fold of old batches')."""
         plan = self._batches / f"{batch:010d}.json"
-        if batch < 1 or not plan.exists():
+        if batch < 1:
             return None
-        return BatchManifest.from_json(plan.read_bytes().decode("utf-8"), plan.uri)
+        if plan.exists():
+            return BatchManifest.from_json(plan.read_bytes().decode("utf-8"), plan.uri)
+        text = self._folded(batch, marks=False)
+        return None if text is None else BatchManifest.from_json(text, plan.uri)
 
     def done(self, batch: int) -> BatchDone:
         """What batch ``batch`` left for the next one (an empty mark before the first batch)."""
         mark = self._batches / f"{batch:010d}.done"
-        if batch < 1 or not mark.exists():
+        if batch < 1:
             return BatchDone()
-        return BatchDone.from_json(mark.read_bytes().decode("utf-8"), mark.uri)
+        if mark.exists():
+            return BatchDone.from_json(mark.read_bytes().decode("utf-8"), mark.uri)
+        text = self._folded(batch, marks=True)
+        return BatchDone() if text is None else BatchDone.from_json(text, mark.uri)
+
+    def batch_records(self) -> list[Entry]:
+        """The files of ``LAKE/_binlake/batches/``: manifests, marks, folds."""
+        return self._batches.list()
+
+    def _folded(self, batch: int, *, marks: bool) -> str | None:
+        """Batch ``batch``'s manifest (or mark) as a fold of old batches holds it (the newest fold that does)."""
+        for entry in reversed(self._batches.list()):
+            m = _FOLD.match(entry.location.name)
+            if m is None or not int(m[1]) <= batch <= int(m[2]):
+                continue
+            fold = self._folds.get(entry.location.uri)
+            if fold is None:  # a fold is never rewritten: kept once read
+                fold = BatchFold.from_json(entry.location.read_bytes().decode("utf-8"), entry.location.uri)
+                self._folds[entry.location.uri] = fold
+            found = (fold.marks if marks else fold.manifests).get(batch)
+            if found is not None:
+                return found
+        return None
+
+    def fold_batches(self, batches: list[int]) -> None:
+        """Fold the manifests and marks of the finished ``batches`` into one record, then remove their files: a
+        kill between the two leaves both, the same content, and a fold again writes the same record."""
+        self.check()
+        plans = {b: (self._batches / f"{b:010d}.json").read_bytes().decode("utf-8") for b in batches}
+        marks = {b: (self._batches / f"{b:010d}.done").read_bytes().decode("utf-8") for b in batches}
+        name = f"{min(batches):010d}-{max(batches):010d}.fold"
+        (self._batches / name).write_bytes(BatchFold(plans, marks).to_json().encode("utf-8"))
+        for b in batches:
+            (self._batches / f"{b:010d}.json").delete()
+            (self._batches / f"{b:010d}.done").delete()
 
     def write_manifest(self, manifest: BatchManifest) -> None:
         self.check()

@@ -23,6 +23,11 @@ The steps (:data:`STEPS`; each one can be run alone):
     A Delta checkpoint of every table :data:`CHECKPOINT_EVERY` commits or more past its last one (delta-rs writes
     it: checkpoints keep deletion vector descriptors), then the log files before the newest checkpoint whose commit
     is older than the retention go (every version within the retention stays readable).
+``batches``
+    The manifests and completion marks of finished batches older than the retention (the last batch's never), when
+    there are :data:`FOLD_BATCHES` of them or more, folded into one record
+    (:class:`~binlake.lake.records.BatchFold`): :meth:`~binlake.lake.lake.Lake.manifest` and
+    :meth:`~binlake.lake.lake.Lake.done` read a batch from it as from its own files.
 ``binlogs``
     The live ingest's copies of the server's binlogs (``LAKE/_binlogs``) before the file the lake's stream goes on
     from, older than the retention, go.
@@ -75,6 +80,7 @@ if TYPE_CHECKING:
 __all__ = [
     "APP_ID",
     "CHECKPOINT_EVERY",
+    "FOLD_BATCHES",
     "GROUP_BYTES",
     "PURGE_FRACTION",
     "SLICE_ROWS",
@@ -87,7 +93,7 @@ __all__ = [
     "parse_duration",
 ]
 
-STEPS = ("compact", "purge", "vacuum", "checkpoint", "binlogs")
+STEPS = ("compact", "purge", "vacuum", "checkpoint", "batches", "binlogs")
 APP_ID = "binlake-maintain"
 #: A current-state file whose deletion vector deletes more than this share of its rows is rewritten without them.
 PURGE_FRACTION = 0.1
@@ -99,6 +105,8 @@ SMALL_BYTES = 32 << 20
 GROUP_BYTES = 256 << 20
 #: A table gets a checkpoint when its newest version is this many commits or more past its last checkpoint.
 CHECKPOINT_EVERY = 10
+#: Finished batches' records are folded when at least this many are older than the retention (the last one never).
+FOLD_BATCHES = 100
 #: The rows a slice of maintenance inside an ingest rewrites at most (beyond the first merge it starts).
 SLICE_ROWS = 1 << 20
 
@@ -142,6 +150,7 @@ class MaintainReport:
     logs_bytes: int = 0
     binlogs: int = 0
     binlogs_bytes: int = 0
+    folded: int = 0  # batches whose records were folded
 
     def lines(self, steps: Iterable[str] = STEPS) -> list[str]:
         """One summary line per step run."""
@@ -157,6 +166,7 @@ class MaintainReport:
             f"{self.records} finished batches' staging and snapshot records",
             "checkpoint": f"checkpoint: {self.checkpoints} checkpoints {would}written, {self.logs} log files "
             f"{would}deleted ({_size(self.logs_bytes)})",
+            "batches": f"batches: {self.folded} finished batches' records {would}folded into one",
             "binlogs": f"binlogs: {self.binlogs} landed binlog copies {would}deleted ({_size(self.binlogs_bytes)})",
         }
         return [out[s] for s in STEPS if s in set(steps)]
@@ -210,6 +220,8 @@ def maintain(
         for _, _, loc in tables:
             _vacuum(loc, horizon, report)
         _records(lake, 0 if manifest is None else manifest.batch, horizon, report)
+    if "batches" in steps and manifest is not None:
+        _fold(lake, manifest.batch, horizon_ns(), report)
     if "binlogs" in steps and manifest is not None and manifest.resume is not None:
         _binlogs(lake.binlogs, manifest.resume.file, horizon_ns(), report)
     return report
@@ -409,6 +421,28 @@ def _checkpoint(table: Location, horizon_ns: int, report: MaintainReport) -> Non
             report.logs_bytes += entry.size
             if not report.dry_run:
                 entry.location.delete()
+
+
+# -- the batches' records ------------------------------------------------------------------------------------
+
+
+def _fold(lake: Lake, last: int, horizon_ns: int, report: MaintainReport) -> None:
+    """Fold the records of finished batches before ``last`` older than the retention, when there are enough."""
+    plans: dict[int, int | None] = {}
+    marks: dict[int, int | None] = {}
+    for entry in lake.batch_records():
+        name = entry.location.name
+        if name[:10].isdigit() and name[10:] in (".json", ".done"):
+            (plans if name.endswith(".json") else marks)[int(name[:10])] = entry.mtime_ns
+    old = sorted(
+        b for b, t in plans.items()
+        if b < last and t is not None and t <= horizon_ns and (m := marks.get(b)) is not None and m <= horizon_ns
+    )  # fmt: skip
+    if len(old) < FOLD_BATCHES:
+        return
+    report.folded += len(old)
+    if not report.dry_run:
+        lake.fold_batches(old)
 
 
 # -- the live ingest's binlog copies --------------------------------------------------------------------------

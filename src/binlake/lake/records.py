@@ -39,6 +39,7 @@ from binlake.sql.temporary import TemporaryState
 
 __all__ = [
     "BatchDone",
+    "BatchFold",
     "BatchManifest",
     "ChunkDone",
     "DataFile",
@@ -450,6 +451,29 @@ class BatchDone:
         if "version" in v:
             check_version("this batch's completion mark", v["version"], cls.VERSION, where)
         return cls({x: tuple(k) for x, k in v.get("xa_pending", {}).items()})
+
+
+@dataclass(frozen=True, slots=True)
+class BatchFold:
+    """Finished batches' manifests and completion marks folded into one record by maintenance
+    (``LAKE/_binlake/batches/AAAAAAAAAA-BBBBBBBBBB.fold``, batches A to B): each kept as the JSON text of its own
+    record (``manifests``, ``marks``: batch -> text), so it reads as it would from its own file, whatever version
+    it was written in."""
+
+    VERSION: ClassVar[int] = 1
+
+    manifests: dict[int, str]
+    marks: dict[int, str]
+
+    def to_json(self) -> str:
+        return json.dumps({"version": self.VERSION, "manifests": {str(b): t for b, t in sorted(self.manifests.items())},
+                           "marks": {str(b): t for b, t in sorted(self.marks.items())}})  # fmt: skip
+
+    @classmethod
+    def from_json(cls, text: str, where: str | None = None) -> BatchFold:
+        v = json.loads(text)
+        check_version("a fold of batch records", v.get("version"), cls.VERSION, where)
+        return cls({int(b): str(t) for b, t in v["manifests"].items()}, {int(b): str(t) for b, t in v["marks"].items()})
 
 
 @dataclass(frozen=True, slots=True)

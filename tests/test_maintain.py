@@ -75,6 +75,8 @@ def _check(lake: Lake, model: Model, changes: dict[str, list[tuple[Any, ...]]]) 
         loc = lake.current(key_of(t))
         if lake.has_table(loc):
             for name in readers.available():
+                if name == "duckdb" and not loc.is_local:
+                    continue  # (read_with's DuckDB reads local tables only)
                 got = [{c: r.get(c) for c in COLUMNS} for r in readers.read_with(name, loc).to_pylist()]
                 assert sorted(got, key=lambda r: r["k1"]) == want, (name, t)
     assert _changes(lake) == changes
@@ -241,6 +243,21 @@ def test_staging_and_snapshot_records_of_finished_batches(lake: Lake) -> None:
     assert not lake.staging(1).exists() and lake.staging(2).exists() and lake.snapshot_records(1).exists()
     assert m.maintain(lake, only=["vacuum"], retention=0, now=time.time() + 1).records == 1
     assert not lake.snapshot_records(1).exists() and lake.snapshot_records(2).exists()
+
+
+def test_on_an_object_store(s3_server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every step on S3 (moto): object listings' times and prefixes as a folder's."""
+    for k, v in s3_server.env().items():
+        monkeypatch.setenv(k, v)
+    lk = Lake(f"s3://{s3_server.bucket()}/lake")
+    with lk.writing():
+        model = _play(lk, 12)
+        changes = _changes(lk)
+        report = m.maintain(lk, retention=HOUR)
+        assert report.merged > 0 and report.checkpoints > 0 and report.vacuumed == 0
+        report = m.maintain(lk, retention=HOUR, now=time.time() + 2 * HOUR)
+        assert report.vacuumed > 0 and report.logs > 0
+        _check(lk, model, changes)
 
 
 def test_old_batch_records_are_folded(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -415,3 +415,21 @@ def test_without_maintenance_the_follow_exceeds_the_bound(tmp_path: Path) -> Non
     """The same run without maintenance: the bound above is not met by itself (the test above can fail)."""
     size, files, ref_size, ref_files = _bound_run(tmp_path, 20_000, 30, 10, 0)
     assert len(files) > 1.5 * len(ref_files) or size > 1.5 * ref_size
+
+
+@pytest.mark.parametrize("every", [0, 1])
+def test_an_ingest_runs_its_slice(tmp_path: Path, every: int) -> None:
+    """The file ingest (its tasks in this process) runs a slice after its batch when ``maintain_every`` says so,
+    and logs a line per step."""
+    import io
+
+    from binlake.ingest.progress import Progress
+    from binlake.ingest.run import ingest
+    from binlake.lake.runner import InProcessRunner
+
+    out = io.StringIO()
+    result = ingest(InProcessRunner(), [str(REPO / "examples")], str(tmp_path / "lake"),
+                    progress=Progress(None, out), maintain_every=every)  # fmt: skip
+    assert result.batches == 1
+    lines = [line for line in out.getvalue().splitlines() if "maintenance: " in line]
+    assert [line.split("maintenance: ")[1].split(":")[0] for line in lines] == (list(m.STEPS) if every else [])

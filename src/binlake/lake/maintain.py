@@ -239,7 +239,7 @@ def after_batch(lake: Lake, batch: int, every: int) -> MaintainReport | None:
 # -- compact, purge ----------------------------------------------------------------------------------------------
 
 
-def table_key(stats: str | None) -> list[str] | None:
+def _table_key(stats: str | None) -> list[str] | None:
     """The primary key a current-state file is sorted by, as its statistics name it (the key columns, then
     ``_seq``: :func:`binlake.lake.files.stats_columns`); ``None`` when it has no statistics to say."""
     counts = json.loads(stats).get("nullCount") if stats else None
@@ -264,7 +264,7 @@ def _rearrange(
     pk: list[str] = []
     groups: list[tuple[str, list[LiveFile]]] = []
     if kind == "current":
-        key = table_key(files[0].stats)
+        key = _table_key(files[0].stats)
         if key is None:
             return
         pk = key
@@ -273,7 +273,7 @@ def _rearrange(
             groups += [("purge", [f]) for f in files if f not in small and f.dv is not None
                        and int(f.dv["cardinality"]) > PURGE_FRACTION * f.rows]  # fmt: skip
         if "compact" in steps and len(small) > 1:
-            groups += [("compact", g) for g in _chunks(small, lambda f: _live_rows(f), FILE_ROWS)]
+            groups += [("compact", g) for g in _chunks(small, _live_rows, FILE_ROWS)]
     elif "compact" in steps:
         small = sorted((f for f in files if f.size < SMALL_BYTES), key=lambda f: (f.mtime_ms, f.path))
         groups += [("compact", g) for g in _chunks(small, lambda f: f.size, GROUP_BYTES)]
@@ -285,9 +285,8 @@ def _rearrange(
             continue
         if left[0] is not None:
             left[0] -= rows
-        if report.dry_run:
-            new_files = 0
-        else:
+        new_files = 1  # (a dry run counts what a merge writes as one file)
+        if not report.dry_run:
             new = _rewrite(lake, name, kind, loc, snap.schema, pk, group)
             fs.replace([f.id for f in group], new)
             new_files, done = len(new), True
@@ -296,7 +295,7 @@ def _rearrange(
             report.purged_rows += int(group[0].dv["cardinality"]) if group[0].dv else 0
         else:
             report.merged += len(group)
-            report.merged_into += new_files if not report.dry_run else 1
+            report.merged_into += new_files
             report.merged_bytes += sum(f.size for f in group)
             report.tables.add(f"{name}/{kind}")
     if done:

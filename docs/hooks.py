@@ -39,6 +39,7 @@ def records_table() -> str:
     from binlake.lake.merge import MergeResult, MergeTask
     from binlake.lake.records import (
         BatchDone,
+        BatchFold,
         BatchManifest,
         ChunkDone,
         LakeSettings,
@@ -56,6 +57,8 @@ def records_table() -> str:
          "any table is touched"),
         ("`BatchDone`", "`LAKE/_binlake/batches/NNNNNNNNNN.done`", BatchDone.VERSION,
          "a batch's completion mark (the XA transactions still pending)"),
+        ("`BatchFold`", "`LAKE/_binlake/batches/AAAAAAAAAA-BBBBBBBBBB.fold`", BatchFold.VERSION,
+         "old batches' manifests and marks folded into one record by `binlake maintain`"),
         ("`Statement`", "in the manifest", Statement.VERSION,
          "what the driver learned from a batch's QUERY events: DDL, renames, XA outcomes, temporary tables"),
         ("`TemporaryState`", "in a `Statement`", TemporaryState.VERSION, "the sessions' temporary tables at a point"),
@@ -63,7 +66,7 @@ def records_table() -> str:
         ("`TaskReport`", "a decode task's answer to the driver", TaskReport.VERSION,
          "what a task wrote (Parquet files, the staged last change of each key, emptied tables) and skipped"),
         ("`LakeSettings`", "`LAKE/_binlake/settings.json`", LakeSettings.VERSION,
-         "how the lake lays out what it writes: the current-state layout (`dv` or `cow`)"),
+         "how the lake lays out what it writes: the current-state layout (`dv` or `cow`), the retention"),
         ("`MergeTask`, `MergeResult`", "a current-state merge task and its answer", MergeTask.VERSION,
          f"a key range of a batch's changes into a table; the files written and the rows replaced (result: version "
          f"{MergeResult.VERSION})"),

@@ -111,11 +111,13 @@ def store_reason(e: BaseException) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One object or folder found by :meth:`Location.list`."""
+    """One object or folder found by :meth:`Location.list`: ``mtime_ns`` is when it was last written (``None``
+    where the store does not say: a folder of an object store)."""
 
     location: Location
     is_dir: bool
     size: int
+    mtime_ns: int | None = None
 
 
 def locate(text: str | os.PathLike[str] | Location) -> Location:
@@ -220,7 +222,7 @@ class Location:
         out = []
         for i in infos:
             rel = i.path[len(base) + 1 :] if i.path.startswith(base + "/") else i.base_name
-            out.append(Entry(self / rel, i.type == pafs.FileType.Directory, i.size or 0))
+            out.append(Entry(self / rel, i.type == pafs.FileType.Directory, i.size or 0, i.mtime_ns))
         return sorted(out, key=lambda e: e.location.uri)
 
     def read_bytes(self) -> bytes:

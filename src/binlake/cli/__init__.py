@@ -56,6 +56,7 @@ COMMANDS: dict[str, Command] = {
     "mirror": Command("binlake.cli.mirror", "copy a server's binlogs byte for byte"),
     # reads a lake through the Delta log (the `deltalake` package, no Spark)
     "tables": Command("binlake.cli.tables", "list a lake's tables, or show a table's rows"),
+    "maintain": Command("binlake.cli.maintain", "compact a lake's files, purge deletion vectors, vacuum, checkpoint"),
 }
 
 

@@ -71,6 +71,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "ingest runs): how long a killed ingest keeps other machines' ingests waiting (default 60)",
     )
     parser.add_argument(
+        "--maintain-every",
+        type=int,
+        default=10,
+        metavar="N",
+        help="after every N-th batch, a bounded slice of `binlake maintain` (compaction, deletion-vector purge, vacuum "
+        "by the lake's retention, checkpoints, landed binlog copies) while this ingest holds the lake (default 10; 0: "
+        "never)",
+    )
+    parser.add_argument(
         "--verbose",
         action="store_true",
         help="show Spark's own output (the JVM's warnings and log lines) as well; by default it goes to a file "
@@ -152,6 +161,8 @@ def run(args: argparse.Namespace) -> int:
     conflict = _conflicting_start(args)
     if conflict:  # (before Spark starts)
         raise BinlogError(conflict)
+    if args.maintain_every < 0:
+        raise BinlogError("--maintain-every N: N is a number of batches, 0 or more (0: no maintenance)")
     missing = None if "PYSPARK_GATEWAY_PORT" in os.environ else java_missing()  # (spark-submit's JVM runs already)
     if missing is not None:  # (before the lake is touched)
         raise BinlogError(missing)
@@ -243,7 +254,7 @@ def _ingest(args: argparse.Namespace, spark: Future[Any], cores: int | None, met
     runner = SparkRunner(spark)
     result = ingest(runner, list(args.sources), args.lake, split_bytes=args.split_mb << 20,
                     progress=Progress(runner), read=read, cores=cores, wait=args.wait,
-                    lease_seconds=args.lease_seconds)  # fmt: skip
+                    lease_seconds=args.lease_seconds, maintain_every=args.maintain_every)  # fmt: skip
     if result.batches and metrics.enabled:
         from binlake.ingest.live import tell_batches
 
@@ -295,7 +306,7 @@ def _live(args: argparse.Namespace, spark: Future[Any], cores: int | None, watch
                          interval=args.interval, batch_bytes=args.batch_mib << 20 if args.batch_mib else None,
                          split_bytes=args.split_mb << 20, progress=progress, read=read, cores=cores,
                          wait=args.wait, lease_seconds=args.lease_seconds, on_batch=batch_done,
-                         metrics=watch.metrics)  # fmt: skip
+                         metrics=watch.metrics, maintain_every=args.maintain_every)  # fmt: skip
     where = f", going on at {result.resume.file}:{result.resume.position}" if result.resume else ""
     print(f"ingested {result.batches} batches from {args.host}: {result.mirrored} bytes mirrored, {result.events}"
           f" events, {sum(result.changes.values())} row changes in {result.seconds:.1f} s{where}")  # fmt: skip

@@ -47,7 +47,7 @@ from binlake.ingest.plan import DEFAULT_SPLIT_BYTES
 from binlake.ingest.progress import Progress
 from binlake.ingest.run import IngestResult, ingest_held
 from binlake.ingest.statements import ReadSpec
-from binlake.lake.lake import Lake
+from binlake.lake.lake import BINLOGS_DIR, Lake
 from binlake.lake.runner import Runner
 from binlake.metrics import NO_METRICS, Metrics
 from binlake.replication.client import connected
@@ -69,8 +69,6 @@ __all__ = [
     "tell_batches",
 ]
 
-BINLOGS_DIR = "_binlogs"
-"""The folder of the lake the mirror writes the server's binlog files to."""
 DEFAULT_INTERVAL = 10.0
 STREAM_START = "stream-start.json"
 """In ``LAKE/_binlake/``: where the stream of a lake without a batch yet starts (a ResumePoint's JSON)."""
@@ -84,7 +82,7 @@ snapshot issue's function): the stream starts there.  It is called with the lake
 
 def binlogs_of(lake: Lake) -> Location:
     """Where a live ingest mirrors the server's binlogs: ``LAKE/_binlogs``."""
-    return lake.root / BINLOGS_DIR
+    return lake.binlogs
 
 
 @dataclass(slots=True)
@@ -130,6 +128,7 @@ def live_ingest(
     on_batch: Callable[[IngestResult], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
     metrics: Metrics = NO_METRICS,
+    maintain_every: int = 0,
 ) -> LiveResult:
     """Mirror the server of ``options`` into ``lake`` and land its changes; see the module docstring.
 
@@ -143,7 +142,9 @@ def live_ingest(
     ``interval`` and ``batch_bytes``: when a following run
     commits a batch.  ``on_batch``: called after each batch with what it did.  ``should_stop``: asked between
     batches (a following run ends after the batch in which it became true).  ``metrics``: told of the mirror's
-    events and reconnections and of each batch committed (:mod:`binlake.metrics`).  The rest is :func:`ingest`'s.
+    events and reconnections and of each batch committed (:mod:`binlake.metrics`).  ``maintain_every``: a slice of
+    maintenance after every N-th batch (:func:`binlake.lake.maintain.after_batch`), the lease held (the mirror goes
+    on meanwhile).  The rest is :func:`ingest`'s.
     """
     lake = lake if isinstance(lake, Lake) else Lake(lake)
     progress = progress or Progress(runner)
@@ -187,7 +188,7 @@ def live_ingest(
                 if point is None and files:  # --from-start: the stream starts where the oldest binlog does
                     point = ResumePoint(files[0].name, 4)
                 r = ingest_held(runner, files, lake, split_bytes=split_bytes, progress=progress, read=read, cores=cores,
-                                start=point, definitions=definitions)  # fmt: skip
+                                start=point, definitions=definitions, maintain_every=maintain_every)  # fmt: skip
                 result.add(r)
                 if r.batches:
                     tell_batches(metrics, r, binlogs)

@@ -53,6 +53,7 @@ from binlake.ingest.statements import ReadSpec, scan_statements, tracker_at, tra
 from binlake.ingest.tails import inside, last_whole, plainly_outside
 from binlake.ingest.tasks import TaskPlan, write_task
 from binlake.lake.lake import Lake
+from binlake.lake.maintain import after_batch
 from binlake.lake.names import decode_name, table_dir
 from binlake.lake.records import BatchManifest, SkipRecord, Split, TaskReport
 from binlake.lake.runner import Runner
@@ -163,6 +164,7 @@ def ingest(
     wait: float = 0.0,
     lease_seconds: float = 60.0,
     start: ResumePoint | None = None,
+    maintain_every: int = 0,
 ) -> IngestResult:
     """Ingest what is new in ``sources`` into ``lake`` (finishing an interrupted batch first); see the module doc.
 
@@ -178,6 +180,8 @@ def ingest(
     taken): the files before ``start.file`` and the bytes of it before ``start.position`` are not landed, and
     every batch's manifest records where the stream goes on after it (:attr:`BatchManifest.resume`, with the GTID
     state there, followed from ``start.gtid``).  A lake whose last manifest has a resume point goes on from it.
+    ``maintain_every``: after every N-th batch (0: never) a bounded slice of maintenance runs, the lease still held
+    (:func:`binlake.lake.maintain.after_batch`).
     """
     lake = lake if isinstance(lake, Lake) else Lake(lake)
     progress = progress or Progress(runner)
@@ -188,7 +192,7 @@ def ingest(
             progress.log(f"the lake is free after {lease.waited:.1f} s")
             files = _binlogs(sources)  # they may have grown meanwhile
         result = ingest_held(runner, files, lake, split_bytes=split_bytes, progress=progress, read=read, cores=cores,
-                             start=start)  # fmt: skip
+                             start=start, maintain_every=maintain_every)  # fmt: skip
         result.waited = lease.waited
     result.seconds = time.monotonic() - t0
     return result
@@ -205,6 +209,7 @@ def ingest_held(
     cores: int | None = None,
     start: ResumePoint | None = None,
     definitions: SchemaSource | None = None,
+    maintain_every: int = 0,
 ) -> IngestResult:
     """:func:`ingest` of ``files`` (:func:`~binlake.binlogs.list_binlogs`'s records) into ``lake``, whose writer
     lease the caller holds (``with lake.writing(): ...``): a live ingest holds it across its batches, and gives the
@@ -214,6 +219,12 @@ def ingest_held(
     t0 = time.monotonic()
     progress = progress or Progress(runner)
     _ingest(runner, files, lake, split_bytes, progress, read or ReadSpec(), cores, result, start, definitions)
+    if result.batches:
+        last = lake.last_manifest()[0]
+        report = None if last is None else after_batch(lake, last.batch, maintain_every)
+        if report is not None:
+            for line in report.lines():
+                progress.detail(f"maintenance: {line}")
     result.seconds = time.monotonic() - t0
     return result
 

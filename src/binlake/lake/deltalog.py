@@ -33,7 +33,7 @@ import urllib.parse
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
@@ -44,10 +44,11 @@ from deltalake import DeltaTable
 
 from binlake.lake import dv as dvs
 from binlake.lake.records import DataFile, LakeFormatError
-from binlake.storage import Location, StorageError, locate
+from binlake.storage import Entry, Location, StorageError, locate
 
 __all__ = [
     "Action",
+    "LogFiles",
     "Snapshot",
     "commit",
     "commit_batch",
@@ -56,6 +57,7 @@ __all__ = [
     "deletion_actions",
     "delta_table",
     "file_location",
+    "log_files",
     "new_file",
     "newest_version",
     "read_snapshot",
@@ -78,6 +80,7 @@ _ATTEMPTS = 8  # a lost race reads the table again; more than a few in a row mea
 _CHECKPOINT_INTERVAL = 100  # delta-rs' default for delta.checkpointInterval
 _COMMIT = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(?:\.(\d{10})\.(\d{10}))?\.parquet$")
+_VERSIONED = re.compile(r"^\d{20}\.")
 
 # The features legacy protocol versions imply (PROTOCOL.md, "Writer Version Requirements", "Reader Version
 # Requirements"): an upgrade to table features lists them all, as it cannot prove one was never used.
@@ -107,8 +110,9 @@ _WRITES = frozenset({*_READS, "appendOnly", "invariants", "checkConstraints", "c
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """A table at one ``version``: its ``protocol`` and ``metadata`` (the actions' JSON objects), its ``files`` (path
-    -> its ``add`` action object, deletion vector included) and its application transactions ``txns`` (appId ->
-    version)."""
+    -> its ``add`` action object, deletion vector included), its application transactions ``txns`` (appId ->
+    version) and its ``tombstones`` (the ``remove`` actions of files, or deletion vectors, no longer in it, as far as
+    the log and its checkpoint still hold them: what vacuum keeps within its retention)."""
 
     table: Location
     version: int
@@ -116,6 +120,7 @@ class Snapshot:
     metadata: dict[str, Any]
     files: dict[str, dict[str, Any]]
     txns: dict[str, int]
+    tombstones: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def schema(self) -> pa.Schema:
@@ -195,51 +200,67 @@ def file_location(table: Location, path: str) -> Location:
 # -- reading the log ------------------------------------------------------------------------------------------------
 
 
-def _log_files(table: Location) -> tuple[dict[int, Location], dict[tuple[int, int], list[Location]]]:
-    """The table's log as listed: its commits by version, and its checkpoints' parts by (version, parts)."""
-    commits: dict[int, Location] = {}
-    parts: dict[tuple[int, int], list[Location]] = {}
+@dataclass(frozen=True, slots=True)
+class LogFiles:
+    """What a table's ``_delta_log`` holds: its JSON ``commits`` and complete classic ``checkpoints`` by version
+    (each checkpoint's parts), and ``versioned``: every file whose name starts with a version (commits, checkpoint
+    parts whole or not, checksums), with that version."""
+
+    commits: dict[int, Entry]
+    checkpoints: dict[int, list[Entry]]
+    versioned: list[tuple[int, Entry]]
+
+
+def log_files(table: Location) -> LogFiles:
+    """The files of the log of the table at ``table`` (none when there is no table)."""
+    commits: dict[int, Entry] = {}
+    parts: dict[tuple[int, int], list[Entry]] = {}
+    versioned: list[tuple[int, Entry]] = []
     for entry in (table / LOG).list():
         name = entry.location.name
         if m := _COMMIT.match(name):
-            commits[int(m[1])] = entry.location
+            commits[int(m[1])] = entry
         elif m := _CHECKPOINT.match(name):
-            parts.setdefault((int(m[1]), int(m[3] or 1)), []).append(entry.location)
-    return commits, parts
+            parts.setdefault((int(m[1]), int(m[3] or 1)), []).append(entry)
+        if _VERSIONED.match(name):
+            versioned.append((int(name[:20]), entry))
+    checkpoints: dict[int, list[Entry]] = {}
+    for (v, n), found in sorted(parts.items()):
+        if len(found) == n:
+            checkpoints[v] = sorted(found, key=lambda e: e.location.uri)
+    return LogFiles(commits, checkpoints, versioned)
 
 
 def newest_version(table: Location) -> int | None:
     """The newest version of the table at ``table`` (one listing of its log), or ``None`` when there is no table."""
-    commits, parts = _log_files(table)
-    return max([*commits, *(v for v, _ in parts)], default=None)
+    log = log_files(table)
+    return max([*log.commits, *log.checkpoints], default=None)
 
 
 def read_snapshot(table: Location, version: int | None = None) -> Snapshot | None:
     """The table at ``table`` as of ``version`` (default: its newest), or ``None`` when there is no table."""
-    commits, parts = _log_files(table)
-    if not commits and not parts:
+    log = log_files(table)
+    if not log.commits and not log.checkpoints:
         return None
-    newest = max([*commits, *(v for v, _ in parts)])
+    newest = max([*log.commits, *log.checkpoints])
     target = newest if version is None else version
     if target > newest or target < 0:
         raise StorageError(f"no version {target} of this Delta table (its newest is {newest})", file=table.uri)
-    complete = [v for (v, n), files in parts.items() if v <= target and len(files) == n]
-    start = max(complete, default=-1)
-    missing = [v for v in range(start + 1, target + 1) if v not in commits]
+    start = max((v for v in log.checkpoints if v <= target), default=-1)
+    missing = [v for v in range(start + 1, target + 1) if v not in log.commits]
     if missing:
         raise StorageError(f"version {target} of this Delta table is no longer in its log (commit {missing[0]} is "
                            "gone: cleaned up past its retention)", file=table.uri)  # fmt: skip
     state = _State()
     if start >= 0:
-        n = max(n for v, n in parts if v == start and len(parts[v, n]) == n)
-        for part in sorted(parts[start, n], key=lambda loc: loc.uri):
-            state.apply_checkpoint(part)
-    todo = [commits[v] for v in range(start + 1, target + 1)]
+        for part in log.checkpoints[start]:
+            state.apply_checkpoint(part.location)
+    todo = [log.commits[v].location for v in range(start + 1, target + 1)]
     for body in _read_all(todo):
         state.apply_commit([_clean(json.loads(line)) for line in body.splitlines() if line.strip()])
     if state.protocol is None or state.metadata is None:
         raise LakeFormatError("a Delta log without its protocol or metadata", file=table.uri)
-    return Snapshot(table, target, state.protocol, state.metadata, state.files, state.txns)
+    return Snapshot(table, target, state.protocol, state.metadata, state.files, state.txns, state.tombstones)
 
 
 def _read_all(files: list[Location]) -> Iterator[bytes]:
@@ -271,8 +292,9 @@ def version_before(table: Location, batch: int, app_ids: Sequence[str]) -> int |
     of a recent batch reads a few commits.  A commit that only changes the table's columns or protocol just before
     the first such commit is part of its batch (:func:`binlake.lake.delta.add_columns`: the columns the batch
     adds); any other carrying no batch of those applications (maintenance) belongs to the batch before it."""
-    commits, parts = _log_files(table)
-    newest = max([*commits, *(v for v, _ in parts)], default=None)
+    log = log_files(table)
+    commits = log.commits
+    newest = max([*commits, *log.checkpoints], default=None)
     if newest is None:
         return None
     first: int | None = None  # the oldest commit seen carrying ``batch`` or later
@@ -283,7 +305,7 @@ def version_before(table: Location, batch: int, app_ids: Sequence[str]) -> int |
                 return newest
             raise StorageError(f"the commits before version {version + 1} of this Delta table are no longer in its "
                                "log (cleaned up past their retention)", file=table.uri)  # fmt: skip
-        actions = [json.loads(line) for line in commits[version].read_bytes().splitlines() if line.strip()]
+        actions = [json.loads(line) for line in commits[version].location.read_bytes().splitlines() if line.strip()]
         carried = [int(a["txn"]["version"]) for a in actions if "txn" in a and a["txn"].get("appId") in app_ids]
         if any(v >= batch for v in carried):
             first = version
@@ -303,9 +325,9 @@ def same_content_to(table: Location, version: int, app_ids: Sequence[str]) -> in
     columns or upgrading the protocol, as a batch does in a commit before its own; a restore, as a rewinding batch
     does).  So a reader of the lake as of a batch reads a table compacted since in its compacted files, which a
     vacuum keeps."""
-    commits, _ = _log_files(table)
+    commits = log_files(table).commits
     while version + 1 in commits:
-        actions = [json.loads(line) for line in commits[version + 1].read_bytes().splitlines() if line.strip()]
+        actions = [json.loads(line) for line in commits[version + 1].location.read_bytes().splitlines() if line.strip()]
         if any(
             a["txn"].get("appId") in app_ids if "txn" in a else "metaData" in a or "protocol" in a for a in actions
         ) or any(a["commitInfo"].get("operation") == "RESTORE" for a in actions if "commitInfo" in a):
@@ -323,17 +345,27 @@ def _clean(value: Any) -> Any:
     return value
 
 
+def _tombstone_key(action: Mapping[str, Any]) -> str:
+    """What a tombstone is kept under: the file's path, and the unique id of its deletion vector when it has one (a
+    file re-added with a new deletion vector leaves its old one as a tombstone: time travel before it reads it)."""
+    d = action.get("deletionVector")
+    return action["path"] if d is None else f"{action['path']}#{dvs.DeletionVector.from_json(d).unique_id}"
+
+
 class _State:
     def __init__(self) -> None:
         self.protocol: dict[str, Any] | None = None
         self.metadata: dict[str, Any] | None = None
         self.files: dict[str, dict[str, Any]] = {}
         self.txns: dict[str, int] = {}
+        self.tombstones: dict[str, dict[str, Any]] = {}
 
     def apply_checkpoint(self, part: Location) -> None:
         with part.open_input() as f:
             pf = pq.ParquetFile(f)
-            names = [n for n in ("protocol", "metaData", "txn", "add") if n in pf.schema_arrow.names]
+            # its tombstones before its files: a file re-added with a new deletion vector has both (a remove of it
+            # with the old one), and is in the table
+            names = [n for n in ("protocol", "metaData", "txn", "remove", "add") if n in pf.schema_arrow.names]
             data = pf.read(columns=names)
         for name in names:
             column = data.column(name)
@@ -352,8 +384,10 @@ class _State:
             body.pop("stats_parsed", None)
             body.pop("partitionValues_parsed", None)
             self.files[body["path"]] = body
+            self.tombstones.pop(_tombstone_key(body), None)
         elif name == "remove":
             self.files.pop(body["path"], None)
+            self.tombstones[_tombstone_key(body)] = body
         elif name == "metaData":
             self.metadata = body
         elif name == "protocol":

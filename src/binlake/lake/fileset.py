@@ -210,10 +210,13 @@ class FileSet:
         layout: Layout,
         runner: Runner,
         app_id: str = delta.APP_ID,
+        data_change: bool = True,
     ) -> int | None:
         """Make the table hold this set, as batch ``batch`` of ``app_id`` (module docstring): the version
         committed, or ``None`` when the table has the batch already or there is nothing to commit.  ``fence`` is
-        called before the commit (``Lake.check``); ``runner`` runs the copy-on-write rewrites."""
+        called before the commit (``Lake.check``); ``runner`` runs the copy-on-write rewrites.  ``data_change``
+        false: the set holds the same rows as the table, laid out anew (maintenance's compaction: a commit
+        ``OPTIMIZE`` whose actions say ``dataChange: false``, which a Delta streaming reader skips)."""
         now = deltalog.read_snapshot(self.table)
         if now is not None and now.txns.get(app_id, -1) >= batch:
             return None
@@ -253,10 +256,16 @@ class FileSet:
                 if f.path not in snap.files:
                     changed.append((f.add_action(), f.deleted_rows() if f.touched else _NONE, f.rows, False))
             actions += deltalog.deletion_actions(self.table, changed)
+            if not data_change:
+                for a in actions:
+                    for kind in ("add", "remove"):
+                        if kind in a:
+                            a[kind]["dataChange"] = False
             actions.append(deltalog.txn(app_id, batch))
             return actions
 
-        return deltalog.commit(self.table, plan, fence=fence, operation="MERGE", parameters={"batch": str(batch)})
+        operation = "MERGE" if data_change else "OPTIMIZE"
+        return deltalog.commit(self.table, plan, fence=fence, operation=operation, parameters={"batch": str(batch)})
 
     def _rewrite(self, schema: pa.Schema, pk: Sequence[str], runner: Runner) -> None:
         """Copy-on-write: each file that lost rows (or holds a deletion vector of another table) written again in

@@ -16,7 +16,8 @@ The layout of a lake, written here once (every name from the binlog encoded by :
     LAKE/_binlogs/                a live ingest's copies of the server's binlogs (binlake.ingest.live)
     LAKE/_binlake/batches/        each batch's manifest (NNNNNNNNNN.json) and completion mark (.done, holding the XA
                                   transactions still waiting for their outcome and every table's Delta version
-                                  once the batch was committed): binlake.lake.records
+                                  once the batch was committed): binlake.lake.records; old batches' folded into one
+                                  record by maintenance (AAAAAAAAAA-BBBBBBBBBB.fold)
     LAKE/_binlake/staging/        files a batch's tasks leave for its driver (removed when the batch is done)
     LAKE/_binlake/snapshots/      a snapshot's plan and chunk records, by batch (binlake.snapshot.chunks)
     LAKE/_binlake/stream-start.json  where a live lake's stream starts, until its first batch (binlake.ingest.live)
@@ -45,6 +46,7 @@ Example::
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -58,16 +60,20 @@ from binlake.lake import delta, deltalog
 from binlake.lake.batch import Batch, Timer
 from binlake.lake.lease import LeaseLost, WriterLease
 from binlake.lake.names import decode_name
-from binlake.lake.records import BatchDone, BatchManifest, DataFile, LakeSettings
+from binlake.lake.records import BatchDone, BatchFold, BatchManifest, DataFile, LakeSettings
 from binlake.lake.runner import Runner
 from binlake.lake.tables import OWN_TABLES
-from binlake.storage import Location, locate
+from binlake.storage import Entry, Location, locate
 
-__all__ = ["Lake", "LakeSnapshot", "LakeTable"]
+__all__ = ["BINLOGS_DIR", "Lake", "LakeSnapshot", "LakeTable"]
 
 KINDS = ("changes", "current")
 T = TypeVar("T")
 R = TypeVar("R")
+_PLAN = re.compile(r"^\d{10}\.json$")
+_FOLD = re.compile(r"^(\d{10})-(\d{10})\.fold$")
+BINLOGS_DIR = "_binlogs"
+"""The folder of the lake a live ingest's mirror writes the server's binlog files to."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +116,7 @@ class Lake:
     def __init__(self, root: str | os.PathLike[str] | Location) -> None:
         self.root = locate(root)
         self._lease: WriterLease | None = None
+        self._folds: dict[str, BatchFold] = {}
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Lake, (self.root.uri,))
@@ -136,6 +143,15 @@ class Lake:
         """Where batch ``batch``'s tasks leave the last change of each key for the driver."""
         return self.root / "_binlake" / "staging" / f"{batch:010d}"
 
+    def snapshot_records(self, batch: int) -> Location:
+        """Where the snapshot landing as batch ``batch`` keeps its plan and chunk records (:mod:`binlake.snapshot`)."""
+        return self.root / "_binlake" / "snapshots" / f"{batch:010d}"
+
+    @property
+    def binlogs(self) -> Location:
+        """Where a live ingest mirrors the server's binlogs (:mod:`binlake.ingest.live`)."""
+        return self.root / BINLOGS_DIR
+
     @property
     def _batches(self) -> Location:
         return self.root / "_binlake" / "batches"
@@ -144,7 +160,7 @@ class Lake:
 
     def last_manifest(self) -> tuple[BatchManifest | None, bool]:
         """The last batch's manifest (``None`` before the first) and whether the batch is done."""
-        plans = [e.location for e in self._batches.list() if e.location.name.endswith(".json")]
+        plans = [e.location for e in self._batches.list() if _PLAN.match(e.location.name)]
         if not plans:
             return None, True
         last = plans[-1]
@@ -152,18 +168,55 @@ class Lake:
         return manifest, (self._batches / f"{manifest.batch:010d}.done").exists()
 
     def manifest(self, batch: int) -> BatchManifest | None:
-        """Batch ``batch``'s manifest, or ``None`` when there is none."""
+        """Batch ``batch``'s manifest, or ``None`` when there is none (its own file, or a fold of old batches')."""
         plan = self._batches / f"{batch:010d}.json"
-        if batch < 1 or not plan.exists():
+        if batch < 1:
             return None
-        return BatchManifest.from_json(plan.read_bytes().decode("utf-8"), plan.uri)
+        if plan.exists():
+            return BatchManifest.from_json(plan.read_bytes().decode("utf-8"), plan.uri)
+        text = self._folded(batch, marks=False)
+        return None if text is None else BatchManifest.from_json(text, plan.uri)
 
     def done(self, batch: int) -> BatchDone:
         """What batch ``batch`` left for the next one (an empty mark before the first batch)."""
         mark = self._batches / f"{batch:010d}.done"
-        if batch < 1 or not mark.exists():
+        if batch < 1:
             return BatchDone()
-        return BatchDone.from_json(mark.read_bytes().decode("utf-8"), mark.uri)
+        if mark.exists():
+            return BatchDone.from_json(mark.read_bytes().decode("utf-8"), mark.uri)
+        text = self._folded(batch, marks=True)
+        return BatchDone() if text is None else BatchDone.from_json(text, mark.uri)
+
+    def batch_records(self) -> list[Entry]:
+        """The files of ``LAKE/_binlake/batches/``: manifests, marks, folds."""
+        return self._batches.list()
+
+    def _folded(self, batch: int, *, marks: bool) -> str | None:
+        """Batch ``batch``'s manifest (or mark) as a fold of old batches holds it (the newest fold that does)."""
+        for entry in reversed(self._batches.list()):
+            m = _FOLD.match(entry.location.name)
+            if m is None or not int(m[1]) <= batch <= int(m[2]):
+                continue
+            fold = self._folds.get(entry.location.uri)
+            if fold is None:  # a fold is never rewritten: kept once read
+                fold = BatchFold.from_json(entry.location.read_bytes().decode("utf-8"), entry.location.uri)
+                self._folds[entry.location.uri] = fold
+            found = (fold.marks if marks else fold.manifests).get(batch)
+            if found is not None:
+                return found
+        return None
+
+    def fold_batches(self, batches: list[int]) -> None:
+        """Fold the manifests and marks of the finished ``batches`` into one record, then remove their files: a
+        kill between the two leaves both, the same content, and a fold again writes the same record."""
+        self.check()
+        plans = {b: (self._batches / f"{b:010d}.json").read_bytes().decode("utf-8") for b in batches}
+        marks = {b: (self._batches / f"{b:010d}.done").read_bytes().decode("utf-8") for b in batches}
+        name = f"{min(batches):010d}-{max(batches):010d}.fold"
+        (self._batches / name).write_bytes(BatchFold(plans, marks).to_json().encode("utf-8"))
+        for b in batches:
+            (self._batches / f"{b:010d}.json").delete()
+            (self._batches / f"{b:010d}.done").delete()
 
     def last_complete(self) -> int:
         """The last batch whose completion mark is written (0 before the first): every table has it, and no table
@@ -199,7 +252,7 @@ class Lake:
         tables = self.done(batch).tables
         if tables is None:
             apps = (delta.APP_ID, delta.XA_APP_ID)
-            locs = [loc for _, _, loc in self._table_locations()]
+            locs = [loc for _, _, loc in self.table_locations()]
             found = _each(lambda loc: deltalog.version_before(loc, batch + 1, apps), locs)
             tables = {loc.relative_to(self.root): v for loc, v in zip(locs, found, strict=True) if v is not None}
         return tables
@@ -211,7 +264,7 @@ class Lake:
         ``touched`` is ``None`` or the batch is the first."""
         found: dict[str, int | None] = {}
         if touched is None or batch <= 1:
-            locs = [loc for _, _, loc in self._table_locations()]
+            locs = [loc for _, _, loc in self.table_locations()]
         else:
             found.update(self._recorded(batch - 1))
             locs = sorted(touched, key=lambda loc: loc.uri)
@@ -327,7 +380,7 @@ class Lake:
         a later one created goes), and drop the staging files of those batches; how many tables changed.  The
         manifests stay: the batch that rewinds the lake records it (:attr:`BatchManifest.rewinds`)."""
         self.check()
-        changed = sum(delta.rewind(loc, batch) for _, _, loc in self._table_locations())
+        changed = sum(delta.rewind(loc, batch) for _, _, loc in self.table_locations())
         for entry in (self.root / "_binlake" / "staging").list():
             if entry.is_dir and entry.location.name.isdigit() and int(entry.location.name) >= batch:
                 entry.location.delete_dir()
@@ -335,7 +388,7 @@ class Lake:
 
     # -- what the lake holds -------------------------------------------------------------------------------------
 
-    def _table_locations(self) -> Iterator[tuple[str, str, Location]]:
+    def table_locations(self) -> Iterator[tuple[str, str, Location]]:
         """``(name, kind, location)`` of every Delta table of the lake: the source tables', then the lake's own."""
         for db in self.root.list():
             if db.location.name.startswith("_") or not db.is_dir:
@@ -357,7 +410,7 @@ class Lake:
         if not self.root.is_dir():
             raise BinlogError("no lake here", file=self.root.uri)
         at = snapshot or LakeSnapshot(None, {})
-        wanted = [t for t in self._table_locations() if at.batch is None or t[2].relative_to(self.root) in at.versions]
+        wanted = [t for t in self.table_locations() if at.batch is None or t[2].relative_to(self.root) in at.versions]
         out = _each(lambda t: _describe(*t, at.version(self, t[2])), wanted)
         return sorted((t for t in out if t.kind in KINDS), key=lambda t: (t.name, t.kind)) + [
             t for t in out if t.kind not in KINDS

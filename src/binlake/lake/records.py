@@ -39,6 +39,7 @@ from binlake.sql.temporary import TemporaryState
 
 __all__ = [
     "BatchDone",
+    "BatchFold",
     "BatchManifest",
     "ChunkDone",
     "DataFile",
@@ -465,30 +466,60 @@ class BatchDone:
 
 
 @dataclass(frozen=True, slots=True)
+class BatchFold:
+    """Finished batches' manifests and completion marks folded into one record by maintenance
+    (``LAKE/_binlake/batches/AAAAAAAAAA-BBBBBBBBBB.fold``, batches A to B): each kept as the JSON text of its own
+    record (``manifests``, ``marks``: batch -> text), so it reads as it would from its own file, whatever version
+    it was written in."""
+
+    VERSION: ClassVar[int] = 1
+
+    manifests: dict[int, str]
+    marks: dict[int, str]
+
+    def to_json(self) -> str:
+        return json.dumps({"version": self.VERSION, "manifests": {str(b): t for b, t in sorted(self.manifests.items())},
+                           "marks": {str(b): t for b, t in sorted(self.marks.items())}})  # fmt: skip
+
+    @classmethod
+    def from_json(cls, text: str, where: str | None = None) -> BatchFold:
+        v = json.loads(text)
+        check_version("a fold of batch records", v.get("version"), cls.VERSION, where)
+        return cls({int(b): str(t) for b, t in v["manifests"].items()}, {int(b): str(t) for b, t in v["marks"].items()})
+
+
+@dataclass(frozen=True, slots=True)
 class LakeSettings:
     """How a lake lays out what it writes (``LAKE/_binlake/settings.json``; a lake without the file has the
     defaults).  ``current_layout``: how a batch removes the old rows of the keys it changes from a current-state
     table's files: ``dv`` (the default) marks them in a deletion vector per file (the table needs reader 3 / writer
     7 with the ``deletionVectors`` feature), ``cow`` rewrites every file it touches without them (copy-on-write:
-    the table keeps its protocol, a batch writes whole files again).  See :mod:`binlake.lake.current`."""
+    the table keeps its protocol, a batch writes whole files again).  See :mod:`binlake.lake.current`.
+    ``retention``: seconds maintenance keeps what a version of a table within them needs (time travel works
+    within it; Delta's default ``delta.deletedFileRetentionDuration`` of 7 days): :mod:`binlake.lake.maintain`."""
 
     VERSION: ClassVar[int] = 1
     LAYOUTS: ClassVar[tuple[str, ...]] = ("dv", "cow")
+    RETENTION: ClassVar[float] = 7 * 86400.0
 
     current_layout: Literal["dv", "cow"] = "dv"
+    retention: float = RETENTION
 
     def __post_init__(self) -> None:
         if self.current_layout not in self.LAYOUTS:
             raise LakeFormatError(f"current_layout {self.current_layout!r} is not one of {', '.join(self.LAYOUTS)}")
+        if not self.retention >= 0:
+            raise LakeFormatError(f"retention {self.retention!r} is not a number of seconds >= 0")
 
     def to_json(self) -> str:
-        return json.dumps({"version": self.VERSION, "current_layout": self.current_layout})
+        return json.dumps({"version": self.VERSION, "current_layout": self.current_layout, "retention": self.retention})
 
     @classmethod
     def from_json(cls, text: str, where: str | None = None) -> LakeSettings:
+        """Read the settings; a file of an earlier binlake (no ``retention``) has the default retention."""
         v = json.loads(text)
         check_version("the lake's settings", v.get("version"), cls.VERSION, where)
-        return cls(v.get("current_layout", "dv"))
+        return cls(v.get("current_layout", "dv"), float(v.get("retention", cls.RETENTION)))
 
 
 # -- the consistent snapshot (binlake.snapshot) -------------------------------------------------------------------

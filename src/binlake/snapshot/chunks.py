@@ -53,7 +53,7 @@ READ = "read"
 
 def snapshot_dir(lake: Lake, batch: int) -> Location:
     """Where the snapshot landing as batch ``batch`` keeps its plan and chunk records."""
-    return lake.root / "_binlake" / "snapshots" / f"{batch:010d}"
+    return lake.snapshot_records(batch)
 
 
 def chunk_record(lake: Lake, batch: int, chunk: int) -> Location:

@@ -24,14 +24,14 @@ import pytest
 from binlake.ingest.arrow import lake_type
 from binlake.ingest.progress import Progress
 from binlake.ingest.run import IngestResult, ingest
+from binlake.lake.alter import AlterResult, AlterTask, NewColumn, convert
+from binlake.lake.fileset import FileSet, LiveFile
 from binlake.lake.lake import Lake
-from binlake.lake.runner import InProcessRunner
+from binlake.lake.runner import InProcessRunner, pack, unpack
 from binlake.replication.definitions import SnapshotColumn
 from binlake.snapshot.columns import to_column
 from binlake.testing import readers
 from binlake.testing.mariadb import INSTALL_HINT, MariaDBServer, missing_tools
-
-pytestmark = pytest.mark.server
 
 SETUP = """
 CREATE DATABASE d CHARACTER SET utf8mb4;
@@ -83,12 +83,12 @@ def _batch(server: MariaDBServer, sources: Path, lake: Path) -> IngestResult:
     return ingest(InProcessRunner(), [str(sources)], str(lake), progress=Progress(None, io.StringIO()))
 
 
-def _server_columns(server: MariaDBServer) -> list[tuple[str, pa.DataType, int | None]]:
+def _server_columns(server: MariaDBServer, db: str) -> list[tuple[str, pa.DataType, int | None]]:
     """The table's columns in order: name, the lake type the snapshot's column rule gives, fsp."""
     rows = server.query(
         "SELECT c.COLUMN_NAME, c.DATA_TYPE, c.COLUMN_TYPE, c.IS_NULLABLE, c.NUMERIC_PRECISION, c.NUMERIC_SCALE, "
         "c.DATETIME_PRECISION, c.CHARACTER_OCTET_LENGTH, l.ID FROM information_schema.COLUMNS c LEFT JOIN "
-        "information_schema.COLLATIONS l ON l.COLLATION_NAME = c.COLLATION_NAME WHERE c.TABLE_SCHEMA = 'd' AND "
+        f"information_schema.COLLATIONS l ON l.COLLATION_NAME = c.COLLATION_NAME WHERE c.TABLE_SCHEMA = '{db}' AND "
         "c.TABLE_NAME = 't' ORDER BY c.ORDINAL_POSITION"
     )
 
@@ -119,11 +119,11 @@ def _text(v: Any, fsp: int | None) -> str | None:
     return str(v)
 
 
-def _check(server: MariaDBServer, lake: Path, statement: str) -> None:
-    columns = _server_columns(server)
+def _check(server: MariaDBServer, lake: Path, statement: str, db: str = "d") -> None:
+    columns = _server_columns(server, db)
     names = [n for n, _, _ in columns]
-    expected = sorted(server.query("SELECT * FROM d.t ORDER BY id"), key=lambda r: int(str(r[names.index("id")])))
-    loc = Lake(str(lake)).current("d/t")
+    expected = sorted(server.query(f"SELECT * FROM {db}.t"), key=lambda r: int(str(r[names.index("id")])))
+    loc = Lake(str(lake)).current(f"{db}/t")
     tables = {r: readers.read_with(r, loc) for r in readers.available()}
     own = Lake(str(lake)).read(loc)
     assert own is not None
@@ -136,6 +136,7 @@ def _check(server: MariaDBServer, lake: Path, statement: str) -> None:
         assert cells == expected, (statement, reader)
 
 
+@pytest.mark.server
 def test_current_state_follows_every_alter_as_the_server_does(server: MariaDBServer, tmp_path: Path) -> None:
     sources, lake = tmp_path / "binlogs", tmp_path / "lake"
     sources.mkdir()
@@ -147,3 +148,95 @@ def test_current_state_follows_every_alter_as_the_server_does(server: MariaDBSer
         result = _batch(server, sources, lake)
         assert not result.unconverted, statement
         _check(server, lake, statement)
+
+
+class _Crash(Exception):
+    """A process killed just before the current table's commit."""
+
+
+@pytest.mark.server
+def test_an_alter_cut_before_its_commit_is_done_once_by_the_next_run(
+    server: MariaDBServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rewrite's files are written, the batch dies before the table's commit: the table is as it was, and the
+    next run applies the ALTER once (the same content as a clean run)."""
+    sources, lake = tmp_path / "binlogs", tmp_path / "lake"
+    sources.mkdir()
+    server.execute(
+        "CREATE DATABASE k; CREATE TABLE k.t (id INT PRIMARY KEY, a INT, c DECIMAL(5,2)); "
+        "INSERT INTO k.t VALUES (1, 11, 1.5), (2, 22, 2.25)"
+    )
+    _batch(server, sources, lake)
+    server.execute("ALTER TABLE k.t RENAME COLUMN a TO aa, MODIFY c VARCHAR(9), ADD z INT NOT NULL FIRST")
+    real = FileSet.commit
+
+    def dying(self: FileSet, *args: Any, **kwargs: Any) -> Any:
+        if self.key == "k/t":
+            raise _Crash
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(FileSet, "commit", dying)
+    with pytest.raises(_Crash):
+        _batch(server, sources, lake)
+    table = Lake(str(lake)).read(Lake(str(lake)).current("k/t"))
+    assert table is not None and table.column_names[:3] == ["id", "a", "c"]  # untouched
+    monkeypatch.setattr(FileSet, "commit", real)
+    _batch(server, sources, lake)
+    _check(server, lake, "after the cut", "k")
+    assert _batch(server, sources, lake).batches <= 1  # nothing applied twice (a FLUSH's own batch at most)
+    _check(server, lake, "a run after", "k")
+
+
+def test_alter_records_cross_to_other_processes() -> None:
+    """An alter task and its result travel as JSON (a Spark executor's), and read back equal."""
+    cols = (
+        NewColumn("id", pa.int64(), "id"),
+        NewColumn("c", pa.string(), "c", "text", 20, lo=3),
+        NewColumn("h", pa.decimal128(6, 2), None, "fill", fill="0.00"),
+        NewColumn("x", None, "x"),
+    )
+    live = LiveFile("file:///lake/d/t/current", "part-1.parquet", 3, 100, 0, None, None)
+    task = AlterTask("d/t", "file:///lake/d/t/current", pa.schema([("id", pa.int64())]), cols, ("id",), live)
+    assert unpack(pack(task)) == task
+    result = AlterResult((), {"c": 2})
+    assert unpack(pack(result)) == result
+
+
+@pytest.mark.parametrize(
+    ("values", "column", "want", "failed"),
+    [
+        ([Decimal("1.50"), Decimal("-0.25")], NewColumn("c", pa.string(), "c", "text", 20), ["1.50", "-0.25"], 0),
+        (["abcdef"], NewColumn("c", pa.string(), "c", "text", 3), ["abc"], 0),
+        ([300, -300], NewColumn("n", pa.int64(), "n", "int", lo=-128, hi=127), [127, -128], 0),
+        ([Decimal("2.5"), Decimal("-2.5")], NewColumn("n", pa.int64(), "n", "int", lo=-128, hi=127), [3, -3], 0),
+        ([2.5, 3.5], NewColumn("n", pa.int64(), "n", "int", lo=-128, hi=127), [2, 4], 0),  # rint: half to even
+        (["12", " -4 ", "1.5x"], NewColumn("n", pa.int64(), "n", "int", lo=-128, hi=127), [12, -4, None], 1),
+        ([Decimal("3.1416")], NewColumn("h", pa.decimal128(5, 1), "h", "decimal"), [Decimal("3.1")], 0),
+        ([Decimal("99999.99")], NewColumn("h", pa.decimal128(4, 1), "h", "decimal"), [Decimal("999.9")], 0),
+        ([1.5], NewColumn("s", pa.string(), "f", "text", 10), [None], 1),  # a FLOAT's text: not mirrored
+        (
+            [dt.datetime(2024, 1, 2, 3, 4, 5, 678000)],
+            NewColumn("d", pa.string(), "d", "text", 30, lo=3),
+            ["2024-01-02 03:04:05.678"],
+            0,
+        ),
+        (
+            [dt.datetime(2024, 1, 2, 3, 4, 5, 678000)],
+            NewColumn("d", pa.date32(), "d", "date"),
+            [dt.date(2024, 1, 2)],
+            0,
+        ),
+        (
+            [dt.datetime(2024, 1, 2, 3, 4, 5, 678900)],
+            NewColumn("d", pa.timestamp("us"), "d", "datetime", 2),
+            [dt.datetime(2024, 1, 2, 3, 4, 5, 670000)],
+            0,
+        ),
+        ([dt.date(2024, 1, 2)], NewColumn("d", pa.timestamp("us", tz="UTC"), "d", "datetime", 0), [None], 1),
+    ],
+)
+def test_values_convert_as_the_server_converts_them_or_not_at_all(
+    values: list[Any], column: NewColumn, want: list[Any], failed: int
+) -> None:
+    got, n = convert(pa.array(values), column)
+    assert (got.to_pylist(), n) == (want, failed)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -36,6 +37,7 @@ from binlake.ingest.statements import tracker_from_json
 from binlake.lake.alter import Alteration, NewColumn, convert
 from binlake.lake.names import table_dir
 from binlake.lake.records import Statement
+from binlake.lake.tables import lake_name
 from binlake.schema import Altered, TableSchema, TrackedColumn, declared_column
 from binlake.sql.statements import Scope
 
@@ -70,12 +72,18 @@ def alterations(
         if not (keyed(key) or keyed(table_dir(altered.before.schema or "", altered.before.name))):
             continue
         columns = tuple(new_column(i, c, altered) for i, c in enumerate(altered.after.columns))
-        out.append(Alteration(key, s.seq, columns, altered.after.row_key, s.query))
+        pk = tuple(lake_name(n) for n in altered.after.row_key)
+        out.append(Alteration(key, s.seq, columns, pk, s.query))
     return out
 
 
 def new_column(index: int, col: TrackedColumn, altered: Altered) -> NewColumn:
     """Column ``index`` of the table after the ALTER: where its values come from and how (module docstring)."""
+    out = _new_column(index, col, altered)
+    return replace(out, name=lake_name(out.name), source=None if out.source is None else lake_name(out.source))
+
+
+def _new_column(index: int, col: TrackedColumn, altered: Altered) -> NewColumn:
     declared = declared_column(col, index)
     t = lake_type(declared) if declared is not None else None
     source = altered.source(col.name)

@@ -535,9 +535,9 @@ def _run_batch(
                 if mid not in known and mid not in {h["map_id"] for h in new_history}:
                     new_history.append(history_row(row, layouts[mid], batch))
             pk[key] = [layouts[mid][i][0] for i in row["primary_key_index"]]
-            current_pk[key] = [row["lake"][i][0] for i in row["primary_key_index"]]
+            current_pk[key] = [row["names"][i] for i in row["primary_key_index"]]
             seq = file_seq[row["file"]] * SEQ_FILE + row["first_pos"] * SEQ_POS
-            columns = tuple((n, name, t) for (n, t), (name, _) in zip(layouts[mid], row["lake"], strict=True))
+            columns = tuple((n, name, t) for (n, t), name in zip(layouts[mid], row["names"], strict=True))
             map_layouts.append(MapLayout(key, seq, columns))
         full = {k: pa.schema([*v, *(pa.field(n, t) for n, t in META)]) for k, v in schemas.items()}
         landing.tables(full, current_pk)

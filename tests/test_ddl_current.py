@@ -154,6 +154,46 @@ def test_current_state_follows_every_alter_as_the_server_does(server: MariaDBSer
         _check(server, lake, statement)
 
 
+# the corpus workload's table `evolve` (tests/workloads/04_ddl.sql), its ALTERs and rows all in one batch
+EVOLVE = """
+CREATE DATABASE e; USE e;
+CREATE TABLE t (id INT PRIMARY KEY, a INT, b VARCHAR(20), c DATETIME) ENGINE=InnoDB;
+INSERT INTO t VALUES (1, 1, 'one', '2024-01-01 00:00:00'), (2, 2, 'two', NULL);
+ALTER TABLE t ADD COLUMN x DECIMAL(10,2) AFTER a;
+INSERT INTO t VALUES (3, 3, 3.33, 'three', '2024-01-03 00:00:00');
+UPDATE t SET x = 1.11 WHERE id = 1;
+ALTER TABLE t DROP COLUMN b;
+INSERT INTO t VALUES (4, 4, 4.44, '2024-01-04 00:00:00');
+UPDATE t SET a = 40 WHERE id = 4;
+DELETE FROM t WHERE id = 2;
+ALTER TABLE t MODIFY a BIGINT UNSIGNED NOT NULL DEFAULT 0, CHANGE c c_renamed DATETIME(6);
+INSERT INTO t VALUES (5, 18446744073709551615, 5.55, '2024-01-05 00:00:00.555555');
+UPDATE t SET c_renamed = '2025-01-01 00:00:00.000001' WHERE id = 5;
+ALTER TABLE t ADD COLUMN first_col VARCHAR(5) CHARACTER SET latin1 FIRST, ADD COLUMN e ENUM('on','off') DEFAULT 'on';
+INSERT INTO t VALUES ('f', 6, 6, 6.66, NULL, 'off');
+UPDATE t SET first_col = 'F1' WHERE id = 1;
+ALTER TABLE t CONVERT TO CHARACTER SET utf8mb3;
+INSERT INTO t VALUES ('g', 7, 7, 7.77, NULL, DEFAULT);
+SET SESSION binlog_alter_two_phase = ON;
+ALTER TABLE t ADD COLUMN two_phase INT DEFAULT 7;
+SET SESSION binlog_alter_two_phase = OFF;
+INSERT INTO t (id, a, two_phase) VALUES (8, 8, 8);
+ALTER TABLE t ADD INDEX idx_a (a), ALGORITHM=INPLACE, LOCK=NONE;
+ALTER TABLE t ENGINE=InnoDB;
+"""
+
+
+@pytest.mark.server
+def test_a_batch_of_several_alters_between_rows(server: MariaDBServer, tmp_path: Path) -> None:
+    """Every ALTER of the batch applied where it was logged, the rows between them named as the table was then."""
+    sources, lake = tmp_path / "binlogs", tmp_path / "lake"
+    sources.mkdir()
+    server.execute(EVOLVE)
+    result = _batch(server, sources, lake)
+    assert not result.unconverted
+    _check(server, lake, "evolve", "e")
+
+
 class _Crash(Exception):
     """A process killed just before the current table's commit."""
 

@@ -7,7 +7,7 @@ The DDL tracker (:mod:`binlake.schema`) says each column's definition before and
 column of before each column after holds (:class:`~binlake.schema.Altered`); from those this module decides, per
 column, the conversion the server applied (:data:`~binlake.lake.alter.CONVERSIONS`):
 
-* the same definition (a column kept or renamed): its values as they are;
+* the same definition (a column kept or renamed; an ENUM or SET that keeps its members): its values as they are;
 * a new column: its ``DEFAULT`` literal (a number, a string, NULL), else NULL, or for a ``NOT NULL`` column the
   type's implicit default as the server fills it (0, ``''``, the first ENUM member; a zero date is NULL in the
   lake); a default the lake cannot compute (an expression, ``CURRENT_TIMESTAMP``, ``AUTO_INCREMENT`` numbering) is
@@ -89,7 +89,7 @@ def _new_column(index: int, col: TrackedColumn, altered: Altered) -> NewColumn:
     source = altered.source(col.name)
     if source is None:
         return _added(col, t)
-    if _same(source, col):
+    if _same(source, col) or _members_kept(source, col):
         return NewColumn(col.name, None, source.name)
     if t is None:
         return NewColumn(col.name, None, source.name, "null", note=f"a type binlake does not know: {col.type_name}")
@@ -110,6 +110,11 @@ def _new_column(index: int, col: TrackedColumn, altered: Altered) -> NewColumn:
     if pa.types.is_timestamp(t):
         return NewColumn(col.name, t, source.name, "datetime", col.fsp)
     return NewColumn(col.name, t, source.name, "null", note=f"no exact conversion to {col.definition}")
+
+
+def _members_kept(a: TrackedColumn, b: TrackedColumn) -> bool:
+    """ENUM to ENUM (SET to SET) with every member kept: the lake holds members by name, as they are."""
+    return a.type_name == b.type_name and a.type_name in ("enum", "set") and set(a.params) <= set(b.params)
 
 
 def _same(a: TrackedColumn, b: TrackedColumn) -> bool:

@@ -194,6 +194,23 @@ def test_a_batch_of_several_alters_between_rows(server: MariaDBServer, tmp_path:
     _check(server, lake, "evolve", "e")
 
 
+@pytest.mark.server
+def test_an_alter_that_renames_the_table_and_one_of_a_new_table(server: MariaDBServer, tmp_path: Path) -> None:
+    """ALTER ... RENAME TO moves the table, then changes its columns; a table created and altered in the batch, its
+    rows after the ALTER only, has the columns the DDL declares."""
+    sources, lake = tmp_path / "binlogs", tmp_path / "lake"
+    sources.mkdir()
+    server.execute(
+        "CREATE DATABASE r; CREATE TABLE r.old (id INT PRIMARY KEY, v INT); INSERT INTO r.old VALUES (1, 1), (2, 2);"
+        "ALTER TABLE r.old ADD COLUMN w INT DEFAULT 4, CHANGE v v DECIMAL(4,1), RENAME TO r.t;"
+        "INSERT INTO r.t VALUES (3, 3, 3); CREATE DATABASE n; CREATE TABLE n.t (id INT PRIMARY KEY, a VARCHAR(3));"
+        "ALTER TABLE n.t ADD b DATE FIRST, MODIFY a INT; INSERT INTO n.t VALUES ('2024-01-01', 1, 2)"
+    )
+    _batch(server, sources, lake)
+    _check(server, lake, "alter and rename", "r")
+    _check(server, lake, "created and altered", "n")
+
+
 class _Crash(Exception):
     """A process killed just before the current table's commit."""
 

@@ -90,7 +90,7 @@ def _new_column(index: int, col: TrackedColumn, altered: Altered) -> NewColumn:
     if source is None:
         return _added(col, t)
     if _same(source, col) or _members_kept(source, col):
-        return NewColumn(col.name, None, source.name)
+        return NewColumn(col.name, t, source.name)
     if t is None:
         return NewColumn(col.name, None, source.name, "null", note=f"a type binlake does not know: {col.type_name}")
     kind = col.type_name

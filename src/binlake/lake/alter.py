@@ -59,7 +59,8 @@ _DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?")
 
 @dataclass(frozen=True, slots=True)
 class NewColumn:
-    """A column of the table after the ALTER: ``name``, lake ``type`` (``None`` with ``copy``: the source's), the
+    """A column of the table after the ALTER: ``name``, lake ``type`` (as declared; ``copy`` keeps the source's;
+    ``None``: a type binlake does not know), the
     current column ``source`` its values come from (``None``: new), the ``conversion`` (:data:`CONVERSIONS`) with
     its parameters (``arg``: a text's length in characters or a DATETIME's fsp; ``lo``/``hi``: an integer's range,
     ``lo`` a DATETIME source's fsp for ``text``; ``fill``: a new column's value, JSON: text for a DECIMAL or a
@@ -99,7 +100,8 @@ class Alteration:
 
     def resolved(self, before: pa.Schema) -> Alteration:
         """The statement against the current table's columns ``before``: a kept column takes the type it has there
-        (a column the current table lacks, NULL), a column of no known type is text (its values NULL)."""
+        (a column the current table lacks: NULL, of its declared type), a column of no known type is text (its
+        values NULL)."""
         out = []
         for c in self.columns:
             if c.conversion == "copy" and c.source is not None and c.source in before.names:

@@ -156,13 +156,14 @@ class _Batch:
         before its first ALTER (named as the table names them), ``_seq``, ``_ts``.  A table new to the current
         state whose batch has no table map of it (an XA transaction's rows) takes the change table's columns."""
         if key not in self.schemas:
+            alters = self.alterations.get(key)
+            upto = alters[0].seq if alters else None
             fields = [f for f in self.get(key).schema or [] if f.name not in ("_seq", "_ts")]
-            if not fields and not self.layouts.get(key):
+            if not fields and not any(upto is None or m.seq < upto for m in self.layouts.get(key, [])):
                 full = self.changes_schemas.get(key) or self.lake.schema_of(self.lake.changes(key))
                 fields = [f for f in (full or []) if f.name not in META_NAMES]
             self.schemas[key] = pa.schema([*fields, pa.field("_seq", SEQ), pa.field("_ts", UTC_TS)])
-            alters = self.alterations.get(key)
-            self._take_maps(key, None, alters[0].seq if alters else None)
+            self._take_maps(key, None, upto)
         return self.schemas[key]
 
     def _take_maps(self, key: str, lo: int | None, hi: int | None) -> None:
@@ -186,8 +187,9 @@ class _Batch:
 
     def move(self, src: str, dst: str) -> None:
         """RENAME: ``dst`` gets ``src``'s files (and key, and columns), ``src`` is left empty."""
-        names = {f.name for f in self.schema(dst)}
-        self.schemas[dst] = pa.schema([*(f for f in self.schema(src) if f.name not in names), *self.schema(dst)])
+        moved = [f for f in self.schema(src) if f.name not in ("_seq", "_ts")]  # the files' columns: they win
+        names = {f.name for f in moved}
+        self.schemas[dst] = pa.schema([*moved, *(f for f in self.schema(dst) if f.name not in names)])
         self.pk.setdefault(dst, self.pk[src])
         self.names[dst] = {**self.names.get(src, {}), **self.names.get(dst, {})}
         self.get(dst).take(self.get(src))
@@ -196,7 +198,7 @@ class _Batch:
         """ALTER TABLE: the table's live files written again with its new columns (a task per file on the runner)
         where the statement changed what its rows hold, and its columns (and key) from here on the statement's."""
         fs, before = self.get(a.key), self.schema(a.key)
-        a = a.resolved(before)
+        a = a.resolved(before if fs.live() else pa.schema([]))  # no row: the columns as the DDL declares them
         if a.rewrites(before):
             files = fs.live()
             tasks = [AlterTask(a.key, fs.table.uri, before, a.columns, a.pk, f) for f in files]

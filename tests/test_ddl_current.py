@@ -19,11 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from binlake.ingest.arrow import lake_type
 from binlake.ingest.progress import Progress
 from binlake.ingest.run import IngestResult, ingest
+from binlake.lake import deltalog
 from binlake.lake.alter import AlterResult, AlterTask, NewColumn, convert
 from binlake.lake.fileset import FileSet, LiveFile
 from binlake.lake.lake import Lake
@@ -87,13 +89,13 @@ def _batch(server: MariaDBServer, sources: Path, lake: Path) -> IngestResult:
     return ingest(InProcessRunner(), [str(sources)], str(lake), progress=Progress(None, io.StringIO()))
 
 
-def _server_columns(server: MariaDBServer, db: str) -> list[tuple[str, pa.DataType, int | None]]:
+def _server_columns(server: MariaDBServer, db: str, table: str) -> list[tuple[str, pa.DataType, int | None]]:
     """The table's columns in order: name, the lake type the snapshot's column rule gives, fsp."""
     rows = server.query(
         "SELECT c.COLUMN_NAME, c.DATA_TYPE, c.COLUMN_TYPE, c.IS_NULLABLE, c.NUMERIC_PRECISION, c.NUMERIC_SCALE, "
         "c.DATETIME_PRECISION, c.CHARACTER_OCTET_LENGTH, l.ID FROM information_schema.COLUMNS c LEFT JOIN "
         f"information_schema.COLLATIONS l ON l.COLLATION_NAME = c.COLLATION_NAME WHERE c.TABLE_SCHEMA = '{db}' AND "
-        "c.TABLE_NAME = 't' ORDER BY c.ORDINAL_POSITION"
+        f"c.TABLE_NAME = '{table}' ORDER BY c.ORDINAL_POSITION"
     )
 
     def num(v: str | None) -> int | None:
@@ -123,11 +125,11 @@ def _text(v: Any, fsp: int | None) -> str | None:
     return str(v)
 
 
-def _check(server: MariaDBServer, lake: Path, statement: str, db: str = "d") -> None:
-    columns = _server_columns(server, db)
+def _check(server: MariaDBServer, lake: Path, statement: str, db: str = "d", table: str = "t") -> None:
+    columns = _server_columns(server, db, table)
     names = [n for n, _, _ in columns]
-    expected = sorted(server.query(f"SELECT * FROM {db}.t"), key=lambda r: int(str(r[names.index("id")])))
-    loc = Lake(str(lake)).current(f"{db}/t")
+    expected = sorted(server.query(f"SELECT * FROM {db}.{table}"), key=lambda r: int(str(r[names.index("id")])))
+    loc = Lake(str(lake)).current(f"{db}/{table}")
     tables = {r: readers.read_with(r, loc) for r in readers.available()}
     own = Lake(str(lake)).read(loc)
     assert own is not None
@@ -135,7 +137,7 @@ def _check(server: MariaDBServer, lake: Path, statement: str, db: str = "d") -> 
     for reader, table in tables.items():
         got = table.drop_columns(["_seq", "_ts"])
         assert [(f.name, f.type) for f in got.schema] == [(n, t) for n, t, _ in columns], (statement, reader)
-        rows = sorted(got.to_pylist(), key=lambda r: r["id"])
+        rows = sorted(got.to_pylist(), key=lambda r: int(r["id"]))
         cells = [tuple(_text(r[n], fsp) for n, _, fsp in columns) for r in rows]
         assert cells == expected, (statement, reader)
 
@@ -197,18 +199,31 @@ def test_a_batch_of_several_alters_between_rows(server: MariaDBServer, tmp_path:
 @pytest.mark.server
 def test_an_alter_that_renames_the_table_and_one_of_a_new_table(server: MariaDBServer, tmp_path: Path) -> None:
     """ALTER ... RENAME TO moves the table, then changes its columns; a table created and altered in the batch, its
-    rows after the ALTER only, has the columns the DDL declares."""
+    rows after the ALTER only, has the columns the DDL declares; a key converted to text sorts otherwise (the
+    files written again sorted, a later change of a key found)."""
     sources, lake = tmp_path / "binlogs", tmp_path / "lake"
     sources.mkdir()
     server.execute(
         "CREATE DATABASE r; CREATE TABLE r.old (id INT PRIMARY KEY, v INT); INSERT INTO r.old VALUES (1, 1), (2, 2);"
         "ALTER TABLE r.old ADD COLUMN w INT DEFAULT 4, CHANGE v v DECIMAL(4,1), RENAME TO r.t;"
         "INSERT INTO r.t VALUES (3, 3, 3); CREATE DATABASE n; CREATE TABLE n.t (id INT PRIMARY KEY, a VARCHAR(3));"
-        "ALTER TABLE n.t ADD b DATE FIRST, MODIFY a INT; INSERT INTO n.t VALUES ('2024-01-01', 1, 2)"
+        "ALTER TABLE n.t ADD b DATE FIRST, MODIFY a INT; INSERT INTO n.t VALUES ('2024-01-01', 1, 2);"
+        "CREATE TABLE n.k (id INT PRIMARY KEY, v INT); INSERT INTO n.k VALUES (9, 1), (10, 2), (100, 3);"
+    )
+    _batch(server, sources, lake)
+    server.execute(
+        "ALTER TABLE n.k MODIFY id VARCHAR(5); INSERT INTO n.k VALUES ('11', 4); DELETE FROM n.k WHERE id = '9'"
     )
     _batch(server, sources, lake)
     _check(server, lake, "alter and rename", "r")
     _check(server, lake, "created and altered", "n")
+    _check(server, lake, "the key converted: another order", "n", "k")
+    loc = Lake(str(lake)).current("n/k")
+    snap = deltalog.read_snapshot(loc)
+    assert snap is not None
+    for path in snap.files:  # each file sorted by the key as it is now (text)
+        ids = pq.read_table(deltalog.file_location(loc, path).path, columns=["id"])["id"].to_pylist()
+        assert ids == sorted(ids), path
 
 
 class _Crash(Exception):

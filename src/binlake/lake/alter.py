@@ -36,7 +36,7 @@ import numpy as np
 import pyarrow as pa
 
 from binlake.lake import deltalog
-from binlake.lake.files import ROW_GROUP_ROWS, CurrentSink
+from binlake.lake.files import ROW_GROUP_ROWS, CurrentSink, write_sorted
 from binlake.lake.fileset import LiveFile
 from binlake.lake.records import DataFile, check_version
 from binlake.storage import Location
@@ -187,12 +187,15 @@ class AlterResult:
 
 def alter_file(task: AlterTask) -> AlterResult:
     """Run an :class:`AlterTask`: the input a row group at a time, each converted (:func:`convert`) and written in
-    its order."""
+    its order (sorted again, whole, where a key column is converted: its order may change)."""
     schema = pa.schema([*(pa.field(c.name, c.type) for c in task.columns), task.before.field("_seq"),
                         task.before.field("_ts")])  # fmt: skip
-    sink = CurrentSink(Location(task.location), task.key, schema, task.pk, task.row_group_rows)
+    table = Location(task.location)
+    sink = CurrentSink(table, task.key, schema, task.pk, task.row_group_rows)
     lost = task.input.deleted_rows()
     unconverted: dict[str, int] = {}
+    parts: list[pa.Table] = []
+    resort = any(c.name in task.pk and c.conversion != "copy" for c in task.columns)  # the key's order may change
     for part in deltalog.scan_rows(task.input.location, task.before, lost if lost.size else None):
         arrays = []
         for c in task.columns:
@@ -202,7 +205,15 @@ def alter_file(task: AlterTask) -> AlterResult:
             if failed:
                 unconverted[c.name] = unconverted.get(c.name, 0) + failed
         arrays += [part.column("_seq"), part.column("_ts")]
-        sink.write(pa.Table.from_arrays(arrays, schema=schema))
+        rows = pa.Table.from_arrays(arrays, schema=schema)
+        if resort:
+            parts.append(rows)
+        else:
+            sink.write(rows)
+    if resort:
+        rows = pa.concat_tables(parts) if parts else schema.empty_table()
+        return AlterResult(tuple(write_sorted(rows, table, task.key, task.pk, row_group_rows=task.row_group_rows)),
+                           unconverted)  # fmt: skip
     done = sink.close()
     return AlterResult(() if done is None else (done,), unconverted)
 

@@ -283,13 +283,21 @@ def test_alter_records_cross_to_other_processes() -> None:
     [
         ([Decimal("1.50"), Decimal("-0.25")], NewColumn("c", pa.string(), "c", "text", 20), ["1.50", "-0.25"], 0),
         (["abcdef"], NewColumn("c", pa.string(), "c", "text", 3), ["abc"], 0),
-        ([300, -300], NewColumn("n", pa.int64(), "n", "int", lo=-128, hi=127), [127, -128], 0),
+        ([300, -300, None], NewColumn("n", pa.int64(), "n", "int", lo=-128, hi=127), [127, -128, None], 0),
         ([Decimal("2.5"), Decimal("-2.5")], NewColumn("n", pa.int64(), "n", "int", lo=-128, hi=127), [3, -3], 0),
         ([2.5, 3.5], NewColumn("n", pa.int64(), "n", "int", lo=-128, hi=127), [2, 4], 0),  # rint: half to even
         (["12", " -4 ", "1.5x"], NewColumn("n", pa.int64(), "n", "int", lo=-128, hi=127), [12, -4, None], 1),
         ([Decimal("3.1416")], NewColumn("h", pa.decimal128(5, 1), "h", "decimal"), [Decimal("3.1")], 0),
         ([Decimal("99999.99")], NewColumn("h", pa.decimal128(4, 1), "h", "decimal"), [Decimal("999.9")], 0),
         ([1.5], NewColumn("s", pa.string(), "f", "text", 10), [None], 1),  # a FLOAT's text: not mirrored
+        ([Decimal("0.0000001")], NewColumn("c", pa.string(), "c", "text", 20), ["0.0000001"], 0),  # never 1E-7
+        (
+            [5, 10**12],
+            NewColumn("h", pa.decimal128(20, 2), "h", "decimal"),
+            [Decimal("5.00"), Decimal("1000000000000.00")],
+            0,
+        ),
+        ([10**5], NewColumn("h", pa.decimal128(4, 1), "h", "decimal"), [Decimal("999.9")], 0),  # clipped
         (
             [dt.datetime(2024, 1, 2, 3, 4, 5, 678000)],
             NewColumn("d", pa.string(), "d", "text", 30, lo=3),

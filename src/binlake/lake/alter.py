@@ -34,6 +34,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from binlake.lake import deltalog
 from binlake.lake.files import ROW_GROUP_ROWS, CurrentSink, write_sorted
@@ -228,6 +229,9 @@ def convert(values: pa.Array, col: NewColumn) -> tuple[pa.Array, int]:
         return pa.nulls(n, col.type), n - values.null_count
     if col.conversion == "copy" and values.type == col.type:
         return values, 0
+    fast = _vectorized(values, col)
+    if fast is not None:
+        return fast, 0
     one = _converter(values.type, col)
     out: list[Any] = []
     failed = 0
@@ -239,6 +243,37 @@ def convert(values: pa.Array, col: NewColumn) -> tuple[pa.Array, int]:
         failed += got is None
         out.append(got)
     return pa.array(out, col.type), failed
+
+
+def _vectorized(values: pa.Array, col: NewColumn) -> pa.Array | None:
+    """The common conversions a column at a time, where Arrow computes exactly what the value-by-value rules below
+    do (``None``: not one of them, or a value Arrow refuses: the rules below decide)."""
+    src, t, kind = values.type, col.type, col.conversion
+    try:
+        if kind == "text" and (pa.types.is_integer(src) or pa.types.is_string(src) or pa.types.is_decimal(src)):
+            text = values.cast(pa.string())
+            if pa.types.is_decimal(src) and pc.any(pc.match_substring(text, "E")).as_py():
+                return None  # Arrow writes a tiny decimal with an exponent; the server never does
+            return text if col.arg is None else pc.utf8_slice_codeunits(text, 0, col.arg)  # characters, as s[:n]
+        if kind == "int" and pa.types.is_integer(src) and t == pa.int64():
+            assert col.lo is not None and col.hi is not None
+            bounded = pc.max_element_wise(values, col.lo, skip_nulls=False)  # a NULL stays NULL
+            return pc.min_element_wise(bounded, col.hi, skip_nulls=False)
+        if kind == "decimal" and isinstance(t, pa.Decimal128Type):
+            exact = pa.types.is_integer(src) or (isinstance(src, pa.Decimal128Type) and src.scale <= t.scale)
+            wide = pa.decimal128(38, t.scale)  # Arrow sizes a cast by the type, not the values: widest first
+            return values.cast(wide).cast(t, safe=True) if exact else None  # too wide: ArrowInvalid, clipped below
+        if kind == "real" and t == pa.float64() and (pa.types.is_floating(src) or pa.types.is_integer(src)):
+            return values.cast(t, safe=True)  # an integer no double holds exactly: ArrowInvalid, rounded below
+        if kind == "date" and src == pa.timestamp("us"):
+            return values.cast(pa.date32())
+        if kind == "datetime" and isinstance(t, pa.TimestampType) and isinstance(src, pa.TimestampType):
+            same = (src.tz is None) == (t.tz is None)
+            cut = 10 ** (6 - (6 if col.arg is None else col.arg))
+            return pc.floor_temporal(values, multiple=cut, unit="microsecond") if same else None
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    return None
 
 
 def _fill(col: NewColumn) -> Any:

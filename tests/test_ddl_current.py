@@ -125,10 +125,10 @@ def _text(v: Any, fsp: int | None) -> str | None:
     return str(v)
 
 
-def _check(server: MariaDBServer, lake: Path, statement: str, db: str = "d", table: str = "t") -> None:
+def _check(server: MariaDBServer, lake: Path, statement: str, db: str = "d", table: str = "t", key: str = "id") -> None:
     columns = _server_columns(server, db, table)
     names = [n for n, _, _ in columns]
-    expected = sorted(server.query(f"SELECT * FROM {db}.{table}"), key=lambda r: int(str(r[names.index("id")])))
+    expected = sorted(server.query(f"SELECT * FROM {db}.{table}"), key=lambda r: int(str(r[names.index(key)])))
     loc = Lake(str(lake)).current(f"{db}/{table}")
     tables = {r: readers.read_with(r, loc) for r in readers.available()}
     own = Lake(str(lake)).read(loc)
@@ -137,7 +137,7 @@ def _check(server: MariaDBServer, lake: Path, statement: str, db: str = "d", tab
     for reader, table in tables.items():
         got = table.drop_columns(["_seq", "_ts"])
         assert [(f.name, f.type) for f in got.schema] == [(n, t) for n, t, _ in columns], (statement, reader)
-        rows = sorted(got.to_pylist(), key=lambda r: int(r["id"]))
+        rows = sorted(got.to_pylist(), key=lambda r: int(r[key]))
         cells = [tuple(_text(r[n], fsp) for n, _, fsp in columns) for r in rows]
         assert cells == expected, (statement, reader)
 
@@ -209,8 +209,13 @@ def test_an_alter_that_renames_the_table_and_one_of_a_new_table(server: MariaDBS
         "INSERT INTO r.t VALUES (3, 3, 3); CREATE DATABASE n; CREATE TABLE n.t (id INT PRIMARY KEY, a VARCHAR(3));"
         "ALTER TABLE n.t ADD b DATE FIRST, MODIFY a INT; INSERT INTO n.t VALUES ('2024-01-01', 1, 2);"
         "CREATE TABLE n.k (id INT PRIMARY KEY, v INT); INSERT INTO n.k VALUES (9, 1), (10, 2), (100, 3);"
+        "CREATE TABLE n.p (id INT PRIMARY KEY, v INT); INSERT INTO n.p VALUES (1, 1), (2, 2);"
     )
     _batch(server, sources, lake)
+    server.execute(
+        "UPDATE n.p SET v = 10 WHERE id = 1; ALTER TABLE n.p CHANGE id pid BIGINT; UPDATE n.p SET v = 20 WHERE pid = 2;"
+        "INSERT INTO n.p VALUES (3, 3); DELETE FROM n.p WHERE pid = 1"
+    )
     server.execute(
         "ALTER TABLE n.k MODIFY id VARCHAR(5); INSERT INTO n.k VALUES ('11', 4); DELETE FROM n.k WHERE id = '9'"
     )
@@ -218,6 +223,7 @@ def test_an_alter_that_renames_the_table_and_one_of_a_new_table(server: MariaDBS
     _check(server, lake, "alter and rename", "r")
     _check(server, lake, "created and altered", "n")
     _check(server, lake, "the key converted: another order", "n", "k")
+    _check(server, lake, "the key renamed between rows of one batch", "n", "p", "pid")
     loc = Lake(str(lake)).current("n/k")
     snap = deltalog.read_snapshot(loc)
     assert snap is not None

@@ -71,9 +71,12 @@ def alterations(
         key = table_dir(altered.after.schema or "", altered.after.name)
         if not (keyed(key) or keyed(table_dir(altered.before.schema or "", altered.before.name))):
             continue
+        if not altered.after.row_key or not altered.before.row_key:
+            continue  # a key dropped (no current state from here) or added (none before): as without an ALTER
         columns = tuple(new_column(i, c, altered) for i, c in enumerate(altered.after.columns))
         pk = tuple(lake_name(n) for n in altered.after.row_key)
-        out.append(Alteration(key, s.seq, columns, pk, s.query))
+        before = tuple(lake_name(n) for n in altered.before.row_key)
+        out.append(Alteration(key, s.seq, columns, pk, before, s.query))
     return out
 
 

@@ -91,12 +91,13 @@ class NewColumn:
 @dataclass(frozen=True, slots=True)
 class Alteration:
     """An ALTER TABLE of the keyed table ``key`` logged at ``seq``: its ``columns`` after it, in the server's
-    order, and its primary key ``pk`` after it (``query``: the statement, for the reports)."""
+    order, its primary key ``pk`` after it and ``pk_before`` it (``query``: the statement, for the reports)."""
 
     key: str
     seq: int
     columns: tuple[NewColumn, ...]
     pk: tuple[str, ...]
+    pk_before: tuple[str, ...]
     query: str = ""
 
     def resolved(self, before: pa.Schema) -> Alteration:

@@ -5,9 +5,10 @@ A current-state table's files are each sorted by the primary key, with Delta sta
 in small row groups (:mod:`binlake.lake.files`).  A batch (:func:`update_current`):
 
 1. takes each touched table's files as they were before the batch (a :class:`~binlake.lake.fileset.FileSet`);
-2. walks the batch's statements that empty or move tables (TRUNCATE, DROP, DROP DATABASE, CREATE OR REPLACE,
-   RENAME, swaps included) in binlog order: before each, the changes of the tables it names up to it are merged
-   into their sets; then it empties a set or moves it to its new name;
+2. walks the batch's statements that empty, move or alter tables (TRUNCATE, DROP, DROP DATABASE, CREATE OR
+   REPLACE, RENAME, swaps included, ALTER TABLE of columns) in binlog order: before each, the changes of the tables
+   it names up to it are merged into their sets; then it empties a set, moves it to its new name, or writes its
+   files again with the columns the server's table has after the ALTER (:mod:`binlake.lake.alter`);
 3. merges what is left of every table's changes;
 4. commits each table once: the difference between its set before and after (removes, files re-added with a
    deletion vector of the rows they lost, or rewritten without them (layout ``cow``, the lake's
@@ -143,6 +144,8 @@ class _Batch:
         self.alterations: dict[str, list[Alteration]] = {}
         for a in sorted(alterations, key=lambda a: a.seq):
             self.alterations.setdefault(a.key, []).append(a)
+        for key, alters in self.alterations.items():  # the key before the batch's first ALTER (``pk``: after its last)
+            self.pk[key] = list(alters[0].pk_before)
         self.names: dict[str, dict[str, str]] = {}  # per table: change column -> current column, where they differ
         self.unconverted: list[str] = []  # what the alterations could not convert exactly (module alter)
 
@@ -154,7 +157,8 @@ class _Batch:
     def schema(self, key: str) -> pa.Schema:
         """The current table's columns: those it had before the batch, then the columns of the batch's table maps
         before its first ALTER (named as the table names them), ``_seq``, ``_ts``.  A table new to the current
-        state whose batch has no table map of it (an XA transaction's rows) takes the change table's columns."""
+        state whose batch has no table map of it before its first ALTER (an XA transaction's rows, a table renamed
+        and altered at once) takes the change table's columns."""
         if key not in self.schemas:
             alters = self.alterations.get(key)
             upto = alters[0].seq if alters else None

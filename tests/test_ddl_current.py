@@ -24,7 +24,7 @@ import pytest
 
 from binlake.ingest.arrow import lake_type
 from binlake.ingest.progress import Progress
-from binlake.ingest.run import IngestResult, ingest
+from binlake.ingest.run import IngestResult, ingest, summary
 from binlake.lake import deltalog
 from binlake.lake.alter import AlterResult, AlterTask, NewColumn, convert
 from binlake.lake.fileset import FileSet, LiveFile
@@ -230,6 +230,25 @@ def test_an_alter_that_renames_the_table_and_one_of_a_new_table(server: MariaDBS
     for path in snap.files:  # each file sorted by the key as it is now (text)
         ids = pq.read_table(deltalog.file_location(loc, path).path, columns=["id"])["id"].to_pylist()
         assert ids == sorted(ids), path
+
+
+@pytest.mark.server
+def test_a_conversion_binlake_does_not_mirror_is_null_and_said(server: MariaDBServer, tmp_path: Path) -> None:
+    """FLOAT to VARCHAR: the server's text of a float is not mirrored, so the lake holds NULL (never a guess) and
+    the ingest's summary names the column, the count and the statement."""
+    sources, lake = tmp_path / "binlogs", tmp_path / "lake"
+    sources.mkdir()
+    server.execute("CREATE DATABASE u; CREATE TABLE u.t (id INT PRIMARY KEY, f FLOAT); INSERT INTO u.t VALUES (1, 1.5)")
+    _batch(server, sources, lake)
+    server.execute("ALTER TABLE u.t MODIFY f VARCHAR(10)")
+    result = _batch(server, sources, lake)
+    assert server.query("SELECT f FROM u.t") == [("1.5",)]
+    table = Lake(str(lake)).read(Lake(str(lake)).current("u/t"))
+    assert table is not None and table.select(["id", "f"]).to_pylist() == [{"id": 1, "f": None}]
+    assert result.unconverted == [
+        "u/t.f: 1 value(s) set NULL after 'ALTER TABLE u.t MODIFY f VARCHAR(10)' (no exact conversion to its new type)"
+    ]
+    assert "set NULL:\n    u/t.f: 1 value(s)" in summary(result)
 
 
 class _Crash(Exception):

@@ -21,6 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from deltalake import DeltaTable
 
 from binlake.ingest.arrow import lake_type
 from binlake.ingest.progress import Progress
@@ -249,6 +250,8 @@ def test_a_conversion_binlake_does_not_mirror_is_null_and_said(server: MariaDBSe
         "u/t.f: 1 value(s) set NULL after 'ALTER TABLE u.t MODIFY f VARCHAR(10)' (no exact conversion to its new type)"
     ]
     assert "set NULL:\n    u/t.f: 1 value(s)" in summary(result)
+    history = DeltaTable(str(lake / "u" / "t" / "current")).history(1)[0]  # and in the table's own history
+    assert history["operationParameters"]["unconverted"] == result.unconverted[0]
 
 
 class _Crash(Exception):

@@ -303,8 +303,9 @@ class _Batch:
     def commit(self) -> None:
         layout = self.lake.settings().current_layout
         for key, fs in sorted(self.sets.items()):
+            notes = [u for u in self.unconverted if u.startswith(f"{key}.")]
             fs.commit(self.schema(key), self.pk.get(key) or [], batch=self.batch, fence=self.lake.check, layout=layout,
-                      runner=self.runner)  # fmt: skip
+                      runner=self.runner, note="; ".join(notes) or None)  # fmt: skip
 
 
 def update_current(

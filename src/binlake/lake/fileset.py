@@ -210,12 +210,15 @@ class FileSet:
         layout: Layout,
         runner: Runner,
         app_id: str = delta.APP_ID,
+        note: str | None = None,
     ) -> int | None:
         """Make the table hold this set, as batch ``batch`` of ``app_id`` (module docstring): the version
         committed, or ``None`` when the table has the batch already or there is nothing to commit.  ``fence`` is
         called before the commit (``Lake.check``); ``runner`` runs the copy-on-write rewrites.  A ``schema`` that is
         not the table's with columns added at the end (an ALTER TABLE dropped, renamed, converted or placed a
-        column: :mod:`binlake.lake.alter`) is the table's new schema, in the same commit."""
+        column: :mod:`binlake.lake.alter`) is the table's new schema, in the same commit; ``note`` (what such an
+        ALTER could not convert) goes into the commit's ``operationParameters`` as ``unconverted``, in the table's
+        history."""
         now = deltalog.read_snapshot(self.table)
         if now is not None and now.txns.get(app_id, -1) >= batch:
             return None
@@ -260,7 +263,8 @@ class FileSet:
             actions.append(deltalog.txn(app_id, batch))
             return actions
 
-        return deltalog.commit(self.table, plan, fence=fence, operation="MERGE", parameters={"batch": str(batch)})
+        parameters = {"batch": str(batch), **({"unconverted": note} if note else {})}
+        return deltalog.commit(self.table, plan, fence=fence, operation="MERGE", parameters=parameters)
 
     def _rewrite(self, schema: pa.Schema, pk: Sequence[str], runner: Runner) -> None:
         """Copy-on-write: each file that lost rows (or holds a deletion vector of another table) written again in

@@ -110,10 +110,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MODE_NO_BACKSLASH_ESCAPES",
+    "Altered",
     "SchemaTracker",
     "TableSchema",
     "TrackedColumn",
     "column_from_sql",
+    "declared_column",
     "is_ddl",
     "schema_tracker",
     "split_statements",
@@ -209,6 +211,28 @@ class TableSchema:
         return _find(self.columns, name)
 
 
+@dataclass(frozen=True, slots=True)
+class Altered:
+    """What an ALTER TABLE did to a table's columns (:attr:`SchemaTracker.altered`): the table ``before`` and
+    ``after`` it, and ``was``: per column of ``before`` that is still there (its name folded), its name ``after``
+    (a RENAME COLUMN or CHANGE renames it; a dropped column is not in it).  A column of ``after`` no column of
+    ``before`` leads to is new: the server fills it with its default."""
+
+    before: TableSchema
+    after: TableSchema
+    was: Mapping[str, str]
+
+    def source(self, name: str) -> TrackedColumn | None:
+        """The column of :attr:`before` that column ``name`` of :attr:`after` holds the values of (``None``: a new
+        column)."""
+        folded = name.casefold()
+        for old, new in self.was.items():
+            if new.casefold() == folded:
+                i = self.before.index(old)
+                return None if i is None else self.before.columns[i]
+        return None
+
+
 # Type-map codes each declared type may be logged as (Field::binlog_type() of each Field in sql/field.cc): what a
 # tracked table must agree with before its fsp is used.  Types not listed (user types, INET6, UUID...) are not
 # checked.
@@ -247,6 +271,43 @@ _FAMILIES: tuple[tuple[str, frozenset[int]], ...] = (
     ),
 )
 _CODES: dict[str, frozenset[int]] = {name: codes for names, codes in _FAMILIES for name in names.split(", ")}
+# The code a table map of today's servers logs for each family (the newer of the codes a family may be logged as)
+_LOGGED = (T.NEWDECIMAL, T.DATETIME2, T.TIMESTAMP2, T.TIME2, T.VARCHAR, T.BLOB, T.ENUM, T.SET, T.DATE)
+
+
+def declared_column(col: TrackedColumn, index: int) -> Column | None:
+    """The column a FULL table map of a table declared with ``col`` (at ``index``) would carry, as far as its DDL
+    tells it (type, precision and scale, fsp, signedness, charset, members; not its byte length): what a column
+    gets in the lake before any row of it was logged (an ALTER's new type).  ``None`` for a type the tracker does
+    not know."""
+    codes = _CODES.get(col.type_name)
+    if codes is None:
+        return None
+    code = next((c for c in _LOGGED if c in codes), min(codes))
+    params = [int(p) for p in col.params if p.isdigit()] if col.type_name not in ("enum", "set") else []
+    precision = scale = None
+    if code == T.FLOAT and params and params[0] > 24:
+        code = T.DOUBLE  # FLOAT(p) with p > 24 is a DOUBLE (Field_double)
+    if code == T.NEWDECIMAL:
+        precision = params[0] if params else 10  # DECIMAL means DECIMAL(10,0)
+        scale = params[1] if len(params) > 1 else 0
+    return Column(
+        index=index,
+        type_code=T.STRING if code in (T.ENUM, T.SET) else code,
+        meta=0,
+        real_type_code=code,
+        precision=precision,
+        scale=scale,
+        fsp=col.fsp if code in (T.DATETIME2, T.TIMESTAMP2, T.TIME2) else None,
+        bits=(params[0] if params else 1) if code == T.BIT else None,
+        name=col.name,
+        unsigned=col.unsigned,
+        charset=col.charset,
+        enum_values=col.params if col.type_name == "enum" else None,
+        set_values=col.params if col.type_name == "set" else None,
+    )
+
+
 # Two-word type names: their first word -> the second words that make a type with it ("double" -> "precision")
 _TWO_WORDS: dict[str, frozenset[str]] = {
     first: frozenset(n.split(" ")[1] for n in _CODES if n.startswith(first + " "))
@@ -727,7 +788,7 @@ class SchemaTracker:
     changes whenever the tables do (a cache key).
     """
 
-    __slots__ = ("_completed", "_databases", "_tables", "generation", "temporary")
+    __slots__ = ("_completed", "_databases", "_tables", "altered", "generation", "temporary")
 
     def __init__(
         self,
@@ -742,6 +803,7 @@ class SchemaTracker:
         self._completed: dict[tuple[int, int], tuple[tuple[Column, ...], TableSchema, tuple[Column, ...]]] = {}
         self.temporary = TemporaryTables(temporary)
         self.generation = 0  # bumped whenever the tables change: what was read from them holds while it stays
+        self.altered: Altered | None = None  # the last statement's, when it was an ALTER TABLE the tracker followed
 
     def copy(self) -> SchemaTracker:
         """A tracker that knows what this one knows and follows statements on its own."""
@@ -864,6 +926,7 @@ class SchemaTracker:
         Statements it does not understand change nothing (see the module docstring).
         """
         s = Cursor(_toks(sql, sql_mode))
+        self.altered = None
         try:
             if s.accept("CREATE"):
                 if _database_statement(s):
@@ -1007,7 +1070,9 @@ class SchemaTracker:
             return self._forget(ts.schema, ts.name)
         self._forget(ts.schema, ts.name)
         key = keys.key(ts.primary_key, cols)
-        return self._put(TableSchema(target[0], target[1], tuple(cols), key, ts.sequence, collation))
+        after = TableSchema(target[0], target[1], tuple(cols), key, ts.sequence, collation)
+        self.altered = Altered(ts, after, {old: new for old, new in keys.was.items() if new is not None})
+        return self._put(after)
 
     def _rename(self, s: Cursor, db: str | None, scope: Scope) -> bool:
         changed = False

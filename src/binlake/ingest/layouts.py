@@ -17,14 +17,14 @@ from typing import Any
 import pyarrow as pa
 
 from binlake.coltypes import Column
-from binlake.columns import ColumnCatalog, SchemaSource, borrowed, fits
+from binlake.columns import ColumnCatalog, SchemaSource, borrowed, fits, named
 from binlake.events.table_map import TableMapEvent
 from binlake.ingest.arrow import lake_type, tablemap_rows
 from binlake.ingest.extract import TableMapRecord, map_id
 from binlake.lake.lake import Lake
 from binlake.lake.names import table_dir
 from binlake.lake.records import Split
-from binlake.lake.tables import HISTORY_DIR, META_NAMES
+from binlake.lake.tables import HISTORY_DIR, lake_name
 from binlake.schema import SchemaTracker
 
 __all__ = [
@@ -49,7 +49,7 @@ def resolve_layout(cols: Layout, schema: list[pa.Field]) -> Layout:
     have = {f.name: f.type for f in schema}
     out: Layout = []
     for n, t in cols:
-        name = f"{n}__col" if n in META_NAMES else n
+        name = lake_name(n)
         if name in have and have[name] != t:
             name = f"{name}__{_type_tag(t)}"
         if name not in have:
@@ -121,8 +121,10 @@ def known_layouts(lake: Lake) -> Known:
 
 class MapLog:
     """The table maps of a batch as the driver's scan meets them (:func:`.statements.scan_statements`), in binlog
-    order: one row (the ``tablemaps`` view's, with the lake layout and key) each time a table's layout differs from
-    the one before, so the first occurrence of every layout and the last layout of every table are there.
+    order: one row (the ``tablemaps`` view's, with the lake layout, the columns' names in the table (``names``: a
+    NO_LOG map of a layout landed before, with a column renamed since, keeps its landed names in ``lake`` but has
+    the DDL's here) and key) each time a table's layout or names differ from the one before, so the first
+    occurrence of every layout and the last layout of every table are there.
 
     Each map's columns are described by :class:`~binlake.columns.ColumnCatalog` (the map's own facts, an earlier
     FULL map of the table in this batch or in the lake's history, the DDL that ``tracker``, the scan's own,
@@ -138,26 +140,39 @@ class MapLog:
         self.known = known or Known()
         self.enriched: dict[str, tuple[Column, ...]] = {}
         self._catalog = ColumnCatalog(tracker, server, self.known.tables)
-        self._last: dict[str, str] = {}  # table -> the map id of its last table map
-        self._seen: dict[int, tuple[TableMapEvent, str, str]] = {}  # id -> (table map, table, map id)
+        self._tracker = tracker
+        self._last: dict[str, tuple[str, tuple[str, ...] | None]] = {}  # table -> its last map's id and names
+        # id -> (table map, table, map id, the tracker's generation, names by the DDL)
+        self._seen: dict[int, tuple[TableMapEvent, str, str, int, tuple[str, ...] | None]] = {}
         self._columns: dict[str, tuple[Column, ...]] = {}  # map id -> its columns as described
 
     def __call__(self, split: Split, pos: int, tm: TableMapEvent) -> None:
+        generation = self._tracker.generation if self._tracker is not None else 0
         seen = self._seen.get(id(tm))  # the scan gives identical maps as one object
-        if seen is None or seen[0] is not tm:
+        if seen is None or seen[0] is not tm or seen[3] != generation:
             if len(self._seen) >= 1024:
                 self._seen.clear()
-            seen = self._seen[id(tm)] = (tm, table_dir(tm.schema, tm.table), map_id(tm))
-        _, key, mid = seen
-        if self._last.get(key) == mid:
+            seen = self._seen[id(tm)] = (tm, table_dir(tm.schema, tm.table), map_id(tm), generation, self._names(tm))
+        _, key, mid, _, names = seen
+        if self._last.get(key) == (mid, names):
             return
-        self._last[key] = mid
+        self._last[key] = (mid, names)
         cols = self._described(mid, tm)
         tm = tm if cols is tm.columns else replace(tm, columns=cols)
         row = tablemap_rows(split.file, [TableMapRecord(tm, mid, pos, pos, 1)])[0]
         row["lake"] = [(n, lake_type(c)) for n, c in zip(tm.column_names, tm.columns, strict=True)]
+        row["names"] = [lake_name(n) for n in (names or tm.column_names)]
         row["primary_key_index"] = list(tm.primary_key)
         self.rows.append(row)
+
+    def _names(self, tm: TableMapEvent) -> tuple[str, ...] | None:
+        """The map's column names as the DDL followed up to it says them, where the map logs none and the DDL
+        agrees with it (``None``: the described names hold).  A layout the lake landed keeps the names it landed
+        with in the change table, but a column renamed since has its new name in the current table."""
+        if self._tracker is None or named(tm):
+            return None
+        ts = self._tracker.table(tm.schema, tm.table)
+        return ts.column_names if ts is not None and ts.agrees_with(tm.columns) else None
 
     def _described(self, mid: str, tm: TableMapEvent) -> tuple[Column, ...]:
         """``tm``'s columns, described once per map id (a layout the lake has landed: as it landed)."""

@@ -45,13 +45,23 @@ from binlake.decoder import Decoder, decode_event
 from binlake.errors import BinlogError
 from binlake.events.base import EventType
 from binlake.events.gtid import GtidListEvent, MariaGtidEvent
+from binlake.ingest.alters import alterations
 from binlake.ingest.identity import recorded, sort_out
 from binlake.ingest.layouts import Layout, MapLog, history_row, known_layouts, resolve_layout
 from binlake.ingest.plan import DEFAULT_SPLIT_BYTES, binlog_head, plan_splits
 from binlake.ingest.progress import Progress
-from binlake.ingest.statements import ReadSpec, scan_statements, tracker_at, tracker_from_json, tracker_to_json
+from binlake.ingest.statements import (
+    SEQ_FILE,
+    SEQ_POS,
+    ReadSpec,
+    scan_statements,
+    tracker_at,
+    tracker_from_json,
+    tracker_to_json,
+)
 from binlake.ingest.tails import inside, last_whole, plainly_outside
 from binlake.ingest.tasks import TaskPlan, write_task
+from binlake.lake.current import MapLayout
 from binlake.lake.lake import Lake
 from binlake.lake.maintain import after_batch
 from binlake.lake.names import decode_name, table_dir
@@ -86,6 +96,7 @@ class IngestResult:
     skips: list[SkipRecord] = field(default_factory=list)  # what --on-error skip-* skipped
     xa_pending: int = 0  # XA transactions prepared and not yet committed or rolled back
     renames: int = 0
+    unconverted: list[str] = field(default_factory=list)  # values an ALTER TABLE left NULL in current state
     seconds: float = 0.0
     waited: float = 0.0  # seconds spent waiting for another ingest writing the lake
     resume: ResumePoint | None = None  # where the stream goes on after the last batch (live lakes)
@@ -121,6 +132,9 @@ def summary(result: IngestResult) -> str:
             lines.append(f"  {names[t]:<{width}}  {c['insert']:>6}  {c['update']:>6}  {c['delete']:>6}")
     if result.renames:
         lines.append(f"  {result.renames} table rename(s) carried the current state over")
+    if result.unconverted:
+        lines.append("  current state: values ALTER TABLE converted in a way binlake does not mirror, set NULL:")
+        lines.extend(f"    {u}" for u in result.unconverted)
     if result.xa_pending:
         lines.append(f"  {result.xa_pending} XA transaction(s) prepared, waiting for XA COMMIT/ROLLBACK")
     if result.skips:
@@ -511,10 +525,13 @@ def _run_batch(
             maps = MapLog(tracker, known_layouts(lake), definitions)
             progress.timed("table maps", lambda: scan_statements(splits, tracker, read, maps))
         known, pk = maps.known.layouts, dict(maps.known.pk)
+        current_pk = dict(pk)  # the current tables' keys, named as the tables name them (pk: as the change tables)
         plan = TaskPlan(read, manifest.schema, ddl, manifest.outcomes, renames, batch, maps.enriched)
         schemas: dict[str, list[pa.Field]] = {}
         layouts: dict[str, Layout] = {}
         new_history: list[dict[str, Any]] = []
+        file_seq = {s.file.name: s.file.seq for s in splits}
+        map_layouts: list[MapLayout] = []
         for row in maps.rows:
             key = table_dir(row["database"], row["table"])
             if key not in schemas:
@@ -529,9 +546,16 @@ def _run_batch(
                 if mid not in known and mid not in {h["map_id"] for h in new_history}:
                     new_history.append(history_row(row, layouts[mid], batch))
             pk[key] = [layouts[mid][i][0] for i in row["primary_key_index"]]
+            current_pk[key] = [row["names"][i] for i in row["primary_key_index"]]
+            seq = file_seq[row["file"]] * SEQ_FILE + row["first_pos"] * SEQ_POS
+            columns = tuple((n, name, t) for (n, t), name in zip(layouts[mid], row["names"], strict=True))
+            map_layouts.append(MapLayout(key, seq, columns))
         full = {k: pa.schema([*v, *(pa.field(n, t) for n, t in META)]) for k, v in schemas.items()}
-        landing.tables(full, pk)
+        landing.tables(full, current_pk)
         landing.history(new_history)
+        keyed = {k for k, v in current_pk.items() if v}
+        altered = alterations(manifest.schema, statements, lambda k: k in keyed or lake.has_table(lake.current(k)))
+        landing.columns(map_layouts, altered)
 
         # 2. decode and write Parquet in the tasks
         task_pk = {k: v for k, v in pk.items() if k in full and v}
@@ -548,3 +572,4 @@ def _run_batch(
     result.bytes += manifest.bytes
     result.xa_pending = len(landing.pending)
     result.renames += len(renames)
+    result.unconverted += landing.unconverted

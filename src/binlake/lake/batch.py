@@ -10,6 +10,8 @@ What a batch hands over (:class:`Batch`):
   statements that emptied tables, the XA transactions it saw prepared, its skips, the last change of each key it
   staged;
 * :meth:`~Batch.history`: the ``_schema_history`` rows of the table maps the batch saw first;
+* :meth:`~Batch.columns`: where the batch's table maps were logged and how they name the tables' columns, and the
+  ALTER TABLE statements that changed keyed tables' columns (:mod:`binlake.lake.alter`);
 * :meth:`~Batch.changes` and :meth:`~Batch.replace_current`: a snapshot's files, a table's rows as its change rows
   and as its whole current state.
 
@@ -23,7 +25,8 @@ The commit, in this order:
 4. the current-state tables: a snapshot's replaced (:func:`binlake.lake.current.replace_current`); the others
    merged with the batch's counted changes, the statements that empty or move tables applied where they were
    logged (:func:`binlake.lake.current.update_current`: a small batch in this process, a large one as range tasks on
-   the batch's :class:`~binlake.lake.runner.Runner`);
+   the batch's :class:`~binlake.lake.runner.Runner`), the ALTER TABLE statements too (each table's files written
+   again with its new columns, in its one commit: :attr:`Batch.unconverted` says what had no exact conversion);
 5. the manifest, unless it was written before the batch (the ingest writes its plan first, so that a crash replays
    the same ranges; a snapshot's own records replay it), then the completion mark with the XA transactions still
    waiting for their outcome and the Delta version of every table of the lake now (the previous mark's, with the
@@ -53,7 +56,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from binlake.lake.current import replace_current, staged_latest, update_current
+from binlake.lake.alter import Alteration
+from binlake.lake.current import MapLayout, replace_current, staged_latest, update_current
 from binlake.lake.records import BatchDone, BatchManifest, DataFile, Emptied, SkipRecord, TaskReport
 from binlake.lake.runner import InProcessRunner, Runner
 from binlake.lake.tables import EVENTS, EVENTS_DIR, HISTORY, HISTORY_DIR, OWN_TABLES, SKIPS, SKIPS_DIR
@@ -91,8 +95,11 @@ class Batch:
         self._history: list[dict[str, Any]] = []
         self._files: dict[str, list[DataFile]] = {}  # a snapshot's change files, by table
         self._replaced: dict[str, tuple[list[DataFile], pa.Schema, list[str]]] = {}  # a snapshot's, by table
+        self._layouts: list[MapLayout] = []
+        self._alterations: list[Alteration] = []
         self.pending: dict[str, tuple[str, ...]] = {}  # after the commit: XID -> tables, still waiting
         self._touched: set[Location] = set()  # every table a step of the commit may have committed to
+        self.unconverted: list[str] = []  # after the commit: values an ALTER left NULL, one line per column
         self.rewound = 0  # after the commit of a rewinding batch: the tables it took back
 
     # -- what the batch produced ---------------------------------------------------------------------------------
@@ -111,6 +118,12 @@ class Batch:
     def history(self, rows: Sequence[dict[str, Any]]) -> None:
         """``_schema_history`` rows (:data:`~binlake.lake.tables.HISTORY`) of the table maps the batch saw first."""
         self._history.extend(rows)
+
+    def columns(self, layouts: Sequence[MapLayout], alterations: Sequence[Alteration]) -> None:
+        """The batch's table maps (where each was logged, and per column its change-table name, its name in the
+        table and its type) and the ALTER TABLE statements that changed the columns of keyed tables."""
+        self._layouts.extend(layouts)
+        self._alterations.extend(alterations)
 
     def changes(self, key: str, files: Sequence[DataFile], schema: pa.Schema) -> None:
         """Files of table ``key``'s change table written outside the tasks (a snapshot's chunks), with its schema:
@@ -186,8 +199,9 @@ class Batch:
                 touched.add(lake.current(key))
                 replace_current(lake, key, files, schema, pk, batch)
             latest = staged_latest(reports, by_table)
-            keys = update_current(lake, batch, self._pk, self._schemas, by_table, earlier_xa, emptied,
-                                  self.manifest.renames, latest, self._runner)  # fmt: skip
+            keys, self.unconverted = update_current(lake, batch, self._pk, self._schemas, by_table, earlier_xa,
+                                                    emptied, self.manifest.renames, latest, self._runner,
+                                                    self._layouts, self._alterations)  # fmt: skip
             touched.update(lake.current(key) for key in keys)
 
         self._timed("commit", commit)

@@ -5,9 +5,10 @@ A current-state table's files are each sorted by the primary key, with Delta sta
 in small row groups (:mod:`binlake.lake.files`).  A batch (:func:`update_current`):
 
 1. takes each touched table's files as they were before the batch (a :class:`~binlake.lake.fileset.FileSet`);
-2. walks the batch's statements that empty or move tables (TRUNCATE, DROP, DROP DATABASE, CREATE OR REPLACE,
-   RENAME, swaps included) in binlog order: before each, the changes of the tables it names up to it are merged
-   into their sets; then it empties a set or moves it to its new name;
+2. walks the batch's statements that empty, move or alter tables (TRUNCATE, DROP, DROP DATABASE, CREATE OR
+   REPLACE, RENAME, swaps included, ALTER TABLE of columns) in binlog order: before each, the changes of the tables
+   it names up to it are merged into their sets; then it empties a set, moves it to its new name, or writes its
+   files again with the columns the server's table has after the ALTER (:mod:`binlake.lake.alter`);
 3. merges what is left of every table's changes;
 4. commits each table once: the difference between its set before and after (removes, files re-added with a
    deletion vector of the rows they lost, or rewritten without them (layout ``cow``, the lake's
@@ -39,6 +40,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from binlake.lake import deltalog
+from binlake.lake.alter import Alteration, AlterResult, AlterTask, alter_file
 from binlake.lake.fileset import FileSet
 from binlake.lake.merge import (
     MergeTask,
@@ -57,7 +59,15 @@ from binlake.lake.tables import META_NAMES, SEQ, UTC_TS
 if TYPE_CHECKING:
     from binlake.lake.lake import Lake  # (the lake imports this module: lake.batch commits through it)
 
-__all__ = ["LOCAL_ROWS", "database_key", "keys_of", "replace_current", "staged_latest", "update_current"]
+__all__ = [
+    "LOCAL_ROWS",
+    "MapLayout",
+    "database_key",
+    "keys_of",
+    "replace_current",
+    "staged_latest",
+    "update_current",
+]
 
 #: A batch of at most this many change rows (of the tables a merge step touches) merges in this process, one task
 #: per table: a Spark job would cost more than the merge.
@@ -92,6 +102,17 @@ def staged_latest(reports: list[TaskReport], by_table: dict[str, list[DataFile]]
 
 
 @dataclass(frozen=True, slots=True)
+class MapLayout:
+    """A table map's layout where the batch met it (``seq``), for table ``key``: per column, its change-table column,
+    its name in the table and its lake type.  The current table names its columns as the table does; the change
+    table as :func:`binlake.ingest.layouts.resolve_layout` does (``name__type`` for a column whose type changed)."""
+
+    key: str
+    seq: int
+    columns: tuple[tuple[str, str, pa.DataType], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class _Segment:
     """The changes of table ``key`` whose ``_seq`` is in ``[lo, hi)`` (``None``: unbounded)."""
 
@@ -104,12 +125,29 @@ class _Batch:
     """The current-state tables one batch touches, as file sets (module docstring)."""
 
     def __init__(
-        self, lake: Lake, batch: int, pk: dict[str, list[str]], schemas: dict[str, pa.Schema], runner: Runner
+        self,
+        lake: Lake,
+        batch: int,
+        pk: dict[str, list[str]],
+        schemas: dict[str, pa.Schema],
+        runner: Runner,
+        layouts: Sequence[MapLayout],
+        alterations: Sequence[Alteration],
     ) -> None:
         self.lake, self.batch, self.pk, self.changes_schemas, self.runner = lake, batch, pk, schemas, runner
         self.sets: dict[str, FileSet] = {}
         self.schemas: dict[str, pa.Schema] = {}
         self.sources: dict[str, list[Source]] = {}
+        self.layouts: dict[str, list[MapLayout]] = {}
+        for m in sorted(layouts, key=lambda m: m.seq):
+            self.layouts.setdefault(m.key, []).append(m)
+        self.alterations: dict[str, list[Alteration]] = {}
+        for a in sorted(alterations, key=lambda a: a.seq):
+            self.alterations.setdefault(a.key, []).append(a)
+        for key, alters in self.alterations.items():  # the key before the batch's first ALTER (``pk``: after its last)
+            self.pk[key] = list(alters[0].pk_before)
+        self.names: dict[str, dict[str, str]] = {}  # per table: change column -> current column, where they differ
+        self.unconverted: list[str] = []  # what the alterations could not convert exactly (module alter)
 
     def get(self, key: str) -> FileSet:
         if key not in self.sets:
@@ -117,23 +155,74 @@ class _Batch:
         return self.sets[key]
 
     def schema(self, key: str) -> pa.Schema:
-        """The current table's columns: the change table's (as this batch knows them), those the current table has
-        beyond them, ``_seq``, ``_ts``."""
+        """The current table's columns: those it had before the batch, then the columns of the batch's table maps
+        before its first ALTER (named as the table names them), ``_seq``, ``_ts``.  A table new to the current
+        state whose batch has no table map of it before its first ALTER (an XA transaction's rows, a table renamed
+        and altered at once) takes the change table's columns."""
         if key not in self.schemas:
-            full = self.changes_schemas.get(key) or self.lake.schema_of(self.lake.changes(key))
-            fields = [f for f in (full or []) if f.name not in META_NAMES]
-            for f in self.get(key).schema or []:
-                if f.name not in {g.name for g in fields} and f.name not in ("_seq", "_ts"):
-                    fields.append(f)
+            alters = self.alterations.get(key)
+            upto = alters[0].seq if alters else None
+            fields = [f for f in self.get(key).schema or [] if f.name not in ("_seq", "_ts")]
+            if not fields and not any(upto is None or m.seq < upto for m in self.layouts.get(key, [])):
+                full = self.changes_schemas.get(key) or self.lake.schema_of(self.lake.changes(key))
+                fields = [f for f in (full or []) if f.name not in META_NAMES]
             self.schemas[key] = pa.schema([*fields, pa.field("_seq", SEQ), pa.field("_ts", UTC_TS)])
+            self._take_maps(key, None, upto)
         return self.schemas[key]
+
+    def _take_maps(self, key: str, lo: int | None, hi: int | None) -> None:
+        """Add the columns of ``key``'s table maps logged in ``[lo, hi)`` to its current columns: by the table's
+        name of each, where the current table has none of that name or one of the same type; else (a type change
+        the DDL did not say: a statement the tracker could not follow) by its change-table name, as today."""
+        fields = [f for f in self.schemas[key] if f.name not in ("_seq", "_ts")]
+        have = {f.name: f.type for f in fields}
+        names = self.names.setdefault(key, {})
+        for m in self.layouts.get(key, []):
+            if (lo is not None and m.seq < lo) or (hi is not None and m.seq >= hi):
+                continue
+            for stored, name, t in m.columns:
+                current = name if have.get(name, t) == t else stored
+                if current not in have:
+                    fields.append(pa.field(current, t))
+                    have[current] = t
+                if have[current] == t:
+                    names[stored] = current
+        self.schemas[key] = pa.schema([*fields, pa.field("_seq", SEQ), pa.field("_ts", UTC_TS)])
 
     def move(self, src: str, dst: str) -> None:
         """RENAME: ``dst`` gets ``src``'s files (and key, and columns), ``src`` is left empty."""
-        names = {f.name for f in self.schema(dst)}
-        self.schemas[dst] = pa.schema([*(f for f in self.schema(src) if f.name not in names), *self.schema(dst)])
+        moved = [f for f in self.schema(src) if f.name not in ("_seq", "_ts")]  # the files' columns: they win
+        names = {f.name for f in moved}
+        self.schemas[dst] = pa.schema([*moved, *(f for f in self.schema(dst) if f.name not in names)])
         self.pk.setdefault(dst, self.pk[src])
+        self.names[dst] = {**self.names.get(src, {}), **self.names.get(dst, {})}
         self.get(dst).take(self.get(src))
+
+    def alter(self, a: Alteration) -> None:
+        """ALTER TABLE: the table's live files written again with its new columns (a task per file on the runner)
+        where the statement changed what its rows hold, and its columns (and key) from here on the statement's."""
+        fs, before = self.get(a.key), self.schema(a.key)
+        a = a.resolved(before if fs.live() else pa.schema([]))  # no row: the columns as the DDL declares them
+        if a.rewrites(before):
+            files = fs.live()
+            tasks = [AlterTask(a.key, fs.table.uri, before, a.columns, a.pk, f) for f in files]
+            runner = self.runner if len(tasks) > 1 else InProcessRunner()  # one file: no job
+            results: list[AlterResult] = runner.map(alter_file, tasks)
+            for f, done in zip(files, results, strict=True):
+                fs.replace([f.id], done.files)
+            failed: dict[str, int] = {}
+            for done in results:
+                for name, n in done.unconverted.items():
+                    failed[name] = failed.get(name, 0) + n
+            notes = {c.name: c.note for c in a.columns}
+            for name, n in sorted(failed.items()):
+                why = notes.get(name) or "no exact conversion to its new type"
+                self.unconverted.append(f"{a.key}.{name}: {n} value(s) set NULL after {a.query!r} ({why})")
+        self.pk[a.key] = list(a.pk)
+        self.schemas[a.key] = pa.schema([*a.schema, pa.field("_seq", SEQ), pa.field("_ts", UTC_TS)])
+        self.names[a.key] = {}
+        later = [b.seq for b in self.alterations.get(a.key, []) if b.seq > a.seq]
+        self._take_maps(a.key, a.seq, later[0] if later else None)
 
     # -- the batch's change rows ----------------------------------------------------------------------------------
 
@@ -191,13 +280,19 @@ class _Batch:
         for seg in segments:
             fs, schema, pk = self.get(seg.key), self.schema(seg.key), self.pk[seg.key]
             first = schema.field(pk[0])
+            names = tuple((a, b) for a, b in self.names.get(seg.key, {}).items() if a != b)
+            stored = {b: a for a, b in names}
             sources = self.sources[seg.key]
             partial = any(s.partial for s in sources)
-            ranges = plan_ranges(sources, first) if big and not partial else [(None, None)]
+            ranges = (
+                plan_ranges(sources, first.with_name(stored.get(first.name, first.name)))
+                if big and not partial
+                else [(None, None)]
+            )
             for lo, hi in ranges:
                 files = tuple(fs.overlapping(first, lo, hi))
                 tasks.append(MergeTask(seg.key, fs.table.uri, schema, tuple(pk), tuple(sources), files, (lo, hi),
-                                       (seg.lo, seg.hi)))  # fmt: skip
+                                       (seg.lo, seg.hi), names=names))  # fmt: skip
         runner = self.runner if big else InProcessRunner()
         for result in runner.map(merge_range, tasks):
             fs = self.sets[result.key]
@@ -208,8 +303,9 @@ class _Batch:
     def commit(self) -> None:
         layout = self.lake.settings().current_layout
         for key, fs in sorted(self.sets.items()):
+            notes = [u for u in self.unconverted if u.startswith(f"{key}.")]
             fs.commit(self.schema(key), self.pk.get(key) or [], batch=self.batch, fence=self.lake.check, layout=layout,
-                      runner=self.runner)  # fmt: skip
+                      runner=self.runner, note="; ".join(notes) or None)  # fmt: skip
 
 
 def update_current(
@@ -223,12 +319,17 @@ def update_current(
     renames: list[Statement],
     latest: dict[str, list[str]],
     runner: Runner | None = None,
-) -> list[str]:
+    layouts: Sequence[MapLayout] = (),
+    alterations: Sequence[Alteration] = (),
+) -> tuple[list[str], list[str]]:
     """Apply this batch to the current-state tables (module docstring): each table's changes in ``_seq`` order,
-    cut where a statement empties a table (``emptied``) or moves it (``renames``); ``latest``: the tables the tasks
-    reduced to the last change of each key (:func:`staged_latest`); ``runner``: where the range tasks of a large
-    batch run (default: this process).  The tables it may have committed to (their keys)."""
-    run = _Batch(lake, batch, dict(pk), schemas, runner or InProcessRunner())
+    cut where a statement empties a table (``emptied``), moves it (``renames``) or alters its columns
+    (``alterations``, :mod:`binlake.lake.alter`); ``latest``: the tables the tasks reduced to the last change of
+    each key (:func:`staged_latest`); ``runner``: where the range tasks of a large batch run (default: this
+    process); ``layouts``: the batch's table maps (how the change tables name the current tables' columns).  The
+    tables it may have committed to (their keys), and what the alterations could not convert exactly (values set
+    NULL), one line per column."""
+    run = _Batch(lake, batch, dict(pk), schemas, runner or InProcessRunner(), layouts, alterations)
     for key in sorted(set(by_table) | set(earlier_xa)):
         if pk.get(key):
             run.add_sources(key, by_table.get(key, []), earlier_xa.get(key, []), latest.get(key))
@@ -249,7 +350,12 @@ def update_current(
     known = set(run.pk) | set(run.sources) | {table_dir(*t) for s in renames for pair in s.pairs for t in pair}
     ops: list[tuple[int, int, str, Any]] = [(e.seq, 0, "truncate", k) for e in emptied for k in keys_of(e.key, known)]
     ops += [(s.seq, 1, "rename", s.pairs) for s in renames]
+    ops += [(a.seq, 2, "alter", a) for a in alterations]
     for seq, _, kind, what in sorted(ops, key=lambda o: (o[0], o[1])):
+        if kind == "alter":
+            run.merge(segments([what.key], seq))
+            run.alter(what)
+            continue
         if kind == "truncate":
             run.merge(segments([what], seq))
             if run.pk.get(what) or lake.has_table(lake.current(what)):
@@ -262,7 +368,7 @@ def update_current(
                 run.move(s, d)
     run.merge(segments(sorted(run.sources), None))
     run.commit()
-    return sorted(run.sets)
+    return sorted(run.sets), run.unconverted
 
 
 def replace_current(

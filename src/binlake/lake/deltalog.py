@@ -93,6 +93,7 @@ _LEGACY_WRITER = (
 )
 _LEGACY_READER = ((2, ("columnMapping",)),)
 DV = "deletionVectors"
+NTZ = "timestampNtz"  # a column of timestamp_ntz (a DATETIME) needs it
 
 # What binlake's readers (scan_file) and writer (commit) respect.  A feature outside these sets, or one of them
 # active in a way binlake does not implement (the checks in Snapshot.check), makes it refuse the table rather than
@@ -451,15 +452,38 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def table_actions(snap: Snapshot, *, schema: pa.Schema | None = None, deletion_vectors: bool = False) -> list[Action]:
+def _delta_fields(schema: pa.Schema) -> list[dict[str, Any]]:
+    from deltalake import Schema
+
+    fields: list[dict[str, Any]] = json.loads(Schema.from_arrow(schema).to_json())["fields"]
+    return fields
+
+
+def reshaped(snap: Snapshot, schema: pa.Schema) -> bool:
+    """Is ``schema`` more than ``snap``'s table's columns with columns added at the end: a column dropped, renamed,
+    moved or of another type?"""
+    have = [(f["name"], f["type"]) for f in json.loads(snap.metadata["schemaString"])["fields"]]
+    want = [(f["name"], f["type"]) for f in _delta_fields(schema)]
+    return want[: len(have)] != have
+
+
+def table_actions(
+    snap: Snapshot, *, schema: pa.Schema | None = None, deletion_vectors: bool = False, replace: bool = False
+) -> list[Action]:
     """The ``protocol`` and ``metaData`` actions that make ``snap``'s table take ``schema``'s columns it lacks (added
-    at the end, nullable) and, with ``deletion_vectors``, hold deletion vectors: reader 3 / writer 7 with the
-    ``deletionVectors`` feature, every feature the old versions implied kept, and ``delta.enableDeletionVectors``
-    (PROTOCOL.md: writers only write DVs where it is true).  Nothing when the table has both already."""
+    at the end, nullable; ``replace``: ``schema``'s columns exactly, an ALTER TABLE's) and, with
+    ``deletion_vectors``, hold deletion vectors: reader 3 / writer 7 with the ``deletionVectors`` feature, every
+    feature the old versions implied kept, and ``delta.enableDeletionVectors`` (PROTOCOL.md: writers only write DVs
+    where it is true).  Nothing when the table has both already."""
     out: list[Action] = []
     meta = dict(snap.metadata)
     changed = False
-    if schema is not None:
+    if schema is not None and replace:
+        have = json.loads(meta["schemaString"])
+        have["fields"] = _delta_fields(schema)
+        meta["schemaString"] = json.dumps(have)
+        changed = True
+    elif schema is not None:
         from deltalake import Schema
 
         have = json.loads(meta["schemaString"])
@@ -469,20 +493,15 @@ def table_actions(snap: Snapshot, *, schema: pa.Schema | None = None, deletion_v
             have["fields"] += json.loads(Schema.from_arrow(pa.schema(new)).to_json())["fields"]
             meta["schemaString"] = json.dumps(have)
             changed = True
+    wanted = ({DV} if deletion_vectors else set()) | ({NTZ} if '"timestamp_ntz"' in meta["schemaString"] else set())
+    reader, writer = snap.features
+    if any(f not in reader or f not in writer for f in wanted):
+        readers = (reader & {"columnMapping"} if int(snap.protocol["minReaderVersion"]) < 3 else reader) | wanted
+        protocol = {"minReaderVersion": 3, "minWriterVersion": 7}
+        out.append(
+            {"protocol": {**protocol, "readerFeatures": sorted(readers), "writerFeatures": sorted(writer | readers)}}
+        )
     if deletion_vectors:
-        reader, writer = snap.features
-        if DV not in reader or DV not in writer:
-            readers = (reader & {"columnMapping"} if int(snap.protocol["minReaderVersion"]) < 3 else reader) | {DV}
-            protocol = {"minReaderVersion": 3, "minWriterVersion": 7}
-            out.append(
-                {
-                    "protocol": {
-                        **protocol,
-                        "readerFeatures": sorted(readers),
-                        "writerFeatures": sorted(writer | readers),
-                    }
-                }
-            )
         config = dict(meta.get("configuration") or {})
         if config.get("delta.enableDeletionVectors") != "true":
             meta["configuration"] = {**config, "delta.enableDeletionVectors": "true"}

@@ -211,12 +211,17 @@ class FileSet:
         runner: Runner,
         app_id: str = delta.APP_ID,
         data_change: bool = True,
+        note: str | None = None,
     ) -> int | None:
         """Make the table hold this set, as batch ``batch`` of ``app_id`` (module docstring): the version
         committed, or ``None`` when the table has the batch already or there is nothing to commit.  ``fence`` is
         called before the commit (``Lake.check``); ``runner`` runs the copy-on-write rewrites.  ``data_change``
         false: the set holds the same rows as the table, laid out anew (maintenance's compaction: a commit
-        ``OPTIMIZE`` whose actions say ``dataChange: false``, which a Delta streaming reader skips)."""
+        ``OPTIMIZE`` whose actions say ``dataChange: false``, which a Delta streaming reader skips).  A ``schema``
+        that is not the table's with columns added at the end (an ALTER TABLE dropped, renamed, converted or placed
+        a column: :mod:`binlake.lake.alter`) is the table's new schema, in the same commit; ``note`` (what such an
+        ALTER could not convert) goes into the commit's ``operationParameters`` as ``unconverted``, in the table's
+        history."""
         now = deltalog.read_snapshot(self.table)
         if now is not None and now.txns.get(app_id, -1) >= batch:
             return None
@@ -232,7 +237,8 @@ class FileSet:
                 files = [f.data_file(self.key, schema) for f in entries]
                 return 0 if delta.commit_files(self.table, files, schema, batch) else None
             delta.create_table(self.table, schema)
-        elif any(n not in now.schema.names for n in schema.names):
+        retyped = now is not None and deltalog.reshaped(now, schema)
+        if now is not None and not retyped and any(n not in now.schema.names for n in schema.names):
             delta.add_columns(self.table, schema)
         base = self.base.files if self.base is not None else {}
 
@@ -244,7 +250,8 @@ class FileSet:
             ):
                 raise LakeFormatError(f"the table changed while batch {batch} was applied to it", file=self.table.uri)
             here = {f.path: f for f in entries}
-            actions = deltalog.table_actions(snap, deletion_vectors=needs_dv)
+            actions = deltalog.table_actions(snap, schema=schema if retyped else None, deletion_vectors=needs_dv,
+                                             replace=retyped)  # fmt: skip
             changed: list[tuple[dict[str, Any], dvs.Rows, int, bool]] = []
             for path, add in snap.files.items():
                 f = here.get(path)
@@ -265,7 +272,8 @@ class FileSet:
             return actions
 
         operation = "MERGE" if data_change else "OPTIMIZE"
-        return deltalog.commit(self.table, plan, fence=fence, operation=operation, parameters={"batch": str(batch)})
+        parameters = {"batch": str(batch), **({"unconverted": note} if note else {})}
+        return deltalog.commit(self.table, plan, fence=fence, operation=operation, parameters=parameters)
 
     def _rewrite(self, schema: pa.Schema, pk: Sequence[str], runner: Runner) -> None:
         """Copy-on-write: each file that lost rows (or holds a deletion vector of another table) written again in

@@ -121,7 +121,9 @@ def describe_source(loc: Location, *, counted: bool, sorted: bool) -> Source:
 class MergeTask:
     """Merge the changes of table ``key`` (folder ``location``, columns ``schema``, primary key ``pk``) whose first
     key column is in ``bounds`` (``[lo, hi)``, ``None``: unbounded) and whose ``_seq`` is in ``seqs`` from
-    ``sources`` into the table's ``files`` (those that may hold keys of the range)."""
+    ``sources`` into the table's ``files`` (those that may hold keys of the range).  ``names``: the change rows'
+    columns that the current table names otherwise, ``(change column, current column)`` (a column whose type an
+    ALTER changed is ``name__type`` in the change table, ``name`` in the current one)."""
 
     VERSION: ClassVar[int] = 1
 
@@ -135,6 +137,7 @@ class MergeTask:
     seqs: tuple[int | None, int | None] = (None, None)
     file_rows: int = FILE_ROWS
     row_group_rows: int = ROW_GROUP_ROWS
+    names: tuple[tuple[str, str], ...] = ()
 
     def to_json(self) -> str:
         first = self.schema.field(self.pk[0]).type
@@ -144,7 +147,7 @@ class MergeTask:
                            "files": [f.to_json() for f in self.files],
                            "bounds": encode_values(pa.array(list(self.bounds), first)),
                            "seqs": list(self.seqs), "file_rows": self.file_rows,
-                           "row_group_rows": self.row_group_rows})  # fmt: skip
+                           "row_group_rows": self.row_group_rows, "names": [list(n) for n in self.names]})  # fmt: skip
 
     @classmethod
     def from_json(cls, text: str) -> MergeTask:
@@ -156,7 +159,8 @@ class MergeTask:
                    tuple(v["pk"]), tuple(Source.from_json(s) for s in v["sources"]),
                    tuple(LiveFile.from_json(f) for f in v["files"]), (lo, hi),
                    (None if s_lo is None else int(s_lo), None if s_hi is None else int(s_hi)),
-                   int(v["file_rows"]), int(v["row_group_rows"]))  # fmt: skip
+                   int(v["file_rows"]), int(v["row_group_rows"]),
+                   tuple((str(a), str(b)) for a, b in v.get("names", [])))  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,7 +402,10 @@ def _last_of_runs(rows: pa.Table, pk: list[str]) -> np.ndarray[Any, Any]:
 
 
 def _filter(task: MergeTask) -> pads.Expression | None:
+    """The change rows of the task's range and segment, by the change files' column names."""
+    stored = {cur: name for name, cur in task.names}
     first = task.schema.field(task.pk[0])
+    first = first.with_name(stored.get(first.name, first.name))
     parts: list[pads.Expression] = []
     lo, hi = task.bounds
     if lo is not None:
@@ -431,9 +438,12 @@ def change_rows(loc: Location, types: pa.Schema, filter: pads.Expression | None)
 
 
 def read_changes(task: MergeTask) -> pa.Table:
-    """The change rows of the task's range and segment that current state applies."""
+    """The change rows of the task's range and segment that current state applies, their columns named as the
+    current table names them (:attr:`MergeTask.names`)."""
     meta = {n: t for n, t in META}
-    types = pa.schema([*task.schema, pa.field("_op", meta["_op"]), pa.field("_absent", meta["_absent"]),
+    stored = {cur: name for name, cur in task.names}
+    fields = [f.with_name(stored.get(f.name, f.name)) for f in task.schema]
+    types = pa.schema([*fields, pa.field("_op", meta["_op"]), pa.field("_absent", meta["_absent"]),
                        pa.field("_rolled_back", meta["_rolled_back"])])  # fmt: skip
     where = _filter(task)
     parts = []
@@ -446,7 +456,20 @@ def read_changes(task: MergeTask) -> pa.Table:
         parts.append(rows.drop_columns(["_rolled_back"]) if "_rolled_back" in rows.column_names else rows)
     if not parts:
         return pa.table({"_seq": pa.array([], SEQ)})
-    return pa.concat_tables(parts, promote_options="default")
+    rows = pa.concat_tables(parts, promote_options="default")
+    return _renamed(rows, dict(task.names)) if task.names else rows
+
+
+def _renamed(rows: pa.Table, names: dict[str, str]) -> pa.Table:
+    """``rows`` with their columns, and the names in their partial images' ``_absent`` lists, renamed by ``names``
+    (a column of a name no longer current is left out)."""
+    rows = rows.rename_columns([names.get(n, n) for n in rows.column_names])
+    if "_absent" in rows.column_names and rows["_absent"].null_count < rows.num_rows:
+        absent = [None if a is None else [names.get(n, n) for n in a] for a in rows["_absent"].to_pylist()]
+        rows = rows.set_column(
+            rows.schema.get_field_index("_absent"), "_absent", pa.array(absent, rows["_absent"].type)
+        )
+    return rows
 
 
 # -- finding live rows ---------------------------------------------------------------------------------------------

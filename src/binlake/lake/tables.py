@@ -28,6 +28,7 @@ __all__ = [
     "SKIPS",
     "SKIPS_DIR",
     "UTC_TS",
+    "lake_name",
     "meta_columns",
     "seq_array",
 ]
@@ -77,6 +78,14 @@ neither), ``_xid`` (the XID of an XA PREPAREd transaction), ``_absent`` (the col
 ``binlog_row_image=MINIMAL/NOBLOB``; null when it holds all: a column in ``_absent`` is unknown, a null column not in
 it is SQL NULL)."""
 META_NAMES = {n for n, _ in META}
+
+
+def lake_name(name: str) -> str:
+    """A table's column as the lake names it: as the table does, but ``NAME__col`` for one of :data:`META`'s names
+    (which a change table and a current table hold beside the table's own)."""
+    return f"{name}__col" if name in META_NAMES else name
+
+
 # the META columns with few distinct values, written with Parquet dictionaries (not _gtid: one per transaction, ~50
 # rows each in the benchmark, and a dictionary of them cost 30 % of the Parquet writing for no smaller file once
 # zstd has run)

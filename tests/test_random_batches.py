@@ -88,6 +88,7 @@ class Workload:
     added: list[tuple[str, str]] = field(default_factory=list)
     pending: str | None = None
     xa: int = 0
+    carried: dict[str, int] = field(default_factory=dict)  # XA outcomes in the batch after the PREPARE
 
     def key(self) -> int:
         self.next_id += 1
@@ -139,7 +140,9 @@ def _statements(server: MariaDBServer, w: Workload, last: bool) -> str:
     r = w.rng
     sql: list[str] = []
     if w.pending:  # an XA transaction the last batch left prepared: resolved first (it holds its rows' locks)
-        sql.append(f"XA {r.choice(['COMMIT', 'ROLLBACK'])} '{w.pending}'")
+        outcome = r.choice(["COMMIT", "ROLLBACK"])
+        sql.append(f"XA {outcome} '{w.pending}'")
+        w.carried[outcome] = w.carried.get(outcome, 0) + 1
         w.pending = None
     ids = [k[0] for k in _keys(server, "t1", "id")]
     pairs = _keys(server, w.t2, "k1, k2")
@@ -189,7 +192,7 @@ def _statements(server: MariaDBServer, w: Workload, last: bool) -> str:
             w.xa += 1
             xid = f"x{w.xa}"
             sql += [f"XA START '{xid}'", dml(), dml(), f"XA END '{xid}'", f"XA PREPARE '{xid}'"]
-            if r.random() < 0.3 and not last:  # left prepared: the next batch resolves it
+            if r.random() < 0.5 and not last:  # left prepared: the next batch resolves it
                 w.pending = xid
                 break  # (the connection can do nothing else; it ends, the transaction stays prepared)
             sql.append(f"XA {r.choice(['COMMIT', 'ROLLBACK'])} '{xid}'")
@@ -359,7 +362,8 @@ def test_random_batches_equal_select_and_survive_kill_9(server: MariaDBServer, t
     print(
         f"\n{BATCHES} batches (seed {SEED}): ingest {sum(seconds):.1f} s in all, median {median:.2f} s; "
         f"checked at batches {checks} through {readers_checked} readers; {len(kills)} kill runs: "
-        f"{sum('killed' in k for k in kills)} killed mid-ingest; {len(w.added)} columns added; {w.xa} XA"
+        f"{sum('killed' in k for k in kills)} killed mid-ingest; {len(w.added)} columns added; {w.xa} XA, "
+        f"resolved in the next batch: {w.carried}"
     )
     for k in kills:
         print(k)

@@ -191,7 +191,9 @@ def _statements(server: MariaDBServer, w: Workload, last: bool) -> str:
         elif kind == "xa":
             w.xa += 1
             xid = f"x{w.xa}"
-            sql += [f"XA START '{xid}'", dml(), dml(), f"XA END '{xid}'", f"XA PREPARE '{xid}'"]
+            # (an insert first: an XA transaction that changed nothing is gone when its connection ends, unresolved)
+            insert = f"INSERT INTO {DB}.t1 (id, {t1_cols}) VALUES {w.t1_row()}"
+            sql += [f"XA START '{xid}'", insert, dml(), f"XA END '{xid}'", f"XA PREPARE '{xid}'"]
             if r.random() < 0.5 and not last:  # left prepared: the next batch resolves it
                 w.pending = xid
                 break  # (the connection can do nothing else; it ends, the transaction stays prepared)

@@ -19,8 +19,8 @@ row (change tables, current states and the lake's own tables).
 
 Other DDL (DROP/RENAME/MODIFY COLUMN) is left out here: its current-state semantics are being built (issue 22, 6.).
 
-``BINLAKE_RANDOM_BATCHES`` sets the number of batches (default 40, about 3 minutes; the full run is 200),
-``BINLAKE_RANDOM_SEED`` the seed (default 22).  The full run::
+``BINLAKE_RANDOM_BATCHES`` sets the number of batches (default 40, a few minutes on 2 shared cores; the full run is
+200, 20 minutes under load), ``BINLAKE_RANDOM_SEED`` the seed (default 22).  The full run::
 
     BINLAKE_RANDOM_BATCHES=200 python -m pytest -q -s tests/test_random_batches.py
 """

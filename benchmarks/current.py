@@ -21,7 +21,12 @@
    the table's folder (its log included), the table's bytes before, and its peak RSS (``VmHWM``) with the RSS it
    had before the step.  Every run checks the rows it changed (a lookup through deltalake's SQL engine).
 
-3. With ``--ingest N``: the issue's own measurement, through ``binlake ingest`` of real binlogs.  A private MariaDB
+3. Before each table size past the first, a plan (:func:`plan`): its time, disk and memory extrapolated linearly in
+   rows from the largest size measured in the same run; a size that does not fit (less free disk than its lakes
+   need, less available memory than its largest process' peak, or past ``--budget`` seconds) is left out with one
+   line saying which numbers did not fit.  ``--rows ... 30000000`` runs 30 M rows only where it fits.
+
+4. With ``--ingest N``: the issue's own measurement, through ``binlake ingest`` of real binlogs.  A private MariaDB
    (:class:`binlake.testing.mariadb.MariaDBServer`) fills the table with N rows (``INSERT ... SELECT`` from the
    sequence engine), each later batch updates ``--changes``' first count of random rows; every batch is its own
    binlog file and its own ``binlake ingest`` run (``--master local[2]``).  Reported per run: the ``current:``
@@ -33,7 +38,7 @@ Example::
 
     python benchmarks/current.py --rows 1000000 --changes 10 10000                       # a few minutes
     python benchmarks/current.py --rows --ingest 1000000 --changes 10                      # binlake ingest
-    python benchmarks/current.py --rows 1000000 10000000 --changes 10 10000 --keys random sequential \\
+    python benchmarks/current.py --rows 1000000 10000000 30000000 --changes 10 10000 --keys random sequential \\
         --full-rewrite --json current.json
 """
 
@@ -277,7 +282,7 @@ _PEAK = (
 
 def real_ingest(work: Path, rows: int, changes: int, batches: int) -> list[dict[str, Any]]:
     """``binlake ingest`` of a table of ``rows`` rows, then ``batches`` batches of ``changes`` updates, each its own
-    binlog file and run (module docstring, 3)."""
+    binlog file and run (module docstring, 4)."""
     import random
     import re
 
@@ -337,6 +342,39 @@ def real_ingest(work: Path, rows: int, changes: int, batches: int) -> list[dict[
     return out
 
 
+def _available_mib() -> float:
+    """The memory the machine has available now (``MemAvailable``), MiB."""
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) / 1024
+    return float("inf")
+
+
+def plan(rows: int, done: list[dict[str, Any]], work: Path, budget: float | None) -> tuple[bool, str]:
+    """Whether a table of ``rows`` rows fits here, and the figures that say so: its time, bytes and peak memory
+    extrapolated linearly in rows from the largest size measured (``done``: this run's results so far; of a peak,
+    what the step added to the process' resident set before it).  Its lakes
+    need the base table and the copy each run works on, which the largest method may rewrite whole (3x the
+    table's bytes, plus 20 %); its largest process must fit in the memory available now (plus 20 %)."""
+    measured = [r for r in done if r["method"] == "first load"]
+    if not measured:
+        return True, "the first size: measured, not planned"
+    base = max(measured, key=lambda r: r["rows"])
+    scale = rows / base["rows"]
+    runs = [r for r in done if r["rows"] == base["rows"]]
+    seconds = scale * sum(r["seconds"] * len(r.get("runs", [0])) for r in runs)
+    need_bytes = 3.6 * scale * base["bytes"]
+    peak = max(r["rss_before_mib"] + scale * (r["peak_mib"] - r["rss_before_mib"]) for r in runs)
+    free = shutil.disk_usage(work).free
+    avail = _available_mib()
+    text = (f"plan for {rows:,} rows (x{scale:g} the {base['rows']:,} measured): ~{seconds:.0f} s of steps, "
+            f"{need_bytes / 2**30:.1f} GiB of lakes ({free / 2**30:.1f} GiB free), largest process ~{peak:.0f} MiB "
+            f"({avail:.0f} MiB available)")  # fmt: skip
+    short = [why for why, bad in (("disk", need_bytes > free), ("memory", 1.2 * peak > avail),
+             ("time", budget is not None and seconds > budget)) if bad]  # fmt: skip
+    return not short, text + (f": does not fit ({', '.join(short)}), left out" if short else ": fits")
+
+
 def child(argv: list[str]) -> int:
     kind, root = argv[0], Path(argv[1])
     out = build(root, int(argv[2])) if kind == "build" else batch(root, int(argv[2]), int(argv[3]), argv[4], argv[5])
@@ -371,6 +409,12 @@ def main() -> int:
     p.add_argument("--json", type=Path, help="write every figure here")
     p.add_argument("--ingest", type=int, metavar="N", help="also through binlake ingest: a table of N rows (3.)")
     p.add_argument("--batches", type=int, default=3, help="later batches of the --ingest run")
+    p.add_argument(
+        "--budget",
+        type=float,
+        metavar="SECONDS",
+        help="leave out a table size whose planned steps take longer than this (default: no limit)",
+    )
     a = p.parse_args()
     work = Path(tempfile.mkdtemp(prefix="binlake-current-", dir=a.work))
     results: list[dict[str, Any]] = []
@@ -378,7 +422,12 @@ def main() -> int:
     try:
         if a.ingest:
             results += real_ingest(work / "ingest", a.ingest, a.changes[0], a.batches)
-        for rows in a.rows:
+        for rows in sorted(a.rows):
+            fits, text = plan(rows, results, work, a.budget)
+            print(text, flush=True)
+            if not fits:
+                results.append({"rows": rows, "method": "plan", "left_out": text})
+                continue
             base = work / f"base-{rows}"
             built = _run_child(["build", str(base), str(rows)])
             results.append({"rows": rows, "method": "first load", **built})

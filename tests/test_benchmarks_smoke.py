@@ -81,3 +81,27 @@ def test_run_live_scale_0_001(tmp_path: Path) -> None:
     assert "binlake dump" not in results
     assert len(set(doc["rows_counted"].values())) == 1 and doc["row_changes"] >= 110
     assert doc["speed_vs_peers"]["cpu"]["binlake tail --no-follow"]["mariadb-binlog remote -vv"] > 0
+
+
+CURRENT = RUN.parent / "current.py"
+
+
+def test_current_sequential_keys_and_a_size_that_does_not_fit(tmp_path: Path) -> None:
+    """``benchmarks/current.py`` on a tiny table: both key patterns give correct rows with their bytes, files and
+    peak; a larger size past ``--budget`` is left out by the plan, with the figures that did not fit."""
+    pytest.importorskip("deltalake", reason="deltalake not installed: pip install -e '.[spark]'")
+    out = tmp_path / "current.json"
+    cmd = [sys.executable, str(CURRENT), "--rows", "20000", "400000", "--changes", "10", "--keys", "random",
+           "sequential", "--layouts", "dv", "--runs", "1", "--budget", "0", "--json", str(out)]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    doc = json.loads(out.read_text("utf-8"))
+    runs = [r for r in doc if r["method"] in ("dv", "delta-rs")]
+    assert {(r["keys"], r["method"]) for r in runs} == {
+        (k, m) for k in ("random", "sequential") for m in ("dv", "delta-rs")
+    }
+    for r in runs:
+        assert r["rows"] == 20000 and r["correct"] and r["rows_after"] == 20001
+        assert r["bytes_added"] > 0 and r["files_added"] >= 1 and r["peak_mib"] >= r["rss_before_mib"] > 0
+    [left] = [r for r in doc if r["method"] == "plan"]
+    assert left["rows"] == 400000 and "does not fit (time)" in left["left_out"] and "x20 the 20,000" in left["left_out"]

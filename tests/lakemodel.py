@@ -329,7 +329,8 @@ def run(lake: Lake, args: dict[str, Any], runner: Runner | None = None) -> list[
     """The current-state step of a batch landed by :func:`write_batch`; the tables it committed to (keys)."""
     a = dict(args)
     latest = {k: [n for n in v if n] for k, v in a.pop("latest").items()}
-    return update_current(lake, a.pop("batch"), runner=runner, latest=latest, **a)
+    keys, _ = update_current(lake, a.pop("batch"), runner=runner, latest=latest, **a)
+    return keys
 
 
 def lake_rows(lake: Lake, table: str, pk: list[str]) -> list[dict[str, Any]]:

@@ -616,8 +616,8 @@ class SegmentedFile:
         return cast("BinaryIO", _PiecesReader(self.pieces))
 
     def identity(self) -> tuple[object, ...]:
-        last = self.pieces[-1]
-        return (last.end, last.location.uri, last.mtime_ns)
+        first, last = self.pieces[0], self.pieces[-1]  # the first is rewritten when the in-use flag is cleared
+        return (last.end, first.mtime_ns, last.location.uri, last.mtime_ns)
 
     def __getstate__(self) -> tuple[Location, str, list[Piece] | None]:
         return (self.folder, self.file, self._pieces)
@@ -627,7 +627,8 @@ class SegmentedFile:
 
 
 class _PiecesReader(io.RawIOBase):
-    """A seekable binary stream over the pieces of a copy: each ``read`` one ranged request per piece it spans."""
+    """A seekable binary stream over the pieces of a copy: each ``read`` one ranged request per piece it spans (one
+    piece held open at a time: a copy may have thousands)."""
 
     def __init__(self, pieces: list[Piece]) -> None:
         super().__init__()
@@ -635,7 +636,7 @@ class _PiecesReader(io.RawIOBase):
         self._starts = [p.offset for p in pieces]
         self._size = pieces[-1].end if pieces else 0
         self._pos = 0
-        self._open: dict[int, Any] = {}  # piece index -> its opened object
+        self._open: tuple[int, Any] | None = None  # the piece read last (its index) and its opened object
 
     def readable(self) -> bool:
         return True
@@ -657,9 +658,10 @@ class _PiecesReader(io.RawIOBase):
         while self._pos < stop:
             i = bisect_right(self._starts, self._pos) - 1
             piece = self._pieces[i]
-            f = self._open.get(i)
-            if f is None:
-                f = self._open[i] = piece.location.open_input()
+            if self._open is None or self._open[0] != i:
+                self._close_piece()
+                self._open = (i, piece.location.open_input())
+            f = self._open[1]
             f.seek(self._pos - piece.offset)
             data = bytes(f.read(min(stop, piece.end) - self._pos))
             if not data:
@@ -675,8 +677,11 @@ class _PiecesReader(io.RawIOBase):
         buffer[: len(data)] = data
         return len(data)
 
+    def _close_piece(self) -> None:
+        if self._open is not None:
+            self._open[1].close()
+            self._open = None
+
     def close(self) -> None:
-        for f in self._open.values():
-            f.close()
-        self._open.clear()
+        self._close_piece()
         super().close()

@@ -135,6 +135,8 @@ def test_a_folder_of_whole_copies_and_segments_reads_as_one(s3_env: str) -> None
     (folder / f"b.000003{PART}" / segment_name(99999)).write_bytes(b"off the chain")
     found = list_binlogs(folder.uri)
     assert [(f.name, f.size) for f in found] == [(f"b.00000{n}", len(body)) for n in (1, 2, 3)]
+    (one,) = list_binlogs(f"{folder.uri}/b.000003{PART}")  # a copy named by the folder of its segments
+    assert (one.name, one.size, one.path) == ("b.000003", len(body), f"{folder.uri}/b.000003{PART}")
     for f in found:
         with f.source.open() as stream:  # type: ignore[union-attr]
             assert stream.read() == body

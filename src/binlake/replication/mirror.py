@@ -87,7 +87,7 @@ _FILE_ENDS = (EventType.ROTATE_EVENT, EventType.STOP_EVENT)
 _FLUSH_EVERY = 0.5  # seconds: the longest a received event waits in the write buffer (local disk)
 UPLOAD_EVERY = 10.0
 """Seconds: on an object store, the longest a received event waits before the growing file is uploaded again."""
-_CHUNK = 8 << 20  # bytes per read or write when a spool file goes to or comes from an object store
+_CHUNK = 8 << 20  # bytes per read or write when a spool file goes to an object store (a segment)
 
 
 @dataclass(slots=True)

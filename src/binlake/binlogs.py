@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from binlake.decoder import MAGIC
-from binlake.storage import Location, StorageError, binlog_source, locate
+from binlake.storage import PART, Location, Piece, StorageError, binlog_copies, binlog_pieces, binlog_source, locate
 
 __all__ = ["BinlogFile", "list_binlogs", "source_exists"]
 
@@ -57,9 +57,9 @@ def _is_binlog(path: str) -> bool:
         return False
 
 
-def _stored_is_binlog(loc: Location) -> bool:
+def _stored_is_binlog(pieces: list[Piece]) -> bool:
     try:
-        with loc.open_input() as f:
+        with pieces[0].location.open_input() as f:
             return bytes(f.read(4)) == MAGIC
     except (OSError, StorageError):
         return False
@@ -96,20 +96,28 @@ def list_binlogs(path: str | os.PathLike[str]) -> list[BinlogFile]:
 
 
 def _stored_binlogs(loc: Location) -> list[tuple[str, str, int]]:
-    """:func:`list_binlogs` of a URI: an object, a folder (prefix), or a glob in its last part."""
+    """:func:`list_binlogs` of a URI: an object, a folder (prefix), or a glob in its last part.  A copy kept in
+    segments (:data:`binlake.storage.PART`, the live ingest's mirror into an object store) is one file, named by
+    the folder of its segments (what :func:`binlake.storage.binlog_source` reads as one)."""
     info = loc.info()
     import pyarrow.fs as pafs
 
-    if info.type == pafs.FileType.File:
-        return [(loc.uri, loc.name, int(info.size or 0))]
-    if info.type == pafs.FileType.Directory:
-        entries = loc.list()
+    folder = loc.parent
+    if info.type == pafs.FileType.Directory and not loc.name.endswith(PART):
+        folder = loc
+        copies = binlog_copies(loc)
     elif any(c in loc.name for c in "*?["):
-        entries = [e for e in loc.parent.list() if fnmatch.fnmatchcase(e.location.name, loc.name)]
+        copies = {n: p for n, p in binlog_copies(folder).items() if fnmatch.fnmatchcase(n, loc.name)}
     else:
-        return []
-    files = [e for e in entries if not e.is_dir and _stored_is_binlog(e.location)]
-    return [(e.location.uri, e.location.name, e.size) for e in files]
+        name = loc.name.removesuffix(PART)
+        copies = {name: binlog_pieces(folder, name)}
+    found = []
+    for name, pieces in copies.items():
+        if pieces and _stored_is_binlog(pieces):
+            whole = len(pieces) == 1 and pieces[0].location == folder / name
+            path = pieces[0].location.uri if whole else (folder / f"{name}{PART}").uri
+            found.append((path, name, pieces[-1].end))
+    return found
 
 
 def source_exists(path: str) -> bool:

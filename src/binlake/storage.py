@@ -24,6 +24,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import os
 import re
@@ -31,6 +32,7 @@ import threading
 import time
 import urllib.parse
 import uuid
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
@@ -40,13 +42,19 @@ if TYPE_CHECKING:
     import pyarrow.fs as pafs
 
 __all__ = [
+    "PART",
     "Entry",
     "Location",
+    "Piece",
+    "SegmentedFile",
     "StorageError",
     "StoreUnreachable",
     "StoredFile",
+    "binlog_copies",
+    "binlog_pieces",
     "binlog_source",
     "locate",
+    "segment_name",
     "store_error",
     "store_reason",
 ]
@@ -492,11 +500,188 @@ class StoredFile:
         return (info.size, info.mtime_ns)
 
 
-def binlog_source(path: str | os.PathLike[str]) -> str | StoredFile:
+def binlog_source(path: str | os.PathLike[str]) -> str | StoredFile | SegmentedFile:
     """What :mod:`binlake.reader` reads for ``path``: a local path as it is (memory-mapped, the fast path), a
-    ``file://`` URI as its path, any other URI as a :class:`StoredFile`."""
+    ``file://`` URI as its path, the folder of a segmented copy (``.../NAME.part``) as a :class:`SegmentedFile`,
+    any other URI as a :class:`StoredFile`."""
     text = os.fspath(path)
     if "://" not in text:
         return text
     loc = locate(text)
-    return loc.uri if loc.is_local else StoredFile(loc)
+    if loc.is_local:
+        return loc.uri
+    if loc.name.endswith(PART):
+        return SegmentedFile(loc.parent, loc.name[: -len(PART)])
+    return StoredFile(loc)
+
+
+# -- binlog copies in segments ------------------------------------------------------------------------------------
+
+PART = ".part"
+"""The suffix of the folder of a binlog copy kept in segments: ``FOLDER/NAME.part/OFFSET`` holds the copy's bytes
+from ``OFFSET`` on (the live ingest's mirror writes one segment per sync into an object store, which has no
+appends; see :mod:`binlake.replication.mirror`)."""
+
+
+def segment_name(offset: int) -> str:
+    """The object name of the segment starting at byte ``offset`` (zero-padded: listings sort it in place).
+
+    >>> segment_name(4)
+    '00000000000000000004'
+    """
+    return f"{offset:020d}"
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """One object holding bytes of a binlog copy: from ``offset`` on, ``size`` bytes."""
+
+    offset: int
+    location: Location
+    size: int
+    mtime_ns: int | None
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.size
+
+
+def _chain(whole: Entry | None, segments: list[Entry]) -> list[Piece]:
+    """The pieces of one copy: the whole object ``NAME`` where there is one (a lake written before segments, or a
+    local folder), then each segment that starts where the bytes so far end.  A segment off that chain (none is
+    written so; a leftover at most) holds no byte of the copy."""
+    pieces = [] if whole is None else [Piece(0, whole.location, whole.size, whole.mtime_ns)]
+    at = {int(e.location.name): e for e in segments if not e.is_dir and e.location.name.isdigit()}
+    end = whole.size if whole is not None else 0
+    while (e := at.get(end)) is not None and e.size > 0:
+        pieces.append(Piece(end, e.location, e.size, e.mtime_ns))
+        end += e.size
+    return pieces
+
+
+def binlog_copies(folder: Location) -> dict[str, list[Piece]]:
+    """Every binlog copy in ``folder``, plain files and segmented copies alike: its name -> the objects that hold
+    its bytes, in order (:func:`binlog_pieces` of each).  One listing of the folder, one of each ``NAME.part``."""
+    whole: dict[str, Entry] = {}
+    parts: dict[str, list[Entry]] = {}
+    for entry in folder.list():
+        name = entry.location.name
+        if entry.is_dir and name.endswith(PART) and len(name) > len(PART):
+            parts[name[: -len(PART)]] = entry.location.list()
+        elif not entry.is_dir:
+            whole[name] = entry
+    copies = {name: _chain(whole.get(name), parts.get(name, [])) for name in sorted({*whole, *parts})}
+    return {name: pieces for name, pieces in copies.items() if pieces}
+
+
+def binlog_pieces(folder: Location, name: str) -> list[Piece]:
+    """What bytes binlog ``name`` of ``folder`` holds: the objects holding them, in order (empty: no copy).  The one
+    answer the decode (:func:`binlog_source`, :func:`binlake.binlogs.list_binlogs`), the mirror's recovery and
+    ``binlake maintain`` take: a plain file ``FOLDER/NAME``, or the segments ``FOLDER/NAME.part/OFFSET`` that
+    continue it (or start at 0 where there is no plain file)."""
+    import pyarrow.fs as pafs
+
+    loc = folder / name
+    info = loc.info()
+    whole = Entry(loc, False, int(info.size or 0), info.mtime_ns) if info.type == pafs.FileType.File else None
+    return _chain(whole, (folder / (name + PART)).list())
+
+
+class SegmentedFile:
+    """A binlog copy held by several objects (:func:`binlog_pieces`), as :mod:`binlake.reader` reads it (its
+    ``Source``): one file whose byte ranges may span segments.  The pieces are listed once, when first asked for
+    (a source does not grow while it is read), and travel with the instance when it is pickled."""
+
+    __slots__ = ("_pieces", "file", "folder")
+
+    def __init__(self, folder: Location, file: str, pieces: list[Piece] | None = None) -> None:
+        self.folder, self.file, self._pieces = folder, file, pieces
+
+    @property
+    def name(self) -> str:
+        return (self.folder / self.file).uri
+
+    @property
+    def pieces(self) -> list[Piece]:
+        if self._pieces is None:
+            self._pieces = binlog_pieces(self.folder, self.file)
+            if not self._pieces:
+                raise StorageError("not found: no copy of this binlog", file=self.name)
+        return self._pieces
+
+    def size(self) -> int:
+        return self.pieces[-1].end
+
+    def open(self) -> BinaryIO:
+        return cast("BinaryIO", _PiecesReader(self.pieces))
+
+    def identity(self) -> tuple[object, ...]:
+        first, last = self.pieces[0], self.pieces[-1]  # the first is rewritten when the in-use flag is cleared
+        return (last.end, first.mtime_ns, last.location.uri, last.mtime_ns)
+
+    def __getstate__(self) -> tuple[Location, str, list[Piece] | None]:
+        return (self.folder, self.file, self._pieces)
+
+    def __setstate__(self, state: tuple[Location, str, list[Piece] | None]) -> None:
+        self.folder, self.file, self._pieces = state
+
+
+class _PiecesReader(io.RawIOBase):
+    """A seekable binary stream over the pieces of a copy: each ``read`` one ranged request per piece it spans (one
+    piece held open at a time: a copy may have thousands)."""
+
+    def __init__(self, pieces: list[Piece]) -> None:
+        super().__init__()
+        self._pieces = pieces
+        self._starts = [p.offset for p in pieces]
+        self._size = pieces[-1].end if pieces else 0
+        self._pos = 0
+        self._open: tuple[int, Any] | None = None  # the piece read last (its index) and its opened object
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        base = {os.SEEK_SET: 0, os.SEEK_CUR: self._pos, os.SEEK_END: self._size}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def read(self, size: int | None = -1) -> bytes:
+        stop = self._size if size is None or size < 0 else min(self._size, self._pos + size)
+        out = []
+        while self._pos < stop:
+            i = bisect_right(self._starts, self._pos) - 1
+            piece = self._pieces[i]
+            if self._open is None or self._open[0] != i:
+                self._close_piece()
+                self._open = (i, piece.location.open_input())
+            f = self._open[1]
+            f.seek(self._pos - piece.offset)
+            data = bytes(f.read(min(stop, piece.end) - self._pos))
+            if not data:
+                raise StorageError(
+                    f"a piece of the copy ends before its listed size ({piece.size})", file=piece.location.uri
+                )
+            out.append(data)
+            self._pos += len(data)
+        return b"".join(out)
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def _close_piece(self) -> None:
+        if self._open is not None:
+            self._open[1].close()
+            self._open = None
+
+    def close(self) -> None:
+        self._close_piece()
+        super().close()

@@ -34,6 +34,7 @@ from binlake.ingest.run import resume_after
 from binlake.lake.lake import Lake
 from binlake.lake.names import decode_name
 from binlake.lake.records import Split
+from binlake.replication.mirror import mirror_files
 from binlake.replication.position import ResumePoint
 from binlake.spark.runner import SparkRunner
 from binlake.storage import locate
@@ -296,7 +297,7 @@ def test_no_follow_run_into_an_object_store(
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        copies = sorted(e.location.name for e in (locate(lake) / "_binlogs").list())
+        copies = [c.name for c in mirror_files(locate(lake) / "_binlogs")]  # each kept in segments: NAME.part/
         assert copies == [f.name for f in server.binlog_files()]
         ingest(SparkRunner(spark), [str(f) for f in server.binlog_files()], str(tmp_path / "files"))
         ours, theirs = _lake_snapshot(lake), _lake_snapshot(tmp_path / "files")
@@ -309,6 +310,70 @@ def test_no_follow_run_into_an_object_store(
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def test_a_following_run_into_an_object_store_is_exactly_once_across_sigkills(
+    spark: Any, fresh_server: ReplServer, s3_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--follow`` into S3 (the copies kept in segments) SIGKILLed twice mid-batch and restarted, then a run to the
+    server's end: every copy, read across its segments, is the server's file, and the lake equals one file ingest
+    of the server's binlogs."""
+    from binlake.ingest.run import ingest
+
+    server, env = fresh_server.server, s3_server.env()
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    lake = f"s3://{s3_server.bucket()}/lake"
+    stop, errors = threading.Event(), []
+
+    def workload() -> None:
+        try:
+            for k in itertools.count(1):
+                if stop.is_set():
+                    return
+                batch(server, k)
+                if k % 7 == 0:
+                    server.flush_logs()
+                time.sleep(0.2)
+        except BaseException as e:
+            errors.append(e)
+
+    def done() -> int:
+        return sum(e.location.name.endswith(".done") for e in (locate(lake) / "_binlake" / "batches").list())
+
+    log = tmp_path / "live.log"
+    thread = threading.Thread(target=workload)
+    proc = live(server, lake, "--no-snapshot", "--from-start", "--follow", "--interval", "1", env=env, log=log)
+    thread.start()
+    try:
+        for kill in range(2):
+            seen = done()
+            wait_for(lambda seen=seen, p=proc: done() >= seen + 2 or p.poll() is not None, context=log.read_text)
+            assert proc.poll() is None and not errors, log.read_text()[-3000:]
+            time.sleep(0.7 * (kill + 1))  # somewhere in a batch (or between two)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            proc = live(server, lake, "--follow", "--interval", "1", env=env, log=log)
+        seen = done()
+        wait_for(lambda: done() >= seen + 1 or proc.poll() is not None, context=log.read_text)
+    finally:
+        stop.set()
+        thread.join()
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert not errors, errors
+    rc, out = run_live(server, lake, env=env)
+    assert rc == 0, out[-3000:]
+    files = server.binlog_files()
+    copies = list_binlogs(f"{lake}/_binlogs")
+    assert [c.name for c in copies] == [f.name for f in files] and len(files) > 2
+    for f, c in zip(files, copies, strict=True):
+        with c.source.open() as stream:  # type: ignore[union-attr]
+            assert stream.read() == f.read_bytes(), f.name
+    ingest(SparkRunner(spark), [str(f) for f in files], str(tmp_path / "files"))
+    ours, theirs = _lake_snapshot(lake), _lake_snapshot(tmp_path / "files")
+    assert ours["r/t/changes"] == theirs["r/t/changes"] and len(ours["r/t/changes"]) > 200
+    assert ours["r/t/current"] == theirs["r/t/current"]
 
 
 def test_an_empty_lake_needs_a_start_and_a_purged_binlog_is_named(fresh_server: ReplServer, tmp_path: Path) -> None:

@@ -52,11 +52,11 @@ from binlake.lake.runner import Runner
 from binlake.metrics import NO_METRICS, Metrics
 from binlake.replication.client import connected
 from binlake.replication.definitions import ServerDefinitions
-from binlake.replication.mirror import Mirror, mirror_files
+from binlake.replication.mirror import Mirror, copy_source, mirror_files
 from binlake.replication.options import ConnectionOptions
 from binlake.replication.position import ResumePoint, StartAt
 from binlake.replication.privileges import require_replication
-from binlake.storage import Location
+from binlake.storage import Location, StorageError
 
 __all__ = [
     "BINLOGS_DIR",
@@ -232,12 +232,13 @@ def _event_time(binlogs: Location, point: ResumePoint) -> int | None:
 
 
 def _timestamp_at(loc: Location, position: int) -> int | None:
-    """The timestamp field of an event header at ``position`` of ``loc`` (``None``: the file ends before it)."""
+    """The timestamp field of an event header at ``position`` of the copy ``loc`` (``None``: it ends before)."""
+    source = copy_source(loc)
     try:
-        with loc.open_input() as f:
+        with open(source, "rb") if isinstance(source, str) else source.open() as f:
             f.seek(position)
             head = bytes(f.read(4))
-    except OSError:
+    except (OSError, StorageError):
         return None
     return int.from_bytes(head, "little") if len(head) == 4 else None
 

@@ -13,7 +13,9 @@ The layout of a lake, written here once (every name from the binlog encoded by :
     LAKE/_events                  every event (binlake.lake.tables.EVENTS)
     LAKE/_schema_history          every distinct table map: columns, key, lake columns, where first seen (HISTORY)
     LAKE/_skips                   what --on-error skip-event|skip-transaction skipped (SKIPS)
-    LAKE/_binlogs/                a live ingest's copies of the server's binlogs (binlake.ingest.live)
+    LAKE/_binlogs/                a live ingest's copies of the server's binlogs (binlake.ingest.live): a file NAME
+                                  each on a local disk; on an object store segments NAME.part/OFFSET, one per sync
+                                  (binlake.replication.mirror; read as one file: binlake.storage.binlog_pieces)
     LAKE/_binlake/batches/        each batch's manifest (NNNNNNNNNN.json) and completion mark (.done, holding the XA
                                   transactions still waiting for their outcome and every table's Delta version
                                   once the batch was committed): binlake.lake.records; old batches' folded into one

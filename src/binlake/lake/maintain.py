@@ -30,7 +30,7 @@ The steps (:data:`STEPS`; each one can be run alone):
     :meth:`~binlake.lake.lake.Lake.done` read a batch from it as from its own files.
 ``binlogs``
     The live ingest's copies of the server's binlogs (``LAKE/_binlogs``) before the file the lake's stream goes on
-    from, older than the retention, go.
+    from, older than the retention, go, each whole (a copy kept in segments, ``NAME.part/``, with all of them).
 
 The retention (:attr:`~binlake.lake.records.LakeSettings.retention`, Delta's 7 days by default) is the lake's
 setting unless a run names another.  Time travel to a version (or a batch) younger than it works; a reader running
@@ -72,7 +72,7 @@ from binlake.lake.records import DataFile
 from binlake.lake.runner import InProcessRunner
 from binlake.lake.tables import META_DICTIONARY
 from binlake.reader import binlog_order
-from binlake.storage import Location
+from binlake.storage import PART, Location, binlog_copies
 
 if TYPE_CHECKING:
     from binlake.lake.lake import Lake
@@ -449,15 +449,18 @@ def _fold(lake: Lake, last: int, horizon_ns: int, report: MaintainReport) -> Non
 
 def _binlogs(folder: Location, resume_file: str, horizon_ns: int, report: MaintainReport) -> None:
     """Copies of binlogs before ``resume_file`` (the lake's stream goes on in it: every one before it is landed),
-    older than the retention."""
+    older than the retention (their newest piece is), each removed whole: its plain file, its segments."""
     base, number = binlog_order(resume_file)
-    for entry in folder.list():
-        b, n = binlog_order(entry.location.name)
-        if entry.is_dir or b != base or n < 0 or n >= number:
+    for name, pieces in binlog_copies(folder).items():
+        b, n = binlog_order(name)
+        if b != base or n < 0 or n >= number:
             continue
-        if entry.mtime_ns is None or entry.mtime_ns > horizon_ns:
+        stamps = [p.mtime_ns for p in pieces]
+        if None in stamps or max(s for s in stamps if s is not None) > horizon_ns:
             continue
         report.binlogs += 1
-        report.binlogs_bytes += entry.size
-        if not report.dry_run:
-            entry.location.delete()
+        report.binlogs_bytes += pieces[-1].end
+        if not report.dry_run:  # the last piece first: a kill midway leaves a shorter copy, removed next time
+            for piece in reversed(pieces):
+                piece.location.delete()
+            (folder / f"{name}{PART}").delete_dir()  # and any leftover segment

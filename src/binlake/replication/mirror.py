@@ -11,13 +11,19 @@ cleared when the file is complete (its ROTATE or STOP arrived, or the server wen
 finished copy equals the server's file byte for byte, and a reader can tell a complete file from one still growing.
 
 The directory is a local folder or an object-store URI (:mod:`binlake.storage`: ``s3://bucket/binlogs``).  On a
-local disk the file being written is appended to in place; an object store has no appends, so there the file being
-written is kept in a local spool file and uploaded whole (one PUT: readers see the old object or the new one) when
-it is complete, every :data:`UPLOAD_EVERY` seconds while it grows, and whenever :meth:`Mirror.sync` asks (the live
-ingest does before each batch).
+local disk the file being written is appended to in place.  An object store has no appends, and uploading the
+growing file whole would cost each sync the size of the file so far; so there a copy is kept in segments
+(:data:`binlake.storage.PART`): ``NAME.part/OFFSET`` holds the bytes from ``OFFSET`` on, one object (one PUT,
+whole events only) per upload of what arrived since the last one: when the file is complete, every
+:data:`UPLOAD_EVERY` seconds while it grows, and whenever :meth:`Mirror.sync` asks (the live ingest does before
+each batch).  Segment 0 holds the magic and the FORMAT_DESCRIPTION alone, so clearing the in-use flag when the
+file is complete rewrites that small object, not the file.  Readers take the segments as one file
+(:func:`binlake.storage.binlog_pieces`, :class:`binlake.storage.SegmentedFile`); a whole object ``NAME`` a mirror
+wrote before segments is the start of its copy, continued by segments after it.
 
 The directory is the mirror's only state: a restarted mirror finds its last file, cuts a partial event at its end
-back off (a kill during a write leaves one) and asks the server to go on at that file's size.  A purged binlog there
+back off (a kill during a write leaves one on a local disk; a segment holds whole events, so there the copy ends
+with its last segment written whole) and asks the server to go on at that file's size.  A purged binlog there
 is an error naming it (:class:`~binlake.errors.BinlogPurgedError`), never a silent jump to a later file; a file of
 that name the server started anew (``RESET MASTER``, a rebuilt server: the format description the server resends
 has another server id or start time than the copy's) is a :class:`~binlake.errors.BinlogHistoryError`, never bytes
@@ -64,7 +70,7 @@ from binlake.replication.client import ReplicationClient
 from binlake.replication.options import ConnectionOptions
 from binlake.replication.position import StartAt
 from binlake.replication.stream import StreamEvent
-from binlake.storage import Location, StoredFile, locate
+from binlake.storage import PART, Location, SegmentedFile, binlog_copies, binlog_pieces, locate, segment_name
 
 __all__ = [
     "UPLOAD_EVERY",
@@ -81,7 +87,7 @@ _FILE_ENDS = (EventType.ROTATE_EVENT, EventType.STOP_EVENT)
 _FLUSH_EVERY = 0.5  # seconds: the longest a received event waits in the write buffer (local disk)
 UPLOAD_EVERY = 10.0
 """Seconds: on an object store, the longest a received event waits before the growing file is uploaded again."""
-_CHUNK = 8 << 20  # bytes per read or write when a spool file goes to or comes from an object store
+_CHUNK = 8 << 20  # bytes per read or write when a spool file goes to an object store (a segment)
 
 
 @dataclass(slots=True)
@@ -102,16 +108,24 @@ class MirrorStats:
 
 def mirror_files(directory: str | os.PathLike[str] | Location) -> list[Location]:
     """The binlog files of a mirror directory, local or in an object store (names ending in a number, starting with
-    the magic), in binlog order."""
+    the magic), in binlog order: each as ``directory / name`` (a copy kept in segments is read through
+    :func:`copy_source`)."""
+    folder = locate(directory)
     found = []
-    for entry in locate(directory).list():
-        _, _, ext = entry.location.name.rpartition(".")
-        if ext.isdigit() and not entry.is_dir:
-            with entry.location.open_input() as f:
+    for name, pieces in binlog_copies(folder).items():
+        _, _, ext = name.rpartition(".")
+        if ext.isdigit():
+            with pieces[0].location.open_input() as f:
                 head = bytes(f.read(4))
             if MAGIC.startswith(head):  # a kill can leave a local file shorter than the magic
-                found.append(entry.location)
+                found.append(folder / name)
     return sorted(found, key=lambda loc: binlog_order(loc.name))
+
+
+def copy_source(loc: Location) -> str | SegmentedFile:
+    """What :mod:`binlake.reader` reads for the copy of binlog ``loc.name`` in the mirror directory ``loc.parent``:
+    the local file, or the objects holding it in an object store."""
+    return loc.uri if loc.is_local else SegmentedFile(loc.parent, loc.name)
 
 
 def recover_file(path: Path) -> tuple[int, bool]:
@@ -135,29 +149,38 @@ def recover_file(path: Path) -> tuple[int, bool]:
 
 
 def _recover(loc: Location) -> int:
-    """:func:`recover_file` for a local file or an object (an object is fetched into a spool file, recovered
-    there and put back only if that changed it); the size of its whole events."""
+    """:func:`recover_file` for a local file or a copy in an object store (its pieces: one cut back to the end of
+    its last whole event, the ones after it and segments off its chain removed, its in-use flag cleared if it is
+    complete); the size of its whole events."""
     if loc.is_local:
         return recover_file(Path(loc.uri))[0]
-    table = header_table(StoredFile(loc))
-    complete = len(table) > 0 and table.codes[-1] in _FILE_ENDS
-    if table.end == loc.info().size and not (complete and _stored_in_use(loc)):
-        return table.end
-    with tempfile.TemporaryDirectory(prefix="binlake-mirror-") as tmp:
-        spool = Path(tmp) / loc.name
-        with spool.open("wb") as out, loc.open_input() as f:
-            _copy_stream(f, out)
-        end, _ = recover_file(spool)
-        with spool.open("rb") as f:
-            _upload(f, loc)
+    pieces = binlog_pieces(loc.parent, loc.name)
+    table = header_table(SegmentedFile(loc.parent, loc.name, pieces))
+    end = max(table.end, 4)
+    kept = {p.location for p in pieces if p.offset < end}
+    for segment in (loc.parent / (loc.name + PART)).list():
+        if segment.location not in kept:
+            segment.location.delete()  # after the last whole event, or a leftover off the chain
+    last = next(p for p in reversed(pieces) if p.offset < end)
+    if last.end > end:
+        log.warning("%s: cutting a partial event at %d off (%d bytes)", loc, end, last.end - end)
+        last.location.write_bytes(last.location.read_bytes()[: end - last.offset])
+    if len(table) > 0 and table.codes[-1] in _FILE_ENDS:
+        _clear_stored_in_use(pieces[0].location)
     return end
 
 
-def _stored_in_use(loc: Location) -> bool:
-    with loc.open_input() as f:
+def _clear_stored_in_use(first: Location) -> None:
+    """Clear the in-use flag of a copy in an object store: in its first piece (segment 0 holds the magic and the
+    FORMAT_DESCRIPTION alone, a few hundred bytes; a whole object a mirror wrote before segments is rewritten
+    once)."""
+    with first.open_input() as f:
         f.seek(_FDE_FLAGS_AT)
         flags = bytes(f.read(1))
-    return bool(flags) and bool(flags[0] & LOG_EVENT_BINLOG_IN_USE_F)
+    if flags and flags[0] & LOG_EVENT_BINLOG_IN_USE_F:
+        data = bytearray(first.read_bytes())
+        data[_FDE_FLAGS_AT] &= ~LOG_EVENT_BINLOG_IN_USE_F
+        first.write_bytes(bytes(data))
 
 
 def _set_in_use(path: Path, in_use: bool) -> None:
@@ -183,51 +206,57 @@ def _copy_stream(src: BinaryIO, dst: BinaryIO) -> None:
         dst.write(chunk)
 
 
-def _upload(spool: BinaryIO, loc: Location) -> None:
-    """Put the whole of ``spool`` as the object ``loc`` (one PUT), leaving ``spool`` positioned at its end."""
-    spool.flush()
-    spool.seek(0)
-    with loc.open_output() as out:
-        _copy_stream(spool, out)
-    spool.seek(0, os.SEEK_END)
-
-
 class _Copy:
-    """The copy being written of one binlog file: appended to in place on a local disk; for an object store, kept in
-    a local spool file and uploaded whole by :meth:`flush` (``durable``, or :data:`UPLOAD_EVERY` after the last
-    upload) and :meth:`close`."""
+    """The copy being written of one binlog file: appended to in place on a local disk; for an object store, what
+    arrived since the last upload is kept in a local spool file and uploaded as the next segment by :meth:`flush`
+    (``durable``, or :data:`UPLOAD_EVERY` after the last upload) and :meth:`close` (see the module docstring)."""
 
     def __init__(self, loc: Location, *, existing: bool) -> None:
         self.loc = loc
         self._flushed = time.monotonic()
-        self._dirty = False
         if loc.is_local:
             self._out: BinaryIO = Path(loc.uri).open("ab")  # noqa: SIM115 (closed by close())
+            self.size = self._out.tell()
+            self._first = loc
         else:
             self._out = tempfile.TemporaryFile(prefix="binlake-mirror-")  # noqa: SIM115 (closed by close())
-            if existing:
-                with loc.open_input() as f:
-                    _copy_stream(f, self._out)
-        self.size = self._out.tell()
+            pieces = binlog_pieces(loc.parent, loc.name) if existing else []
+            self.size = pieces[-1].end if pieces else 0
+            self._first = pieces[0].location if pieces else self._segment(0)
+        self._sent = self.size  # (object store) the bytes before it are uploaded; the spool holds the rest
         if self.size == 0:
             self.write(MAGIC)
+
+    def _segment(self, offset: int) -> Location:
+        return self.loc.parent / f"{self.loc.name}{PART}" / segment_name(offset)
 
     def write(self, raw: bytes) -> None:
         self._out.write(raw)
         self.size += len(raw)
-        self._dirty = True
+        if self._sent == 0 and self.size > len(MAGIC) and not self.loc.is_local:
+            self._upload()  # segment 0: the magic and the FORMAT_DESCRIPTION alone
+
+    def _upload(self) -> None:
+        """Put what the spool holds as the segment at the end of the uploaded bytes (one PUT), and empty it."""
+        spool = self._out
+        spool.flush()
+        spool.seek(0)
+        with self._segment(self._sent).open_output() as out:
+            _copy_stream(spool, out)
+        spool.seek(0)
+        spool.truncate()
+        self._sent = self.size
 
     def flush(self, *, durable: bool = False) -> None:
-        """Pass what was written on: to the file (``durable``: and to the disk), or, for an object store, to the
-        object when ``durable`` or when the last upload is :data:`UPLOAD_EVERY` old."""
+        """Pass what was written on: to the file (``durable``: and to the disk), or, for an object store, to a new
+        segment when ``durable`` or when the last upload is :data:`UPLOAD_EVERY` old."""
         out = self._out
         if self.loc.is_local:
             out.flush()
             if durable:
                 os.fsync(out.fileno())
-        elif self._dirty and (durable or time.monotonic() - self._flushed > UPLOAD_EVERY):
-            _upload(out, self.loc)
-            self._dirty = False
+        elif self.size > self._sent and (durable or time.monotonic() - self._flushed > UPLOAD_EVERY):
+            self._upload()
         else:
             return
         self._flushed = time.monotonic()
@@ -249,10 +278,10 @@ class _Copy:
                     _set_in_use(Path(self.loc.uri), False)
                 _sync_directory(Path(self.loc.uri).parent)
             else:
+                if self.size > self._sent:
+                    self._upload()
                 if complete:
-                    _patch_in_use(out, False)
-                if complete or self._dirty:
-                    _upload(out, self.loc)
+                    _clear_stored_in_use(self._first)  # after every byte: a complete copy is a whole one
         finally:
             out.close()
 
@@ -314,10 +343,10 @@ class Mirror:
             self._client = client
             if self._stopped:
                 return self.stats
-            if start.kind == "position" and start.file is not None and (self.directory / start.file).exists():
+            if start.kind == "position" and start.file is not None and binlog_pieces(self.directory, start.file):
                 self._open(start.file, existing=True)
                 loc = self.directory / start.file
-                self._resumed = file_head(loc.uri if loc.is_local else StoredFile(loc))
+                self._resumed = file_head(copy_source(loc))
         try:
             self._copy(client)
         finally:
@@ -394,7 +423,7 @@ class Mirror:
         if "/" in name or name in ("", ".", ".."):
             raise ReplicationError(f"the server named a binlog {name!r}: not a file name")
         loc = self.directory / name
-        if not existing and loc.exists():
+        if not existing and binlog_pieces(self.directory, name):
             raise ReplicationError(
                 f"{loc} exists already but the mirror did not expect it: remove it or the later ones"
             )

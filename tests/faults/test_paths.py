@@ -195,12 +195,6 @@ def test_an_output_that_cannot_be_written(
 
 
 @pytest.mark.server
-@pytest.mark.xfail(
-    strict=True,
-    reason="a text tail resumed inside the stream prints the dump's session lines again (SET @@session..., as "
-    "mariadb-binlog does from a start position): its file replays the same, but is not byte for byte a clean run's; "
-    "the state would have to keep the printer's session state (render/changes/tail.py, render/dump)",
-)
 def test_a_text_tail_resumed_after_a_full_disk(
     case: Case, fault_server: FaultServer, tmp_path: Path, mount: Mounts
 ) -> None:

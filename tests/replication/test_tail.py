@@ -360,8 +360,17 @@ def test_the_state_round_trips_and_refuses_anything_else(tmp_path: Path) -> None
     assert load_state(tmp_path / "none") is None
     kept = TailState(point, "gtid", "debezium", 4096, debezium=LEGACY_MODES.text())
     assert TailState.from_json(kept.to_json()) == kept and json.loads(kept.to_json())["debezium"] == LEGACY_MODES.text()
+    from binlake.render.dump.output import Session
+
+    texts = TailState(point, "gtid", "text", 4096, session=Session(db="shop", charset=(33, 33, 8), sql_mode=0))
+    assert TailState.from_json(texts.to_json()) == texts and json.loads(texts.to_json())["session"]["db"] == "shop"
     data = json.loads(state.to_json())
+    session = json.loads(texts.to_json())["session"]
     for bad in (
+        {**data, "session": {**session, "charset": "utf8"}},
+        {**data, "session": {**session, "sql_mode": "x"}},
+        {**data, "session": {k: v for k, v in session.items() if k != "db"}},
+        {**data, "session": {**session, "auto_increment": [1]}},
         {**data, "version": 2},
         {**data, "by": "time"},
         {**data, "format": "sql"},

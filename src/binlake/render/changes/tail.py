@@ -59,6 +59,7 @@ from binlake.replication.position import Flavor, ResumePoint, StartAt, load_json
 if TYPE_CHECKING:
     from binlake.metrics import MetricsRun
     from binlake.render.changes.debezium import DebeziumOptions
+    from binlake.render.dump.output import Session
     from binlake.replication.options import ConnectionOptions
 
 __all__ = [
@@ -75,7 +76,7 @@ TAIL_STATE_VERSION = 1
 Format = Literal["text", "debezium"]
 By = Literal["position", "gtid"]
 _FIELDS = {"version", "format", "by", "output_offset", "resume"}
-_DEBEZIUM_FIELDS = _FIELDS | {"debezium"}
+_OPTIONAL_FIELDS = {"debezium", "session"}
 
 log = logging.getLogger("binlake.tail")
 
@@ -96,6 +97,7 @@ class TailState:
     output_offset: int | None
     version: int = TAIL_STATE_VERSION
     debezium: str | None = None
+    session: Session | None = None
 
     def __post_init__(self) -> None:
         if self.version != TAIL_STATE_VERSION:
@@ -120,16 +122,27 @@ class TailState:
         }
         if self.debezium is not None:
             record["debezium"] = self.debezium
+        if self.session is not None:
+            record["session"] = self.session.to_dict()
         return json.dumps(record, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str | bytes) -> TailState:
         """Read :meth:`to_json`'s output; anything else raises :class:`~binlake.errors.ReplicationError`."""
         raw = load_json(text, "tail state")
-        fields = _DEBEZIUM_FIELDS if isinstance(raw, dict) and "debezium" in raw else _FIELDS
+        fields = set(_FIELDS)
+        if isinstance(raw, dict):  # (optional: states written before each was kept have none)
+            fields |= _OPTIONAL_FIELDS & set(raw)
         data = record_fields(raw, fields, "tail state")
         resume = ResumePoint.from_dict(data["resume"])
-        return cls(resume, data["by"], data["format"], data["output_offset"], data["version"], data.get("debezium"))
+        from binlake.render.dump.output import Session
+
+        try:
+            session = Session.from_dict(data["session"]) if "session" in data else None
+        except ValueError as e:
+            raise ReplicationError(f"tail state: {e}") from None
+        return cls(resume, data["by"], data["format"], data["output_offset"], data["version"], data.get("debezium"),
+                   session)  # fmt: skip
 
 
 def load_state(path: Path) -> TailState | None:
@@ -265,13 +278,20 @@ class _Text:
     ``--follow``); a transaction the stream leaves out for being read in part (a ``--from`` position inside it) is
     printed as ``binlake dump --start-position`` prints it."""
 
-    def __init__(self, source: _Kept, change_filter: ChangeFilter) -> None:
+    def __init__(self, source: _Kept, change_filter: ChangeFilter, session: Session | None = None) -> None:
         from binlake.render.dump import DumpOptions, TextPrinter
 
         self.source = source
         self._chunks: list[str] = []
         options = DumpOptions(filter=change_filter, table_metadata=True)
         self.printer = TextPrinter(self._chunks.append, options)
+        if session is not None:  # a resumed tail: the SET statements repeat only where the session changes
+            self.printer.out.session = session
+
+    def session(self) -> Session:
+        """What the text printed last (the database, the SET statements' values): kept in the state with the
+        resume point, so that a resumed tail prints what a tail that never stopped would have."""
+        return self.printer.out.session
 
     def _drain(self) -> bytes:
         self.printer.flush()
@@ -404,7 +424,8 @@ def tail(options: TailOptions, state: TailState | None, connection: ConnectionOp
     def save(point: ResumePoint) -> None:
         if options.state is not None:
             offset = out.offset if options.output is not None else None
-            save_state(options.state, TailState(point, by, options.format, offset, debezium=debezium))
+            session = fmt.session() if isinstance(fmt, _Text) else None
+            save_state(options.state, TailState(point, by, options.format, offset, debezium=debezium, session=session))
 
     sizes = BinlogSizes(connection)
     watch.poll_server(sizes, sizes.close)
@@ -416,7 +437,7 @@ def tail(options: TailOptions, state: TailState | None, connection: ConnectionOp
     fmt: _Text | _Debezium
     if options.format == "text":
         kept = _Kept(source)
-        source, fmt = kept, _Text(kept, options.filter)
+        source, fmt = kept, _Text(kept, options.filter, state.session if state is not None else None)
     else:
         fmt = _Debezium(options.debezium or _default_debezium())
     stream = ChangeStream(source, options.filter)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from binlake.events.base import Event
 from binlake.render.dump.options import DumpOptions
@@ -47,6 +47,47 @@ class Session:
     server_id: int | None = None
     gtid_flags2: int = 0
     skip_replication: int = 0
+
+    def to_dict(self) -> dict[str, object]:
+        """The session as a JSON object: a resumed ``binlake tail`` goes on printing as if it had never stopped.
+
+        >>> import json
+        >>> s = Session(db="shop", charset=(33, 33, 8), sql_mode=0)
+        >>> Session.from_dict(json.loads(json.dumps(s.to_dict()))) == s
+        True
+        """
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: object) -> Session:
+        """Read :meth:`to_dict`'s output (through JSON: tuples as lists); anything else raises :class:`ValueError`."""
+        names = {f.name for f in fields(cls)}
+        if not isinstance(data, dict) or set(data) != names:
+            raise ValueError(f"a printer session needs exactly the fields {sorted(names)}")
+        for name in ("db", "time_zone"):
+            if not isinstance(data[name], str):
+                raise ValueError(f"a printer session's {name} is text, not {data[name]!r}")
+        for name in ("lc_time_names", "charset_database", "gtid_flags2", "skip_replication"):
+            if type(data[name]) is not int:
+                raise ValueError(f"a printer session's {name} is an integer, not {data[name]!r}")
+        for name in ("flags2", "sql_mode", "thread_id", "domain_id", "server_id"):
+            if data[name] is not None and type(data[name]) is not int:
+                raise ValueError(f"a printer session's {name} is an integer or null, not {data[name]!r}")
+        if data["allow_parallel"] is not None and not isinstance(data["allow_parallel"], bool):
+            raise ValueError(
+                f"a printer session's allow_parallel is true, false or null, not {data['allow_parallel']!r}"
+            )
+        lists = {"auto_increment": data["auto_increment"], "charset": data["charset"]}
+        for name, value in lists.items():
+            if not (value is None and name == "charset") and not (
+                isinstance(value, list) and all(type(v) is int for v in value)
+            ):
+                raise ValueError(f"a printer session's {name} is a list of integers, not {value!r}")
+        auto = tuple(data["auto_increment"])
+        if len(auto) != 2:
+            raise ValueError(f"a printer session's auto_increment is two integers, not {auto!r}")
+        charset = None if data["charset"] is None else tuple(data["charset"])
+        return cls(**{**data, "auto_increment": (auto[0], auto[1]), "charset": charset})
 
 
 @dataclass(slots=True)

@@ -305,8 +305,10 @@ class FileSet:
 
 
 def in_file(dv: Mapping[str, Any] | None) -> TypeGuard[Mapping[str, Any]]:
-    """Is the deletion vector descriptor ``dv`` (of an ``add`` action) one kept in a file (not inline)?"""
-    return dv is not None and dv.get("storageType") in ("u", "p")
+    """Is the deletion vector descriptor ``dv`` (of an ``add`` action) one kept in a file (not inline)?  A storage
+    type binlake does not know counts as a file: reading the descriptor then fails
+    (:meth:`binlake.lake.dv.DeletionVector.from_json`) rather than a file going unseen (a vacuum deleting it)."""
+    return dv is not None and dv.get("storageType") != "i"
 
 
 @dataclass(frozen=True, slots=True)

@@ -368,7 +368,7 @@ def _needed(table: Location, horizon_ms: int) -> set[str]:
     for a in actions:
         out.add(deltalog.file_location(table, a["path"]).uri)
         d = a.get("deletionVector")
-        if d is not None and d.get("storageType") != "i":
+        if in_file(d):
             out.add(dvs.DeletionVector.from_json(d).file(table).uri)
     return out
 

@@ -552,7 +552,9 @@ def delete_rows(snap: Snapshot, rows: Mapping[str, dvs.Rows]) -> list[Action]:
     return deletion_actions(snap.table, changes)
 
 
-def deletion_actions(table: Location, files: Sequence[tuple[Mapping[str, Any], dvs.Rows, int, bool]]) -> list[Action]:
+def deletion_actions(
+    table: Location, files: Sequence[tuple[Mapping[str, Any], dvs.Rows, int, bool]], *, again: bool = False
+) -> list[Action]:
     """The actions that make each data file of ``files`` hold all its rows but ``rows``: per file its ``add``
     action (as the table has it, ``committed``, or as a new file would be added), ``rows`` (sorted row indexes:
     every row deleted, those its deletion vector deletes now included) and its record count.
@@ -561,8 +563,9 @@ def deletion_actions(table: Location, files: Sequence[tuple[Mapping[str, Any], d
     (statistics kept, with ``numRecords`` and ``tightBounds: false``: min/max may now be wider than the rows left),
     only the ``remove`` when no row of it is left, nothing when ``rows`` are those its deletion vector has.  A new
     file is added with a deletion vector of ``rows`` (without one when there are none), or not at all when no row
-    of it is left.  New deletion vectors are written (:func:`binlake.lake.dv.write_deletion_vectors`) before this
-    returns."""
+    of it is left.  ``again``: a committed file whose deletion vector has ``rows`` already gets it written again
+    too (maintenance gathers a table's deletion vectors into one file).  New deletion vectors are written
+    (:func:`binlake.lake.dv.write_deletion_vectors`, all of them into one file) before this returns."""
     now = _now_ms()
     union: dict[str, dvs.Rows] = {}
     adds: dict[str, tuple[Mapping[str, Any], int, bool]] = {}
@@ -575,7 +578,9 @@ def deletion_actions(table: Location, files: Sequence[tuple[Mapping[str, Any], d
         if every.size == n:
             if committed:
                 out.append(_remove(add, now))
-        elif committed and ((old is None and not every.size) or (old is not None and every.size == old["cardinality"])):
+        elif committed and (
+            (old is None and not every.size) or (old is not None and every.size == old["cardinality"] and not again)
+        ):
             continue  # nothing new deleted
         elif every.size:
             union[path], adds[path] = every, (add, n, committed)

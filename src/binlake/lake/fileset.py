@@ -36,10 +36,10 @@ import json
 import time
 import urllib.parse
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeGuard
 
 import numpy as np
 import pyarrow as pa
@@ -51,7 +51,7 @@ from binlake.lake.records import DataFile, LakeFormatError, check_version
 from binlake.lake.runner import Runner
 from binlake.storage import Location
 
-__all__ = ["FileSet", "LiveFile", "RewriteResult", "RewriteTask", "rewrite_files"]
+__all__ = ["FileSet", "LiveFile", "RewriteResult", "RewriteTask", "in_file", "rewrite_files"]
 
 Layout = Literal["dv", "cow"]
 _NONE = np.zeros(0, np.uint64)
@@ -212,6 +212,7 @@ class FileSet:
         app_id: str = delta.APP_ID,
         data_change: bool = True,
         note: str | None = None,
+        gather: bool = False,
     ) -> int | None:
         """Make the table hold this set, as batch ``batch`` of ``app_id`` (module docstring): the version
         committed, or ``None`` when the table has the batch already or there is nothing to commit.  ``fence`` is
@@ -221,7 +222,9 @@ class FileSet:
         that is not the table's with columns added at the end (an ALTER TABLE dropped, renamed, converted or placed
         a column: :mod:`binlake.lake.alter`) is the table's new schema, in the same commit; ``note`` (what such an
         ALTER could not convert) goes into the commit's ``operationParameters`` as ``unconverted``, in the table's
-        history."""
+        history.  ``gather``: every deletion vector of the table kept in a file is written again, with those the
+        commit makes, into the commit's one deletion-vector file (maintenance: a table's live deletion vectors in
+        one file, however many batches wrote them)."""
         now = deltalog.read_snapshot(self.table)
         if now is not None and now.txns.get(app_id, -1) >= batch:
             return None
@@ -231,7 +234,7 @@ class FileSet:
             self._rewrite(schema, pk, runner)
         self._copy_here()
         entries = list(self.files.values())
-        needs_dv = any(f.touched for f in entries)
+        needs_dv = any(f.touched for f in entries) or (gather and any(in_file(f.dv) for f in entries))
         if now is None:
             if not needs_dv:  # created with its files and the batch in one commit (delta-rs picks the protocol)
                 files = [f.data_file(self.key, schema) for f in entries]
@@ -257,12 +260,12 @@ class FileSet:
                 f = here.get(path)
                 if f is None:
                     actions.append(deltalog.remove(add))
-                elif f.touched:
+                elif f.touched or (gather and in_file(add.get("deletionVector"))):
                     changed.append((add, f.deleted_rows(), f.rows, True))
             for f in entries:
                 if f.path not in snap.files:
                     changed.append((f.add_action(), f.deleted_rows() if f.touched else _NONE, f.rows, False))
-            actions += deltalog.deletion_actions(self.table, changed)
+            actions += deltalog.deletion_actions(self.table, changed, again=gather)
             if not data_change:
                 for a in actions:
                     for kind in ("add", "remove"):
@@ -299,6 +302,13 @@ class FileSet:
         for f, c in zip(away, copies, strict=True):
             del self.files[f.id]
             self.files[c.id] = c
+
+
+def in_file(dv: Mapping[str, Any] | None) -> TypeGuard[Mapping[str, Any]]:
+    """Is the deletion vector descriptor ``dv`` (of an ``add`` action) one kept in a file (not inline)?  A storage
+    type binlake does not know counts as a file: reading the descriptor then fails
+    (:meth:`binlake.lake.dv.DeletionVector.from_json`) rather than a file going unseen (a vacuum deleting it)."""
+    return dv is not None and dv.get("storageType") != "i"
 
 
 @dataclass(frozen=True, slots=True)

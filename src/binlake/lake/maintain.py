@@ -6,10 +6,14 @@ The steps (:data:`STEPS`; each one can be run alone):
 ``compact``
     Small files merged.  A change table (and ``_events``, ``_schema_history``, ``_skips``) gets files from every
     batch that touches it: its files of less than :data:`SMALL_BYTES` are concatenated, in the order they were
-    added, into files of up to :data:`GROUP_BYTES` of input.  A current-state table gets a small sorted file from
-    every batch: its files of fewer than :data:`SMALL_ROWS` live rows are merged, their deleted rows left out, into
-    sorted files of up to :data:`~binlake.lake.files.FILE_ROWS` rows (the engine's own rewrite task,
-    :func:`~binlake.lake.fileset.rewrite_files`), so a lookup opens one file per key range again.
+    added, into files of up to :data:`GROUP_BYTES` of input; so are its files between the two (a first load's file
+    per task, a merge of small files that grew past :data:`SMALL_BYTES`) among themselves, so that such a file is
+    rewritten once per :data:`SMALL_BYTES` of changes at most, not once per slice.  A current-state table gets a
+    small sorted file from every batch: its files of fewer than :data:`SMALL_ROWS` live rows are merged, their
+    deleted rows left out, into sorted files of up to :data:`~binlake.lake.files.FILE_ROWS` rows (the engine's own
+    rewrite task, :func:`~binlake.lake.fileset.rewrite_files`), so a lookup opens one file per key range again.
+    Its deletion vectors, when the batches left them in several files, are written again into one (the same
+    commit).
 ``purge``
     A current-state file whose deletion vector deletes more than :data:`PURGE_FRACTION` of its rows is written again
     without them (one file streamed a row group at a time).
@@ -67,7 +71,7 @@ from binlake.lake import deltalog
 from binlake.lake import dv as dvs
 from binlake.lake.delta import write_parquet
 from binlake.lake.files import FILE_ROWS
-from binlake.lake.fileset import FileSet, LiveFile, RewriteTask, rewrite_files
+from binlake.lake.fileset import FileSet, LiveFile, RewriteTask, in_file, rewrite_files
 from binlake.lake.records import DataFile
 from binlake.lake.runner import InProcessRunner
 from binlake.lake.tables import META_DICTIONARY
@@ -142,6 +146,7 @@ class MaintainReport:
     purged: int = 0  # files rewritten without their deleted rows
     purged_rows: int = 0
     deferred: int = 0
+    gathered: int = 0  # tables whose deletion vectors were gathered into one file
     vacuumed: int = 0
     vacuumed_bytes: int = 0
     records: int = 0  # staging and snapshot record folders removed
@@ -160,7 +165,8 @@ class MaintainReport:
         out = {
             "compact": f"compact: {self.merged} small files {would}merged into {self.merged_into} "
             f"({_size(self.merged_bytes)}) in {len(self.tables)} tables"
-            + (f", {self.deferred} merges left for the next slice" if self.deferred else ""),
+            + (f", {self.deferred} merges left for the next slice" if self.deferred else "")
+            + (f"; {self.gathered} tables' deletion vectors {would}gathered into one file" if self.gathered else ""),
             "purge": f"purge: {self.purged} files {would}rewritten without their {self.purged_rows} deleted rows",
             "vacuum": f"vacuum: {self.vacuumed} files {would}deleted ({_size(self.vacuumed_bytes)} freed), "
             f"{self.records} finished batches' staging and snapshot records",
@@ -275,9 +281,15 @@ def _rearrange(
         if "compact" in steps and len(small) > 1:
             groups += [("compact", g) for g in _chunks(small, _live_rows, FILE_ROWS)]
     elif "compact" in steps:
-        small = sorted((f for f in files if f.size < SMALL_BYTES), key=lambda f: (f.mtime_ms, f.path))
+        order = sorted(files, key=lambda f: (f.mtime_ms, f.path))
+        small = [f for f in order if f.size < SMALL_BYTES]
+        middle = [f for f in order if SMALL_BYTES <= f.size < GROUP_BYTES]
         groups += [("compact", g) for g in _chunks(small, lambda f: f.size, GROUP_BYTES)]
-    done = False
+        groups += [("compact", g) for g in _chunks(middle, lambda f: f.size, GROUP_BYTES)]
+    gather = kind == "current" and "compact" in steps and len(_dv_files(files, loc)) > 1
+    done = gather and not report.dry_run
+    if gather:
+        report.gathered += 1
     for what, group in groups:
         rows = sum(f.rows for f in group)
         if left[0] is not None and left[0] <= 0:
@@ -300,7 +312,12 @@ def _rearrange(
             report.tables.add(f"{name}/{kind}")
     if done:
         fs.commit(snap.schema, pk, batch=snap.txns.get(APP_ID, 0) + 1, fence=lake.check, layout="dv",
-                  runner=InProcessRunner(), app_id=APP_ID, data_change=False)  # fmt: skip
+                  runner=InProcessRunner(), app_id=APP_ID, data_change=False, gather=gather)  # fmt: skip
+
+
+def _dv_files(files: Iterable[LiveFile], table: Location) -> set[str]:
+    """The deletion-vector files (URIs) the deletion vectors of ``files`` (of the table at ``table``) are kept in."""
+    return {dvs.DeletionVector.from_json(f.dv).file(table).uri for f in files if in_file(f.dv)}
 
 
 def _chunks(files: Sequence[LiveFile], weight: Callable[[LiveFile], int], most: int) -> list[list[LiveFile]]:
@@ -351,7 +368,7 @@ def _needed(table: Location, horizon_ms: int) -> set[str]:
     for a in actions:
         out.add(deltalog.file_location(table, a["path"]).uri)
         d = a.get("deletionVector")
-        if d is not None and d.get("storageType") != "i":
+        if in_file(d):
             out.add(dvs.DeletionVector.from_json(d).file(table).uri)
     return out
 

@@ -194,11 +194,12 @@ class _Batch:
         logged after it (up to its next ALTER); ``src`` is left empty.  The columns ``dst`` had before (a table of
         that name renamed or dropped earlier) are not the server's table any more."""
         self.schema(dst)  # (before the move: the columns ``dst`` has, the batch's maps of it taken once)
-        self.schemas[dst] = self.schema(src)
         self.pk.setdefault(dst, self.pk[src])
-        self.names[dst] = dict(self.names.get(src, {}))
-        later = [a.seq for a in self.alterations.get(dst, []) if a.seq > seq]
-        self._take_maps(dst, seq, later[0] if later else None)
+        if any(f.name not in ("_seq", "_ts") for f in self.schema(src)):  # (else: no columns known, ``dst``'s own)
+            self.schemas[dst] = self.schema(src)
+            self.names[dst] = dict(self.names.get(src, {}))
+            later = [a.seq for a in self.alterations.get(dst, []) if a.seq > seq]
+            self._take_maps(dst, seq, later[0] if later else None)
         self.get(dst).take(self.get(src))
 
     def alter(self, a: Alteration) -> None:

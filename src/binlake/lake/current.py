@@ -197,7 +197,7 @@ class _Batch:
         self.pk.setdefault(dst, self.pk[src])
         if any(f.name not in ("_seq", "_ts") for f in self.schema(src)):  # (else: no columns known, ``dst``'s own)
             self.schemas[dst] = self.schema(src)
-            self.names[dst] = dict(self.names.get(src, {}))
+            self.names[dst] = {}  # (the change-table names of ``src``'s maps are not those of ``dst``'s change table)
             later = [a.seq for a in self.alterations.get(dst, []) if a.seq > seq]
             self._take_maps(dst, seq, later[0] if later else None)
         self.get(dst).take(self.get(src))

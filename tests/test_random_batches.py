@@ -2,22 +2,25 @@
 equals the server's ``SELECT *`` through every reader, and a lake whose ingests were killed (``kill -9``) at random
 moments equals the clean one (issue 22's correctness run).
 
-:mod:`tests.test_current` checks the current-state engine against a model with staged change files; this test
-checks the whole path against the oracle: a private MariaDB runs a seeded random workload per batch (inserts,
-updates, deletes, primary-key changes, TRUNCATE, RENAME TABLE, rolled-back transactions and savepoints, XA
-transactions prepared then rolled back or committed, in the same batch or the next, ALTER TABLE ADD COLUMN), ends
-each batch with ``FLUSH BINARY LOGS``, and each batch is one :func:`binlake.ingest.run.ingest` of the binlog folder
-(tasks in this process: :class:`~binlake.lake.runner.InProcessRunner`, no Spark).  Every tenth batch and at the end
-each table's current state equals ``SELECT *`` cell by cell (the same columns in the same order, each of the Arrow
-type the server's column maps to) through :func:`binlake.lake.delta.read_table`, every reader of
-:mod:`binlake.testing.readers` (deltalake's SQL engine, polars, DuckDB's Delta extension) and ``Lake.tables()``'s
-row count.
+:mod:`tests.test_current` checks the current-state engine against a model with staged change files; this test checks the
+whole path against the oracle: a private MariaDB runs a seeded random workload per batch (inserts, updates, deletes,
+primary-key changes, TRUNCATE, RENAME TABLE, rolled-back transactions and savepoints, XA transactions prepared then
+rolled back or committed, in the same batch or the next, ALTER TABLE on both tables: ADD COLUMN plain, with a DEFAULT,
+FIRST or AFTER a column, DROP COLUMN, RENAME COLUMN, MODIFY widening (INT to BIGINT, VARCHAR(n) to VARCHAR(2n),
+DECIMAL(p,s) to DECIMAL(p+4,s+1)) and to VARCHAR (from INT, BIGINT, DECIMAL: kinds that convert exactly,
+docs/formats/lake.md "After ALTER TABLE"), keys never altered, a row change of the table after it half the time and the
+batch ended by it a quarter of the time), ends each batch with ``FLUSH BINARY LOGS``, and each batch is one
+:func:`binlake.ingest.run.ingest` of the binlog folder (tasks in this process:
+:class:`~binlake.lake.runner.InProcessRunner`, no Spark). Every tenth batch and at the end each table's current state
+equals ``SELECT *`` cell by cell (the same columns in the same order, each of the Arrow type the server's column maps
+to) through :func:`binlake.lake.delta.read_table`, every reader of :mod:`binlake.testing.readers` (deltalake's SQL
+engine, polars, DuckDB's Delta extension) and ``Lake.tables()``'s row count.
 
 The same binlogs go into a second lake batch by batch, some batches' ingest (a child process) killed with SIGKILL
 after a seeded random delay, then run again; at every check that lake equals the clean one table by table, row by
 row (change tables, current states and the lake's own tables).
 
-Other DDL (DROP/RENAME/MODIFY COLUMN) is left out here: its current-state semantics are being built (issue 22, 6.).
+Each batch's SQL is kept in the test's ``tmp_path`` (``workload.sql``) to replay a failure.
 
 ``BINLAKE_RANDOM_BATCHES`` sets the number of batches (default 40, a few minutes on 2 shared cores; the full run is
 200, 20 minutes under load), ``BINLAKE_RANDOM_SEED`` the seed (default 22).  The full run::
@@ -78,47 +81,147 @@ TEXT = "abcdefghij klmnopqrstuvwxyzé'\\ü"
 
 
 @dataclass
+class Column:
+    """A non-key column of a workload table as the server has it now: its name and type."""
+
+    name: str
+    kind: str  # INT, BIGINT, VARCHAR, DECIMAL or DATETIME
+    size: int = 0  # a VARCHAR's length, a DECIMAL's precision
+    scale: int = 0  # a DECIMAL's scale
+
+    def sql(self) -> str:
+        if self.kind == "VARCHAR":
+            return f"VARCHAR({self.size})"
+        if self.kind == "DECIMAL":
+            return f"DECIMAL({self.size},{self.scale})"
+        return "DATETIME(6)" if self.kind == "DATETIME" else self.kind
+
+
+# the ALTER TABLE kinds the workload draws (each converts exactly: docs/formats/lake.md "After ALTER TABLE")
+ALTERS = ["ADD", "ADD DEFAULT", "ADD FIRST", "ADD AFTER", "DROP", "RENAME COLUMN", "MODIFY wider", "MODIFY to VARCHAR"]
+MOST_COLUMNS = 9  # non-key columns of a table, beyond which no ADD is drawn
+
+
+@dataclass
 class Workload:
-    """The seeded random workload's state between batches: the next new key, each table's name now, the columns
-    added to ``t1``, an XA transaction left prepared by the last batch."""
+    """The seeded random workload's state between batches: the next new key, each table's name now and non-key
+    columns (``t1``'s key ``id``, ``t2``'s ``k1, k2``: never altered), an XA transaction left prepared by the last
+    batch, the ALTERs done by kind."""
 
     rng: random.Random
     next_id: int = 1
     t2: str = "t2"
-    added: list[tuple[str, str]] = field(default_factory=list)
+    columns: dict[str, list[Column]] = field(
+        default_factory=lambda: {
+            "t1": [Column("a", "BIGINT"), Column("b", "VARCHAR", 40), Column("c", "DECIMAL", 12, 3),
+                   Column("d", "DATETIME")],
+            "t2": [Column("n", "INT"), Column("s", "VARCHAR", 20)],
+        }
+    )  # fmt: skip
+    names: int = 0
     pending: str | None = None
     xa: int = 0
     carried: dict[str, int] = field(default_factory=dict)  # XA outcomes in the batch after the PREPARE
+    alters: dict[str, int] = field(default_factory=dict)  # ALTERs by kind
+    alone: int = 0  # ALTERs with no row change after them in their batch
+    retyped: bool = False  # a MODIFY other than INT -> BIGINT was drawn (one may have changed a lake type)
 
     def key(self) -> int:
         self.next_id += 1
         return self.next_id
 
+    def name(self, table: str) -> str:
+        """The server's name of ``t1`` or ``t2`` now."""
+        return f"{DB}.{self.t2 if table == 't2' else table}"
+
     def text(self, most: int) -> str:
         return "".join(self.rng.choice(TEXT) for _ in range(self.rng.randint(0, most)))
 
-    def t1_row(self) -> str:
+    def value(self, c: Column) -> str:
+        """A random value of ``c``'s type as SQL (NULL one time in ten)."""
         r = self.rng
-        cells = [
-            str(self.key()),
-            "NULL" if r.random() < 0.1 else str(r.randint(-(2**62), 2**62)),
-            "NULL" if r.random() < 0.1 else _quote(self.text(40)),
-            "NULL" if r.random() < 0.1 else f"{r.randint(-999_999_999, 999_999_999)}.{r.randint(0, 999):03d}",
-            "NULL" if r.random() < 0.1 else _quote(_datetime(r)),
-        ]
-        cells += [self.value(kind) for _, kind in self.added]
-        return f"({', '.join(cells)})"
-
-    def t2_row(self) -> str:
-        r = self.rng
-        return f"({self.key()}, {_quote(self.text(8))}, {'NULL' if r.random() < 0.2 else r.randint(-9, 9)}, " + (
-            f"{_quote(self.text(20))})"
-        )
-
-    def value(self, kind: str) -> str:
-        if self.rng.random() < 0.3:
+        if r.random() < 0.1:
             return "NULL"
-        return str(self.rng.randint(-(2**31), 2**31 - 1)) if kind == "INT" else _quote(self.text(12))
+        if c.kind == "INT":
+            return str(r.randint(-(2**31), 2**31 - 1))
+        if c.kind == "BIGINT":
+            return str(r.randint(-(2**62), 2**62))
+        if c.kind == "VARCHAR":
+            return _quote(self.text(min(c.size, 40)))
+        if c.kind == "DECIMAL":
+            whole = 10 ** (c.size - c.scale) - 1
+            return f"{r.randint(-whole, whole)}.{r.randint(0, 10**c.scale - 1):0{c.scale}d}"
+        return _quote(_datetime(r))
+
+    def insert(self, table: str, most: int) -> str:
+        """An insert of 1 to ``most`` new rows, every column named."""
+        keys = ["id"] if table == "t1" else ["k1", "k2"]
+        cols = self.columns[table]
+
+        def row() -> str:
+            key = [str(self.key())] if table == "t1" else [str(self.key()), _quote(self.text(8))]
+            return f"({', '.join(key + [self.value(c) for c in cols])})"
+
+        names = ", ".join(keys + [c.name for c in cols])
+        rows = ", ".join(row() for _ in range(self.rng.randint(1, most)))
+        return f"INSERT INTO {self.name(table)} ({names}) VALUES {rows}"
+
+    def sets(self, table: str) -> str:
+        """Some of ``table``'s non-key columns set to new values (a BIGINT sometimes by arithmetic)."""
+        r = self.rng
+        sets = [f"{c.name} = {c.name} + {r.randint(1, 99)}" if c.kind == "BIGINT" and r.random() < 0.5
+                else f"{c.name} = {self.value(c)}" for c in self.columns[table]]  # fmt: skip
+        return ", ".join(r.sample(sets, r.randint(1, len(sets))))
+
+    def alter(self, table: str) -> str:
+        """One ALTER TABLE of ``table``, its kind drawn among those its columns allow; the model follows it."""
+        r, cols = self.rng, self.columns[table]
+        wider = [c for c in cols if c.kind == "INT" or (c.kind == "VARCHAR" and c.size <= 100)
+                 or (c.kind == "DECIMAL" and c.size <= 30)]  # fmt: skip
+        textual = [c for c in cols if c.kind in ("INT", "BIGINT", "DECIMAL")]
+        kinds = [k for k in ALTERS if not (k.startswith("ADD") and len(cols) >= MOST_COLUMNS)
+                 and not (k == "DROP" and len(cols) <= 1) and not (k == "MODIFY wider" and not wider)
+                 and not (k == "MODIFY to VARCHAR" and not textual)]  # fmt: skip
+        kind = r.choice([k for k in kinds if k not in self.alters] or kinds)  # (each kind once first)
+        self.alters[kind] = self.alters.get(kind, 0) + 1
+        self.names += 1
+        new = f"x{self.names}"
+        head = f"ALTER TABLE {self.name(table)}"
+        if kind.startswith("ADD"):
+            c = r.choice([Column(new, "INT"), Column(new, "VARCHAR", 12), Column(new, "DECIMAL", 12, 3)])
+            sql = f"{head} ADD COLUMN {new} {c.sql()} NULL"
+            if kind == "ADD DEFAULT":
+                default = self.value(c)
+                sql += f" DEFAULT {'7' if default == 'NULL' else default}"
+                cols.append(c)
+            elif kind == "ADD FIRST":
+                sql += " FIRST"
+                cols.insert(0, c)
+            elif kind == "ADD AFTER":
+                at = r.randrange(len(cols))
+                sql += f" AFTER {cols[at].name}"
+                cols.insert(at + 1, c)
+            else:
+                cols.append(c)
+            return sql
+        if kind == "DROP":
+            c = cols.pop(r.randrange(len(cols)))
+            return f"{head} DROP COLUMN {c.name}"
+        if kind == "RENAME COLUMN":
+            c = r.choice(cols)
+            old, c.name = c.name, new
+            return f"{head} RENAME COLUMN {old} TO {new}"
+        c = r.choice(wider if kind == "MODIFY wider" else textual)
+        self.retyped |= c.kind != "INT" or kind == "MODIFY to VARCHAR"  # (any but INT -> BIGINT; VARCHAR too)
+        if kind == "MODIFY to VARCHAR":  # long enough for every value's text: a strict server refuses less
+            c.kind, c.size, c.scale = "VARCHAR", {"INT": 12, "BIGINT": 24}.get(c.kind, c.size + 2), 0
+        elif c.kind == "INT":
+            c.kind = "BIGINT"
+        elif c.kind == "VARCHAR":
+            c.size *= 2
+        else:
+            c.size, c.scale = c.size + 4, c.scale + 1
+        return f"{head} MODIFY {c.name} {c.sql()} NULL"
 
 
 def _quote(text: str) -> str:
@@ -136,7 +239,8 @@ def _keys(server: MariaDBServer, table: str, columns: str) -> list[tuple[str | N
 
 def _statements(server: MariaDBServer, w: Workload, last: bool) -> str:
     """One batch's SQL.  Keys come from the server as the batch starts; a new key is never reused, so inserts never
-    collide, and an update or delete of a key an earlier statement of the batch removed changes nothing."""
+    collide, and an update or delete of a key an earlier statement of the batch removed changes nothing.  An ALTER
+    is followed by a row change of its table half the time, and ends the batch a quarter of the time."""
     r = w.rng
     sql: list[str] = []
     if w.pending:  # an XA transaction the last batch left prepared: resolved first (it holds its rows' locks)
@@ -146,7 +250,6 @@ def _statements(server: MariaDBServer, w: Workload, last: bool) -> str:
         w.pending = None
     ids = [k[0] for k in _keys(server, "t1", "id")]
     pairs = _keys(server, w.t2, "k1, k2")
-    t1_cols = ", ".join(["a", "b", "c", "d", *(n for n, _ in w.added)])
 
     def some(keys: list[Any], most: int) -> list[Any]:
         return r.sample(keys, min(len(keys), r.randint(1, most))) if keys else []
@@ -159,29 +262,28 @@ def _statements(server: MariaDBServer, w: Workload, last: bool) -> str:
         picked = some(pairs, most)
         return " OR ".join(f"(k1 = {k1} AND k2 = {_quote(k2 or '')})" for k1, k2 in picked) if picked else "FALSE"
 
-    def dml() -> str:
-        op = r.choices(["ins1", "ins2", "upd1", "upd2", "del1", "del2", "pk1", "pk2"], [5, 3, 5, 3, 2, 2, 1, 1])[0]
+    def dml(only: str = "") -> str:
+        ops = ["ins1", "ins2", "upd1", "upd2", "del1", "del2", "pk1", "pk2"]
+        op = r.choices(ops, [5, 3, 5, 3, 2, 2, 1, 1])[0] if not only else r.choice(["ins", "upd"]) + only[1]
         if op == "ins1":
-            return f"INSERT INTO {DB}.t1 (id, {t1_cols}) VALUES {', '.join(w.t1_row() for _ in range(r.randint(1, 8)))}"
+            return w.insert("t1", 8)
         if op == "ins2":
-            return f"INSERT INTO {DB}.{w.t2} VALUES {', '.join(w.t2_row() for _ in range(r.randint(1, 5)))}"
+            return w.insert("t2", 5)
         if op == "upd1":
-            sets = [f"a = a + {r.randint(1, 99)}", f"b = {_quote(w.text(40))}", "c = NULL",
-                    f"d = {_quote(_datetime(r))}", *(f"{n} = {w.value(k)}" for n, k in w.added)]  # fmt: skip
-            return f"UPDATE {DB}.t1 SET {', '.join(r.sample(sets, r.randint(1, len(sets))))} WHERE {where1(6)}"
+            return f"UPDATE {w.name('t1')} SET {w.sets('t1')} WHERE {where1(6)}"
         if op == "upd2":
-            return f"UPDATE {DB}.{w.t2} SET n = {r.randint(-9, 9)}, s = {_quote(w.text(20))} WHERE {where2(4)}"
+            return f"UPDATE {w.name('t2')} SET {w.sets('t2')} WHERE {where2(4)}"
         if op == "del1":
-            return f"DELETE FROM {DB}.t1 WHERE {where1(4)}"
+            return f"DELETE FROM {w.name('t1')} WHERE {where1(4)}"
         if op == "del2":
-            return f"DELETE FROM {DB}.{w.t2} WHERE {where2(3)}"
+            return f"DELETE FROM {w.name('t2')} WHERE {where2(3)}"
         if op == "pk1":
-            return f"UPDATE {DB}.t1 SET id = {w.key()} WHERE {where1(1)}"
-        return f"UPDATE {DB}.{w.t2} SET k1 = {w.key()}, k2 = {_quote(w.text(8))} WHERE {where2(1)}"
+            return f"UPDATE {w.name('t1')} SET id = {w.key()} WHERE {where1(1)}"
+        return f"UPDATE {w.name('t2')} SET k1 = {w.key()}, k2 = {_quote(w.text(8))} WHERE {where2(1)}"
 
     for _ in range(r.randint(3, 10)):
         kind = r.choices(["dml", "rollback", "savepoint", "xa", "truncate", "rename", "alter"],
-                         [70, 5, 5, 8, 2, 2, 2])[0]  # fmt: skip
+                         [70, 5, 5, 8, 2, 2, 8])[0]  # fmt: skip
         if kind == "dml":
             sql.append(dml())
         elif kind == "rollback":
@@ -192,25 +294,26 @@ def _statements(server: MariaDBServer, w: Workload, last: bool) -> str:
             w.xa += 1
             xid = f"x{w.xa}"
             # (an insert first: an XA transaction that changed nothing is gone when its connection ends, unresolved)
-            insert = f"INSERT INTO {DB}.t1 (id, {t1_cols}) VALUES {w.t1_row()}"
-            sql += [f"XA START '{xid}'", insert, dml(), f"XA END '{xid}'", f"XA PREPARE '{xid}'"]
-            if r.random() < 0.5 and not last:  # left prepared: the next batch resolves it
+            sql += [f"XA START '{xid}'", w.insert("t1", 1), dml(), f"XA END '{xid}'", f"XA PREPARE '{xid}'"]
+            # left prepared: the next batch resolves it (not once a column changed type: test_xa_across_a_type_change)
+            if r.random() < 0.5 and not last and not w.retyped:
                 w.pending = xid
                 break  # (the connection can do nothing else; it ends, the transaction stays prepared)
             sql.append(f"XA {r.choice(['COMMIT', 'ROLLBACK'])} '{xid}'")
         elif kind == "truncate":
-            sql.append(f"TRUNCATE TABLE {DB}.{r.choice(['t1', w.t2])}")
+            sql.append(f"TRUNCATE TABLE {w.name(r.choice(['t1', 't2']))}")
         elif kind == "rename":
             new = "t2b" if w.t2 == "t2" else "t2"
             sql.append(f"RENAME TABLE {DB}.{w.t2} TO {DB}.{new}")
             w.t2 = new
-        elif len(w.added) < 6:
-            name, kind = f"x{len(w.added) + 1}", r.choice(["INT", "VARCHAR(12)"])
-            sql.append(f"ALTER TABLE {DB}.t1 ADD COLUMN {name} {kind} NULL")
-            w.added.append((name, kind.split("(")[0]))
-            t1_cols = ", ".join(["a", "b", "c", "d", *(n for n, _ in w.added)])
-            # a row written after the ALTER, in the new column too (test_added_column: one without)
-            sql.append(f"INSERT INTO {DB}.t1 (id, {t1_cols}) VALUES {w.t1_row()}")
+        else:
+            table = r.choice(["t1", "t2"])
+            sql.append(w.alter(table))
+            if r.random() < 0.5:  # a row of the table changed after the ALTER, by its new columns
+                sql.append(dml(table))
+            elif r.random() < 0.5:  # nothing after it in the batch: the ALTER alone brings the change
+                w.alone += 1
+                break
     return ";\n".join(sql) + ";\n"
 
 
@@ -360,6 +463,68 @@ def test_added_column_reaches_the_current_state_without_a_row_change(server: Mar
     _check_current(server, Lake(str(lake)), 2, "ddl")
 
 
+def test_a_table_renamed_back_after_an_alter_has_its_columns(server: MariaDBServer, tmp_path: Path) -> None:
+    """``RENAME TABLE t TO u``, an ALTER of ``u``, ``RENAME TABLE u TO t``: the current state of ``t`` has ``u``'s
+    columns, not those ``t`` had before it was renamed away (found by the random run: a dropped column came back)."""
+    sources, lake = tmp_path / "binlogs", tmp_path / "lake"
+    sources.mkdir()
+    server.execute(
+        "CREATE DATABASE rn; CREATE TABLE rn.t (id INT PRIMARY KEY, a INT, x INT); INSERT INTO rn.t VALUES (1, 2, 3)"
+    )
+    _land(server, sources, lake)
+    server.execute("RENAME TABLE rn.t TO rn.u; ALTER TABLE rn.u DROP COLUMN x, ADD COLUMN y VARCHAR(4) DEFAULT 'y'")
+    _land(server, sources, lake)
+    _check_current(server, Lake(str(lake)), 2, "rn")
+    server.execute("RENAME TABLE rn.u TO rn.t; INSERT INTO rn.t VALUES (4, 5, 'z')")
+    _land(server, sources, lake)
+    _check_current(server, Lake(str(lake)), 3, "rn")
+    # and all in one batch: away, altered, back
+    server.execute("RENAME TABLE rn.t TO rn.u; ALTER TABLE rn.u DROP COLUMN y; RENAME TABLE rn.u TO rn.t")
+    _land(server, sources, lake)
+    _check_current(server, Lake(str(lake)), 4, "rn")
+
+
+def test_a_table_renamed_after_a_type_change_keeps_later_values(server: MariaDBServer, tmp_path: Path) -> None:
+    """A column whose type changed lands in ``x__string`` in ``t``'s change table; ``t`` renamed to ``u`` in a batch
+    that changes rows of both: ``u``'s rows (its own change table names the column ``x``) keep their values (found by
+    the random run with DDL: they were read from ``x__string``, which ``u``'s change table has not)."""
+    sources, lake = tmp_path / "binlogs", tmp_path / "lake"
+    sources.mkdir()
+    server.execute(
+        "CREATE DATABASE tc; CREATE TABLE tc.t (id INT PRIMARY KEY, x INT); INSERT INTO tc.t VALUES (1, 1);"
+        "ALTER TABLE tc.t MODIFY x VARCHAR(12) NULL; INSERT INTO tc.t VALUES (2, 'two')"
+    )
+    _land(server, sources, lake)
+    server.execute(
+        "INSERT INTO tc.t VALUES (3, 'three'); RENAME TABLE tc.t TO tc.u; UPDATE tc.u SET x = 'one' WHERE id = 1;"
+        "INSERT INTO tc.u VALUES (4, 'four')"
+    )
+    _land(server, sources, lake)
+    _check_current(server, Lake(str(lake)), 2, "tc")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: an XA transaction prepared in one batch and committed in the next lands NULL in a column whose "
+    "type an earlier ALTER changed (its change-table column is name__type; the next batch maps no such name)",
+)
+def test_xa_across_a_type_change(server: MariaDBServer, tmp_path: Path) -> None:
+    """An XA transaction's row of a table whose column changed type, prepared in one batch, committed in the next
+    (found by the random run with DDL: rows of such a transaction had NULL in the retyped columns)."""
+    sources, lake = tmp_path / "binlogs", tmp_path / "lake"
+    sources.mkdir()
+    server.execute(
+        "CREATE DATABASE xt; CREATE TABLE xt.t (id INT PRIMARY KEY, c DECIMAL(6,2)); INSERT INTO xt.t VALUES (1, 1.5);"
+        "ALTER TABLE xt.t MODIFY c VARCHAR(10) NULL; INSERT INTO xt.t VALUES (2, 'two')"
+    )
+    _land(server, sources, lake)
+    server.execute("XA START 'p'; INSERT INTO xt.t VALUES (3, 'three'); XA END 'p'; XA PREPARE 'p'")
+    _land(server, sources, lake)
+    server.execute("XA COMMIT 'p'")
+    _land(server, sources, lake)
+    _check_current(server, Lake(str(lake)), 3, "xt")
+
+
 def test_random_batches_equal_select_and_survive_kill_9(server: MariaDBServer, tmp_path: Path) -> None:
     rng = random.Random(SEED)
     w = Workload(random.Random(SEED))
@@ -374,7 +539,10 @@ def test_random_batches_equal_select_and_survive_kill_9(server: MariaDBServer, t
     lines, kills, seconds, checks = 6, [], [], []
     for batch in range(1, BATCHES + 1):
         check = batch % CHECK_EVERY == 0 or batch == BATCHES
-        server.execute(_statements(server, w, last=check))
+        sql = _statements(server, w, last=check)
+        with (tmp_path / "workload.sql").open("a") as log:  # (to replay a failure: each batch's SQL in order)
+            log.write(f"-- batch {batch}\n{sql}")
+        server.execute(sql)
         seconds.append(_land(server, sources, clean))
         if rng.random() < KILL_SHARE:
             kills.append(f"batch {batch}: {_killed_then_again(sources, killed, rng, lines)}")
@@ -388,8 +556,10 @@ def test_random_batches_equal_select_and_survive_kill_9(server: MariaDBServer, t
     print(
         f"\n{BATCHES} batches (seed {SEED}): ingest {sum(seconds):.1f} s in all, median {median:.2f} s; "
         f"checked at batches {checks} through {readers_checked} readers; {len(kills)} kill runs: "
-        f"{sum('killed' in k for k in kills)} killed mid-ingest; {len(w.added)} columns added; {w.xa} XA, "
-        f"resolved in the next batch: {w.carried}"
+        f"{sum('killed' in k for k in kills)} killed mid-ingest; {w.xa} XA, resolved in the next batch: "
+        f"{w.carried}; {sum(w.alters.values())} ALTERs ({w.alone} ending their batch): {w.alters}"
     )
     for k in kills:
         print(k)
+    if BATCHES >= 40:  # (the kinds not drawn yet are drawn first: a run that drew fewer has not shown them all)
+        assert set(w.alters) == set(ALTERS), f"ALTER kinds never drawn: {set(ALTERS) - set(w.alters)}"

@@ -80,6 +80,27 @@ def alterations(
     return out
 
 
+def renamed_keys(
+    state: dict[str, Any] | Sequence[Any],
+    renames: Sequence[Statement],
+    pk: dict[str, list[str]],
+    has_current: Callable[[str], bool],
+) -> None:
+    """The keys of the tables the batch's RENAMEs move, added to ``pk`` (``db/table`` -> the key as the table names
+    it) in place: a table with a current state whose name never had a row logged (it was renamed to it, and nothing
+    written since: no table map to learn the key from) takes its key from the schema the batch started with
+    (``state``), and each name a keyed table is renamed to takes its key, so that an ALTER of it before any row
+    change follows too."""
+    tracker = tracker_from_json(state)
+    for s in sorted(renames, key=lambda s: s.seq):
+        for src, dst in s.pairs:
+            a, b = table_dir(*src), table_dir(*dst)
+            if not pk.get(a) and has_current(a) and (ts := tracker.table(*src)) is not None and ts.row_key:
+                pk[a] = [lake_name(n) for n in ts.row_key]
+            if pk.get(a) and not pk.get(b):
+                pk[b] = pk[a]
+
+
 def new_column(index: int, col: TrackedColumn, altered: Altered) -> NewColumn:
     """Column ``index`` of the table after the ALTER: where its values come from and how (module docstring)."""
     out = _new_column(index, col, altered)

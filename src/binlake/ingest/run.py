@@ -45,7 +45,7 @@ from binlake.decoder import Decoder, decode_event
 from binlake.errors import BinlogError
 from binlake.events.base import EventType
 from binlake.events.gtid import GtidListEvent, MariaGtidEvent
-from binlake.ingest.alters import alterations
+from binlake.ingest.alters import alterations, renamed_keys
 from binlake.ingest.identity import recorded, sort_out
 from binlake.ingest.layouts import Layout, MapLog, history_row, known_layouts, resolve_layout
 from binlake.ingest.plan import DEFAULT_SPLIT_BYTES, binlog_head, plan_splits
@@ -551,6 +551,7 @@ def _run_batch(
             columns = tuple((n, name, t) for (n, t), name in zip(layouts[mid], row["names"], strict=True))
             map_layouts.append(MapLayout(key, seq, columns))
         full = {k: pa.schema([*v, *(pa.field(n, t) for n, t in META)]) for k, v in schemas.items()}
+        renamed_keys(manifest.schema, renames, current_pk, lambda k: lake.has_table(lake.current(k)))
         landing.tables(full, current_pk)
         landing.history(new_history)
         keyed = {k for k, v in current_pk.items() if v}

@@ -189,13 +189,17 @@ class _Batch:
                     names[stored] = current
         self.schemas[key] = pa.schema([*fields, pa.field("_seq", SEQ), pa.field("_ts", UTC_TS)])
 
-    def move(self, src: str, dst: str) -> None:
-        """RENAME: ``dst`` gets ``src``'s files (and key, and columns), ``src`` is left empty."""
-        moved = [f for f in self.schema(src) if f.name not in ("_seq", "_ts")]  # the files' columns: they win
-        names = {f.name for f in moved}
-        self.schemas[dst] = pa.schema([*moved, *(f for f in self.schema(dst) if f.name not in names)])
+    def move(self, src: str, dst: str, seq: int) -> None:
+        """RENAME at ``seq``: ``dst`` gets ``src``'s files, key and columns, then the columns of ``dst``'s table maps
+        logged after it (up to its next ALTER); ``src`` is left empty.  The columns ``dst`` had before (a table of
+        that name renamed or dropped earlier) are not the server's table any more."""
+        self.schema(dst)  # (before the move: the columns ``dst`` has, the batch's maps of it taken once)
         self.pk.setdefault(dst, self.pk[src])
-        self.names[dst] = {**self.names.get(src, {}), **self.names.get(dst, {})}
+        if any(f.name not in ("_seq", "_ts") for f in self.schema(src)):  # (else: no columns known, ``dst``'s own)
+            self.schemas[dst] = self.schema(src)
+            self.names[dst] = {}  # (the change-table names of ``src``'s maps are not those of ``dst``'s change table)
+            later = [a.seq for a in self.alterations.get(dst, []) if a.seq > seq]
+            self._take_maps(dst, seq, later[0] if later else None)
         self.get(dst).take(self.get(src))
 
     def alter(self, a: Alteration) -> None:
@@ -369,7 +373,7 @@ def update_current(
             s, d = table_dir(*src), table_dir(*dst)
             run.merge(segments([s, d], seq))
             if run.pk.get(s):
-                run.move(s, d)
+                run.move(s, d, seq)
     run.merge(segments(sorted(run.sources), None))
     run.commit()
     return sorted(run.sets), run.unconverted

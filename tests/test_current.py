@@ -374,28 +374,6 @@ def test_a_small_batch_writes_what_it_changed(tmp_path: Path) -> None:
         assert lake_rows(lake, "t1", ["k1"]) == model.rows("t1")
 
 
-def test_a_drop_database_empties_the_tables_there_and_creates_none(tmp_path: Path) -> None:
-    """A DROP DATABASE empties the current tables of its database that exist at the statement (in the lake, or
-    written earlier in the batch) and creates none for the others it might name (a table created after it in the
-    same batch, with no row): the lake is the same whether the two statements land in one batch or in two."""
-    from tests.lakemodel import Op
-
-    with _lake() as lake:
-        model, replay = Model(["k1"]), Model(["k1"])
-        first = [Op("insert", "t1", (1,), {"k1": 1, "v": "a"})]
-        for op in first:
-            model.apply(op)
-        run(lake, write_batch(lake, Batch(1, first, 0), replay))
-        second = [Op("insert", "t2", (2,), {"k1": 2, "v": "b"}), Op("drop_db")]
-        for op in second:
-            model.apply(op)
-        run(lake, write_batch(lake, Batch(2, second, 0), replay))
-        assert lake.has_table(lake.current(key_of("t1"))) and lake_rows(lake, "t1", ["k1"]) == []
-        assert lake.has_table(lake.current(key_of("t2"))) and lake_rows(lake, "t2", ["k1"]) == []
-        assert not lake.has_table(lake.current(key_of("t3")))  # never there: nothing to empty
-        assert not lake.has_table(lake.current(key_of("tmp")))
-
-
 # -- statistics -----------------------------------------------------------------------------------------------------
 
 

@@ -450,3 +450,26 @@ def test_reading_the_lake_never_aborts_at_exit(tmp_path: Path) -> None:
 
 def _other_readers(loc: Any) -> dict[str, int]:
     return {r: readers.read_with(r, loc).num_rows for r in readers.available() if loc.is_local or r != "duckdb"}
+
+
+def test_a_growing_copy_is_not_taken_for_the_file_before_it(tmp_path: Path) -> None:
+    """Two binlogs one server started in the same second share their first bytes up to their FORMAT_DESCRIPTIONs'
+    bodies.  A copy of the second still being written (a mirror's), listed while it held less than its whole
+    FORMAT_DESCRIPTION and read once it held more, waits for the next run: it is not compared over the few bytes
+    the listing saw and skipped as the first one under another name (a live ingest lost a whole binlog so)."""
+    from binlake.binlogs import BinlogFile
+    from binlake.ingest.identity import sort_out
+
+    first = (REPO / "examples" / "example-bin.000001").read_bytes()
+    a, b = tmp_path / "b.000001", tmp_path / "b.000002"
+    a.write_bytes(first)
+    second = bytearray(first)
+    second[4 + 19 + 52 : 4 + 19 + 56] = b"\0\0\0\0"  # (the FORMAT_DESCRIPTION's create_timestamp: 0 past the first)
+    b.write_bytes(bytes(second[:4000]))
+    listed = [BinlogFile(str(a), a.name, 1, len(first)), BinlogFile(str(b), b.name, 2, 60)]  # b: 60 bytes then
+    lines: list[str] = []
+    kept, _ = sort_out(listed, {}, {}, lines.append)
+    assert [f.name for f in kept] == ["b.000001"]
+    assert lines == ["b.000002: 60 bytes, less than its format description: waits for the rest of the file"], lines
+    kept, _ = sort_out([listed[0], BinlogFile(str(b), b.name, 2, 4000)], {}, {}, lines.append)
+    assert [f.name for f in kept] == ["b.000001", "b.000002"]

@@ -162,16 +162,20 @@ class FileHead:
         return f"server {self.server_id}, started {when}"
 
 
-def file_head(path: Binlog) -> FileHead | None:
-    """The :class:`FileHead` of a binlog; ``None`` while its first event is not whole (a copy under way).  A file
-    that does not start with the binlog magic raises :class:`~binlake.errors.MalformedError`."""
+def file_head(path: Binlog, size: int | None = None) -> FileHead | None:
+    """The :class:`FileHead` of a binlog; ``None`` while its first event is not whole (a copy under way) in its
+    first ``size`` bytes (default: the file as it is now; a caller that holds the file's size from a listing gives
+    it, so that the head and what it compares with are of the same bytes while the file grows).  A file that does
+    not start with the binlog magic raises :class:`~binlake.errors.MalformedError`."""
     data = first_bytes(path, 4 + _HEADER.size)
     if not MAGIC.startswith(data[:4]):
         raise MalformedError("not a binlog (bad magic)", file=binlog_name(path), pos=0)
     if len(data) < 4 + _HEADER.size:
         return None
-    created, _code, server_id, size, _next, _flags = _HEADER.unpack_from(data, 4)
-    whole = (path.size() if isinstance(path, Source) else os.path.getsize(path)) >= 4 + size
+    created, _code, server_id, event_size, _next, _flags = _HEADER.unpack_from(data, 4)
+    if size is None:
+        size = path.size() if isinstance(path, Source) else os.path.getsize(path)
+    whole = size >= 4 + event_size
     return FileHead(server_id, created) if whole else None
 
 

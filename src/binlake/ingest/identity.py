@@ -89,7 +89,10 @@ def sort_out(
     keep: list[BinlogFile] = []
     for i, f in enumerate(files):
         later = ", and the files after it wait for it" if i + 1 < len(files) else ""
-        head = file_head(f.source)
+        # the head as the listing saw the file: a copy growing as it is read (a mirror's) is compared over the
+        # bytes it had then, which must hold its whole FORMAT_DESCRIPTION (else two files a server started in the
+        # same second compare equal over their first few bytes, and the later one is skipped as a copy)
+        head = file_head(f.source, f.size)
         if head is None:
             log(f"{f.name}: {f.size} bytes, less than its format description: waits for the rest of the file{later}")
             break
@@ -167,7 +170,7 @@ def recorded(
         rec = out.get(f.name)
         if landed is None or (rec is not None and rec.prefix >= min(landed, PREFIX)):
             continue
-        head = file_head(f.source)
+        head = file_head(f.source, f.size)
         if head is not None:
             out[f.name] = _identity(f, head, min(landed, PREFIX))
     return out

@@ -363,11 +363,7 @@ def update_current(
         if kind == "truncate":
             run.merge(segments([what], seq))
             if run.pk.get(what) or lake.has_table(lake.current(what)):
-                fs = run.get(what)
-                # only a table there at the statement: one created later in the batch (a DROP DATABASE, then a
-                # CREATE TABLE with no row) gets no current table, as when the two land in different batches
-                if fs.base is not None or fs.files or fs.explicit:
-                    fs.empty()
+                run.get(what).empty()
             continue
         for src, dst in what:
             s, d = table_dir(*src), table_dir(*dst)

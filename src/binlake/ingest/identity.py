@@ -32,14 +32,15 @@ Example::
 
 from __future__ import annotations
 
+import collections
 import hashlib
 from collections.abc import Callable, Mapping
 
 from binlake.binlogs import BinlogFile
-from binlake.errors import BinlogHistoryError
+from binlake.errors import BinlogError, BinlogHistoryError
 from binlake.events.base import EventType
 from binlake.lake.records import FileIdentity
-from binlake.reader import FileHead, file_head, first_bytes
+from binlake.reader import FileHead, file_head, first_bytes, walk_headers
 
 __all__ = ["PREFIX", "recorded", "sort_out"]
 
@@ -47,6 +48,7 @@ PREFIX = 64 << 10
 """The most bytes of a file's head its identity's digest covers (a transaction or more: what tells files apart)."""
 _HEADER_AT = 4  # the first event's common header, after the magic
 _IN_USE_AT = _HEADER_AT + 17  # the FORMAT_DESCRIPTION's flags: LOG_EVENT_BINLOG_IN_USE_F (0x1)
+_FILE_ENDS = (EventType.ROTATE_EVENT, EventType.STOP_EVENT)  # a server closes a binlog with one (MYSQL_BIN_LOG)
 _RESET = (
     "the server's binlogs were reset (RESET MASTER) or it was rebuilt, so positions in this file do not follow what "
     "the lake holds: land the new binlogs into a new lake (docs/formats/lake.md: files cut short, renamed, or replaced)"
@@ -68,10 +70,27 @@ def _identity(file: BinlogFile, head: FileHead, prefix: int) -> FileIdentity:
     return FileIdentity(head.server_id, head.created, len(data), _digest(data))
 
 
-def _same_bytes(a: BinlogFile, b: BinlogFile) -> bool:
-    """Whether ``a`` and ``b`` hold the same bytes as far as both go (at most :data:`PREFIX`)."""
+def _same_bytes(a: BinlogFile, b: BinlogFile) -> bool | None:
+    """Whether ``a`` and ``b`` are one binlog: the same bytes as far as both go (at most :data:`PREFIX`), and, where
+    that is less than :data:`PREFIX` and one is shorter, the shorter one not finished (a server's finished binlog
+    ends with its ROTATE or STOP: a copy of it has its size; two binlogs a server started in the same second can
+    share all the bytes of the shorter one's head).  ``None``: it cannot be told yet (the shorter one, unfinished,
+    may be a copy under way or a binlog still growing)."""
     n = min(a.size, b.size, PREFIX)
-    return _digest(first_bytes(a.source, n)) == _digest(first_bytes(b.source, n))
+    if _digest(first_bytes(a.source, n)) != _digest(first_bytes(b.source, n)):
+        return False
+    if n == PREFIX or a.size == b.size:
+        return True
+    return False if _finished(a if a.size < b.size else b) else None
+
+
+def _finished(f: BinlogFile) -> bool:
+    """Whether ``f``'s bytes (as listed) end with the ROTATE or STOP event a server closes a binlog with."""
+    try:
+        last = collections.deque(walk_headers(f.source, 4, f.size), maxlen=1)
+    except BinlogError:  # a partial event at the end: a copy cut short or under way
+        return False
+    return bool(last) and last[0].type_code in _FILE_ENDS and last[0].pos + last[0].size == f.size
 
 
 def sort_out(
@@ -151,11 +170,16 @@ def _twin(
             if _digest(first_bytes(f.source, rec.prefix)) == rec.digest:
                 return name, True
         elif name in by_name:
-            if _same_bytes(f, by_name[name]):
-                return name, True
-        else:
+            same = _same_bytes(f, by_name[name])
+            if same is not False:
+                return name, bool(same)
+        elif not _finished(f):  # (a finished binlog shorter than what the lake landed of ``name`` is another one)
             return name, False
-    return next(((name, True) for name, other in earlier.items() if _same_bytes(f, other)), None)
+    for name, other in earlier.items():
+        same = _same_bytes(f, other)
+        if same is not False:
+            return name, bool(same)
+    return None
 
 
 def recorded(

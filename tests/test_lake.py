@@ -473,3 +473,36 @@ def test_a_growing_copy_is_not_taken_for_the_file_before_it(tmp_path: Path) -> N
     assert lines == ["b.000002: 60 bytes, less than its format description: waits for the rest of the file"], lines
     kept, _ = sort_out([listed[0], BinlogFile(str(b), b.name, 2, 4000)], {}, {}, lines.append)
     assert [f.name for f in kept] == ["b.000001", "b.000002"]
+
+
+def test_a_record_of_a_binlogs_head_is_no_twin_of_the_next_binlog(tmp_path: Path) -> None:
+    """Two binlogs a server started in the same second with nothing logged between share their head events (format
+    description, GTID list, checkpoint: 330 bytes here).  A lake that landed the first only through its head (a
+    mirror's copy, before its first transaction) holds a record of those bytes alone; the second binlog matches it
+    and lands, whether the first is among the sources (its bytes decide) or not (the record tells nothing): it is
+    not skipped as the first under another name (a live ingest lost whole binlogs so).  A copy of a binlog the
+    lake landed past its head is still one."""
+    from binlake.binlogs import BinlogFile
+    from binlake.ingest.identity import recorded, sort_out
+
+    first = (REPO / "examples" / "example-bin.000001").read_bytes()
+    a, b, c = tmp_path / "b.000001", tmp_path / "b.000002", tmp_path / "copy.000001"
+    a.write_bytes(first)
+    second = bytearray(first)
+    second[330 + 19] = 9  # (the first transaction's GTID: 0-1-9, not 0-1-1)
+    b.write_bytes(second)
+    c.write_bytes(first)
+    fa, fb, fc = (BinlogFile(str(p), p.name, i, len(first)) for i, p in enumerate((a, b, c), 1))
+    known = recorded([fa], {}, {a.name: 330})
+    assert known[a.name].prefix == 330
+    for sources in ([fa, fb], [fb]):
+        lines: list[str] = []
+        kept, _ = sort_out(sources, known, {a.name: 330}, lines.append)
+        assert [f.name for f in kept] == [f.name for f in sources] and not lines, lines
+    # past its head (its first transaction, 330..481), the record tells: a copy is skipped, the other binlog lands
+    known = recorded([fa], {}, {a.name: 481})
+    for sources in ([fa, fc, fb], [fc, fb]):
+        lines = []
+        kept, _ = sort_out(sources, known, {a.name: 481}, lines.append)
+        assert [f.name for f in kept] == [f.name for f in sources if f is not fc], lines
+        assert len(lines) == 1 and lines[0].startswith("copy.000001 is b.000001 under another name"), lines

@@ -16,7 +16,9 @@ recorded (its last batch manifest's ``files``):
 * a name the lake knows, with another identity: :class:`~binlake.errors.BinlogHistoryError`, since the server's
   binlogs were reset (``RESET MASTER``) or it was rebuilt, and going on by position would skip or garble changes;
 * a name the lake does not know whose head is that of a file it knows, or of an earlier file of the same run: the
-  same binlog under another name (a second copy, a renamed folder), skipped with one line saying so;
+  same binlog under another name (a second copy, a renamed folder), skipped with one line saying so.  Where that
+  file is among the sources its bytes decide; else its record does, if it covers more than the head events a
+  server writes to every new binlog (two binlogs started in the same second share those);
 * a file shorter than its FORMAT_DESCRIPTION, or than what the lake landed of it (a copy under way): it waits, and
   the files after it wait for it (their changes come after its missing ones), with one line saying so.
 
@@ -49,6 +51,15 @@ PREFIX = 64 << 10
 _HEADER_AT = 4  # the first event's common header, after the magic
 _IN_USE_AT = _HEADER_AT + 17  # the FORMAT_DESCRIPTION's flags: LOG_EVENT_BINLOG_IN_USE_F (0x1)
 _FILE_ENDS = (EventType.ROTATE_EVENT, EventType.STOP_EVENT)  # a server closes a binlog with one (MYSQL_BIN_LOG)
+_HEAD_EVENTS = frozenset(
+    (
+        EventType.FORMAT_DESCRIPTION_EVENT,
+        EventType.PREVIOUS_GTIDS_LOG_EVENT,
+        EventType.GTID_LIST_EVENT,
+        EventType.BINLOG_CHECKPOINT_EVENT,
+        EventType.START_ENCRYPTION_EVENT,
+    )
+)
 _RESET = (
     "the server's binlogs were reset (RESET MASTER) or it was rebuilt, so positions in this file do not follow what "
     "the lake holds: land the new binlogs into a new lake (docs/formats/lake.md: files cut short, renamed, or replaced)"
@@ -91,6 +102,19 @@ def _finished(f: BinlogFile) -> bool:
     except BinlogError:  # a partial event at the end: a copy cut short or under way
         return False
     return bool(last) and last[0].type_code in _FILE_ENDS and last[0].pos + last[0].size == f.size
+
+
+def _tells(f: BinlogFile, prefix: int) -> bool:
+    """Whether ``f``'s first ``prefix`` bytes tell it from any other binlog its server started in the same second:
+    they hold an event past the head a server writes to every new binlog (its GTID state, checkpoint and
+    encryption key: ``MYSQL_BIN_LOG::open``), a transaction, say, with its unique GTID, or the ROTATE naming the
+    next file."""
+    if prefix >= PREFIX:
+        return True
+    try:
+        return any(h.type_code not in _HEAD_EVENTS for h in walk_headers(f.source, 4, prefix))
+    except BinlogError:  # (a partial event within the prefix: more than a head)
+        return True
 
 
 def sort_out(
@@ -166,13 +190,15 @@ def _twin(
     for name, rec in known.items():
         if FileHead(rec.server_id, rec.created) != head:
             continue
-        if f.size >= rec.prefix:
-            if _digest(first_bytes(f.source, rec.prefix)) == rec.digest:
-                return name, True
-        elif name in by_name:
+        if name in by_name:  # the file itself, not the record of what was landed of it: its bytes decide
             same = _same_bytes(f, by_name[name])
             if same is not False:
                 return name, bool(same)
+        elif f.size >= rec.prefix:
+            # a record of no more than a file's head events matches every binlog the server started in that second
+            # with nothing logged between: it tells nothing (and nothing was landed from it to land twice)
+            if _digest(first_bytes(f.source, rec.prefix)) == rec.digest and _tells(f, rec.prefix):
+                return name, True
         elif not _finished(f):  # (a finished binlog shorter than what the lake landed of ``name`` is another one)
             return name, False
     for name, other in earlier.items():

@@ -6,6 +6,7 @@ the full size)."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import signal
@@ -285,6 +286,63 @@ def test_landed_binlog_copies_go_after_the_retention(lake: Lake) -> None:
     report = m.maintain(lake, only=["binlogs"], retention=HOUR, now=time.time() + 2 * HOUR)
     assert report.binlogs == 2 and report.binlogs_bytes == 208
     assert sorted(e.location.name for e in lake.binlogs.list()) == ["mysql-bin.000003", "mysql-bin.000004"]
+
+
+def test_binlog_segments_are_merged(s3_server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A mirror's copies in segments (one per sync) are merged into segments of up to SEGMENT_BYTES: each copy reads
+    as the same bytes before and after, segment 0 and the newest copy's last segment stay as they were, a slice
+    merges at most SLICE_SEGMENT_BYTES, a dry run changes nothing, and segments a kill left passed over (merged,
+    not yet deleted) go on the next run."""
+    from binlake.binlogs import list_binlogs
+    from binlake.storage import PART, segment_name
+
+    for k, v in s3_server.env().items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setattr(m, "SEGMENT_BYTES", 1000)
+    monkeypatch.setattr(m, "SLICE_SEGMENT_BYTES", 2000)
+    lk = Lake(f"s3://{s3_server.bucket()}/lake")
+    body = b"\xfebin" + bytes(range(256)) * 30  # 7,684 bytes
+    cuts = [0, 200, *range(500, len(body), 300), len(body)]  # segment 0, then 300-byte segments (one of 184)
+    for name in ("mysql-bin.000001", "mysql-bin.000002"):
+        for a, b in itertools.pairwise(cuts):
+            (lk.binlogs / f"{name}{PART}" / segment_name(a)).write_bytes(body[a:b])
+
+    def segments(name: str) -> list[int]:
+        return sorted(int(e.location.name) for e in (lk.binlogs / f"{name}{PART}").list())
+
+    def read_back() -> dict[str, bytes]:
+        out = {}
+        for f in list_binlogs(lk.binlogs.uri):
+            with f.source.open() as stream:  # type: ignore[union-attr]
+                out[f.name] = stream.read()
+        return out
+
+    with lk.writing():
+        _manifest(lk, 1, "mysql-bin.000002")
+        before = {n: segments(n) for n in ("mysql-bin.000001", "mysql-bin.000002")}
+        assert len(before["mysql-bin.000001"]) == 26
+        dry = m.maintain(lk, only=["binlogs"], dry_run=True)
+        assert dry.segments > 0 and {n: segments(n) for n in before} == before
+        sliced = m.maintain(lk, only=["binlogs"], budget=1)
+        assert 0 < sliced.segments_into < dry.segments_into  # (a slice: SLICE_SEGMENT_BYTES, then the next run)
+        assert read_back() == {n: body for n in before}
+        full = m.maintain(lk, only=["binlogs"])
+        assert sliced.segments + full.segments == dry.segments
+        assert sliced.segments_into + full.segments_into == dry.segments_into
+        assert "segments merged into" in " ".join(full.lines(["binlogs"]))
+        assert read_back() == {n: body for n in before}
+        first, newest = segments("mysql-bin.000001"), segments("mysql-bin.000002")
+        # 200 bytes and 300-byte runs of up to 1000 (3 segments each): segment 0 alone, then merged runs
+        assert first[0] == 0 and first[1] == 200 and len(first) == 2 + (len(before["mysql-bin.000001"]) - 2) // 3
+        assert newest[-1] == before["mysql-bin.000002"][-1] and len(newest) <= len(first) + 1
+        assert m.maintain(lk, only=["binlogs"]).segments == 0  # nothing left to merge
+        # a kill after a merged run was written, before the segments it holds were deleted
+        (lk.binlogs / f"mysql-bin.000001{PART}" / segment_name(first[2] + 300)).write_bytes(
+            body[first[2] + 300 : first[2] + 600]
+        )
+        assert read_back()["mysql-bin.000001"] == body
+        m.maintain(lk, only=["binlogs"])
+        assert segments("mysql-bin.000001") == first and read_back() == {n: body for n in before}
 
 
 def test_staging_and_snapshot_records_of_finished_batches(lake: Lake) -> None:

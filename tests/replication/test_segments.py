@@ -102,6 +102,17 @@ def test_a_live_batch_uploads_its_new_bytes(fresh_server: ReplServer, s3_env: st
     theirs = (server.datadir / copy.name).read_bytes()
     assert len(ours) == copy.size and theirs.startswith(ours)
 
+    # maintenance merges the segments (one per sync) into one, segment 0 and the last one (the mirror goes on
+    # after it) aside; the copy reads the same, and the mirror goes on after the merged chain below
+    held = Lake(f"{s3_env}/lake")
+    with held.writing():
+        merged = maintain(held, only=["binlogs"])
+    assert merged.segments_into == 1 and merged.segments > BATCHES - 3
+    assert len(binlog_pieces(locate(copy.path).parent, copy.name)) == 3
+    (again,) = list_binlogs(f"{s3_env}/lake/_binlogs")
+    with again.source.open() as f:  # type: ignore[union-attr]
+        assert f.read() == ours
+
     # the server goes on in the next file: a run to its end completes the copy, whose in-use flag is cleared in
     # segment 0 (the magic and the format description alone), and the copy is then the server's file
     server.flush_logs()

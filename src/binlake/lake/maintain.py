@@ -34,7 +34,14 @@ The steps (:data:`STEPS`; each one can be run alone):
     :meth:`~binlake.lake.lake.Lake.done` read a batch from it as from its own files.
 ``binlogs``
     The live ingest's copies of the server's binlogs (``LAKE/_binlogs``) before the file the lake's stream goes on
-    from, older than the retention, go, each whole (a copy kept in segments, ``NAME.part/``, with all of them).
+    from, older than the retention, go, each whole (a copy kept in segments, ``NAME.part/``, with all of them).  The
+    segments a mirror writes into an object store, one per sync (a following ingest with ``--interval 1`` writes
+    86,400 a day into the file it copies), are merged: consecutive segments smaller than :data:`SEGMENT_BYTES`
+    into one of up to that size, written over the first of them (one PUT: readers see the old segment or the
+    whole merged run, and the chain of segments, :func:`binlake.storage.binlog_pieces`, then passes over the
+    others, which are deleted).  Segment 0 (the one whose in-use flag the mirror clears) and the last segment of
+    the newest copy (the one the mirror goes on after) are left as they are.  So listing and reading a copy costs
+    one request per :data:`SEGMENT_BYTES`, not one per sync.
 
 The retention (:attr:`~binlake.lake.records.LakeSettings.retention`, Delta's 7 days by default) is the lake's
 setting unless a run names another.  Time travel to a version (or a batch) younger than it works; a reader running
@@ -76,7 +83,7 @@ from binlake.lake.records import DataFile
 from binlake.lake.runner import InProcessRunner
 from binlake.lake.tables import META_DICTIONARY
 from binlake.reader import binlog_order
-from binlake.storage import PART, Location, binlog_copies
+from binlake.storage import PART, Location, Piece, StorageError, binlog_copies
 
 if TYPE_CHECKING:
     from binlake.lake.lake import Lake
@@ -87,7 +94,9 @@ __all__ = [
     "FOLD_BATCHES",
     "GROUP_BYTES",
     "PURGE_FRACTION",
+    "SEGMENT_BYTES",
     "SLICE_ROWS",
+    "SLICE_SEGMENT_BYTES",
     "SMALL_BYTES",
     "SMALL_ROWS",
     "STEPS",
@@ -113,6 +122,10 @@ CHECKPOINT_EVERY = 10
 FOLD_BATCHES = 100
 #: The rows a slice of maintenance inside an ingest rewrites at most (beyond the first merge it starts).
 SLICE_ROWS = 1 << 20
+#: Segments of a binlog copy smaller than this are merged into one of up to this size (one object in memory).
+SEGMENT_BYTES = 64 << 20
+#: The bytes of segments a slice of maintenance inside an ingest merges at most.
+SLICE_SEGMENT_BYTES = 4 * SEGMENT_BYTES
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
@@ -155,6 +168,8 @@ class MaintainReport:
     logs_bytes: int = 0
     binlogs: int = 0
     binlogs_bytes: int = 0
+    segments: int = 0  # binlog copies' segments merged away
+    segments_into: int = 0
     folded: int = 0  # batches whose records were folded
 
     def lines(self, steps: Iterable[str] = STEPS) -> list[str]:
@@ -173,7 +188,8 @@ class MaintainReport:
             "checkpoint": f"checkpoint: {self.checkpoints} checkpoints {would}written, {self.logs} log files "
             f"{would}deleted ({_size(self.logs_bytes)})",
             "batches": f"batches: {self.folded} finished batches' records {would}folded into one",
-            "binlogs": f"binlogs: {self.binlogs} landed binlog copies {would}deleted ({_size(self.binlogs_bytes)})",
+            "binlogs": f"binlogs: {self.binlogs} landed binlog copies {would}deleted ({_size(self.binlogs_bytes)})"
+            + (f"; {self.segments} segments {would}merged into {self.segments_into}" if self.segments else ""),
         }
         return [out[s] for s in STEPS if s in set(steps)]
 
@@ -230,6 +246,8 @@ def maintain(
         _fold(lake, manifest.batch, horizon_ns(), report)
     if "binlogs" in steps and manifest is not None and manifest.resume is not None:
         _binlogs(lake.binlogs, manifest.resume.file, horizon_ns(), report)
+    if "binlogs" in steps:
+        _merge_segments(lake.binlogs, report, None if budget is None else SLICE_SEGMENT_BYTES)
     return report
 
 
@@ -481,3 +499,56 @@ def _binlogs(folder: Location, resume_file: str, horizon_ns: int, report: Mainta
             for piece in reversed(pieces):
                 piece.location.delete()
             (folder / f"{name}{PART}").delete_dir()  # and any leftover segment
+
+
+def _merge_segments(folder: Location, report: MaintainReport, most: int | None) -> None:
+    """Merge the small segments of the binlog copies in ``folder`` (module docstring, ``binlogs``), ``most`` bytes
+    of them at most (``None``: all); delete the segments a merge passed over (a kill between the PUT and the
+    deletes leaves them: the chain passes over them, and the next run deletes them)."""
+    copies = binlog_copies(folder)
+    newest = max(copies, key=binlog_order, default=None)
+    for name, pieces in copies.items():
+        segments = folder / f"{name}{PART}"
+        end = pieces[-1].end
+        chain = {p.location.uri for p in pieces}
+        merged = 0
+        if len(pieces) > 2:
+            for run in _runs(pieces[1:-1] if name == newest else pieces[1:]):
+                if most is not None and merged >= most:
+                    break
+                if report.dry_run:
+                    report.segments += len(run) - 1
+                    report.segments_into += 1
+                    continue
+                data = b"".join(p.location.read_bytes() for p in run)
+                if len(data) != run[-1].end - run[0].offset:  # (a listing older than a mirror's recovery)
+                    raise StorageError("a segment holds other bytes than its listing said", file=run[0].location.uri)
+                run[0].location.write_bytes(data)
+                chain.difference_update(p.location.uri for p in run[1:])
+                report.segments += len(run) - 1
+                report.segments_into += 1
+                merged += len(data)
+        if report.dry_run or len(pieces) < 2:
+            continue
+        for entry in segments.list():  # passed over: merged, or cut by a mirror's recovery; never one past the end
+            off = entry.location.name
+            if not entry.is_dir and off.isdigit() and int(off) < end and entry.location.uri not in chain:
+                entry.location.delete()
+
+
+def _runs(pieces: Sequence[Piece]) -> list[list[Piece]]:
+    """Runs of consecutive ``pieces`` smaller than :data:`SEGMENT_BYTES`, each of two or more, of up to that many
+    bytes together (a whole object ``NAME`` is never in one: only segments are written over)."""
+    runs: list[list[Piece]] = []
+    run: list[Piece] = []
+    for p in pieces:
+        small = p.size < SEGMENT_BYTES and p.location.parent.name.endswith(PART)
+        if run and (not small or run[-1].end - run[0].offset + p.size > SEGMENT_BYTES):
+            if len(run) > 1:
+                runs.append(run)
+            run = []
+        if small:
+            run.append(p)
+    if len(run) > 1:
+        runs.append(run)
+    return runs

@@ -269,7 +269,7 @@ def _live(args: argparse.Namespace, spark: Future[Any], cores: int | None, watch
     from binlake.errors import BinlogError
     from binlake.ingest.live import live_ingest
     from binlake.ingest.progress import Progress
-    from binlake.ingest.run import IngestResult, summary
+    from binlake.ingest.run import IngestResult, summary, warnings
     from binlake.ingest.statements import ReadSpec
     from binlake.replication.connection import BinlogSizes
     from binlake.replication.position import ResumePoint
@@ -293,6 +293,8 @@ def _live(args: argparse.Namespace, spark: Future[Any], cores: int | None, watch
             where = f" -> {r.resume.file}:{r.resume.position}" if r.resume else ""
             gtid = f" (GTID {r.resume.gtid})" if r.resume and r.resume.gtid else ""
             progress.log(f"{summary(r).splitlines()[0]}{where}{gtid}")
+            for line in warnings(r):
+                progress.log(line)
         else:
             progress.idle()
 

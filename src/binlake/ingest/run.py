@@ -74,7 +74,7 @@ from binlake.replication.position import ResumePoint
 from binlake.schema import SchemaTracker
 from binlake.transactions import GTID_EVENTS
 
-__all__ = ["IngestResult", "ingest", "ingest_held", "summary"]
+__all__ = ["IngestResult", "ingest", "ingest_held", "summary", "warnings"]
 
 MIN_SPLIT_BYTES = 4 << 20  # a smaller range is not worth a task of its own (~30 ms each in local mode)
 E = EventType
@@ -132,18 +132,27 @@ def summary(result: IngestResult) -> str:
             lines.append(f"  {names[t]:<{width}}  {c['insert']:>6}  {c['update']:>6}  {c['delete']:>6}")
     if result.renames:
         lines.append(f"  {result.renames} table rename(s) carried the current state over")
+    lines.extend(warnings(result))
+    if result.xa_pending:
+        lines.append(f"  {result.xa_pending} XA transaction(s) prepared, waiting for XA COMMIT/ROLLBACK")
+    if result.waited:
+        lines.append(f"  waited {result.waited:.1f} s for another ingest writing the lake")
+    return "\n".join(lines)
+
+
+def warnings(result: IngestResult) -> list[str]:
+    """The lines of a run's report a user must see even where only its first line is shown (each batch of a
+    following ``ingest --host``): values an ALTER TABLE left NULL, damaged stretches skipped."""
+    lines = []
     if result.unconverted:
         lines.append("  current state: values ALTER TABLE converted in a way binlake does not mirror, set NULL:")
         lines.extend(f"    {u}" for u in result.unconverted)
-    if result.xa_pending:
-        lines.append(f"  {result.xa_pending} XA transaction(s) prepared, waiting for XA COMMIT/ROLLBACK")
+        lines.append("    (from a server: `binlake ingest --host ... --snapshot DB.TABLE` reads such a table again)")
     if result.skips:
         lost = sum(s.events_lost for s in result.skips)
         lines.append(f"  {len(result.skips)} damaged stretch(es) skipped ({lost} events lost), listed in _skips:")
         lines.extend(f"    {s.file} {s.start}-{s.end}: {s.reason}" for s in result.skips[:10])
-    if result.waited:
-        lines.append(f"  waited {result.waited:.1f} s for another ingest writing the lake")
-    return "\n".join(lines)
+    return lines
 
 
 def _display(key: str) -> str:

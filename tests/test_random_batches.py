@@ -5,7 +5,7 @@ moments equals the clean one (issue 22's correctness run).
 :mod:`tests.test_current` checks the current-state engine against a model with staged change files; this test checks the
 whole path against the oracle: a private MariaDB runs a seeded random workload per batch (inserts, updates, deletes,
 primary-key changes, TRUNCATE, RENAME TABLE, rolled-back transactions and savepoints, XA transactions prepared then
-rolled back or committed, in the same batch or the next, ALTER TABLE on both tables: ADD COLUMN plain, with a DEFAULT,
+rolled back or committed, in the same batch or the next (alone in it a quarter of the time), ALTER TABLE on both tables: ADD COLUMN plain, with a DEFAULT,
 FIRST or AFTER a column, DROP COLUMN, RENAME COLUMN, MODIFY widening (INT to BIGINT, VARCHAR(n) to VARCHAR(2n),
 DECIMAL(p,s) to DECIMAL(p+4,s+1)) and to VARCHAR (from INT, BIGINT, DECIMAL: kinds that convert exactly,
 docs/formats/lake.md "After ALTER TABLE"), keys never altered, a row change of the table after it half the time and the
@@ -247,6 +247,8 @@ def _statements(server: MariaDBServer, w: Workload, last: bool) -> str:
         sql.append(f"XA {outcome} '{w.pending}'")
         w.carried[outcome] = w.carried.get(outcome, 0) + 1
         w.pending = None
+        if r.random() < 0.25:  # the outcome alone: the batch logs no table map of the transaction's rows
+            return ";\n".join(sql) + ";\n"
     ids = [k[0] for k in _keys(server, "t1", "id")]
     pairs = _keys(server, w.t2, "k1, k2")
 

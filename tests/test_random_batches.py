@@ -5,12 +5,12 @@ moments equals the clean one (issue 22's correctness run).
 :mod:`tests.test_current` checks the current-state engine against a model with staged change files; this test checks the
 whole path against the oracle: a private MariaDB runs a seeded random workload per batch (inserts, updates, deletes,
 primary-key changes, TRUNCATE, RENAME TABLE, rolled-back transactions and savepoints, XA transactions prepared then
-rolled back or committed, in the same batch or the next (alone in it a quarter of the time), ALTER TABLE on both tables: ADD COLUMN plain, with a DEFAULT,
-FIRST or AFTER a column, DROP COLUMN, RENAME COLUMN, MODIFY widening (INT to BIGINT, VARCHAR(n) to VARCHAR(2n),
-DECIMAL(p,s) to DECIMAL(p+4,s+1)) and to VARCHAR (from INT, BIGINT, DECIMAL: kinds that convert exactly,
-docs/formats/lake.md "After ALTER TABLE"), keys never altered, a row change of the table after it half the time and the
-batch ended by it a quarter of the time), ends each batch with ``FLUSH BINARY LOGS``, and each batch is one
-:func:`binlake.ingest.run.ingest` of the binlog folder (tasks in this process:
+rolled back or committed, in the same batch or the next (alone in it a quarter of the time), ALTER TABLE on both tables:
+ADD COLUMN plain, with a DEFAULT, FIRST or AFTER a column, DROP COLUMN, RENAME COLUMN, MODIFY widening (INT to BIGINT,
+VARCHAR(n) to VARCHAR(2n), DECIMAL(p,s) to DECIMAL(p+4,s+1)) and to VARCHAR (from INT, BIGINT, DECIMAL: kinds that
+convert exactly, docs/formats/lake.md "After ALTER TABLE"), keys never altered, a row change of the table after it half
+the time and the batch ended by it a quarter of the time), ends each batch with ``FLUSH BINARY LOGS``, and each batch is
+one :func:`binlake.ingest.run.ingest` of the binlog folder (tasks in this process:
 :class:`~binlake.lake.runner.InProcessRunner`, no Spark). Every tenth batch and at the end each table's current state
 equals ``SELECT *`` cell by cell (the same columns in the same order, each of the Arrow type the server's column maps
 to) through :func:`binlake.lake.delta.read_table`, every reader of :mod:`binlake.testing.readers` (deltalake's SQL

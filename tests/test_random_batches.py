@@ -622,6 +622,34 @@ def test_xa_before_a_rename_and_another_type_change(server: MariaDBServer, tmp_p
     assert _changes_landed(Lake(str(lake)), "xr", printed) == printed
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: with table maps that log no column names (binlog_row_metadata=NO_LOG, MariaDB's default), the rows "
+    "of an XA transaction committed alone in a later batch are read by the table's names now, but a column renamed "
+    "since its layout landed keeps its old name in the change table (the rows' map id is not kept with the XID)",
+)
+def test_xa_after_a_column_rename_with_maps_without_names(tmp_path: Path) -> None:
+    """``RENAME COLUMN a TO aa`` (the same table-map layout as before, its change-table column still ``a``), an XA
+    transaction prepared in the next batch, committed alone in the one after: the current state has ``aa``."""
+    missing = missing_tools()
+    if missing:
+        pytest.skip(f"MariaDB server not installed ({', '.join(missing)} not found)")
+    sources, lake = tmp_path / "binlogs", tmp_path / "lake"
+    sources.mkdir()
+    with MariaDBServer(["--binlog-row-metadata=NO_LOG"]) as server:
+        server.execute(
+            "CREATE DATABASE nl; CREATE TABLE nl.t (id INT PRIMARY KEY, a INT); INSERT INTO nl.t VALUES (1, 11)"
+        )
+        _land(server, sources, lake)
+        server.execute("ALTER TABLE nl.t RENAME COLUMN a TO aa; INSERT INTO nl.t VALUES (2, 22)")
+        _land(server, sources, lake)
+        server.execute("XA START 'p'; INSERT INTO nl.t VALUES (3, 33); XA END 'p'; XA PREPARE 'p'")
+        _land(server, sources, lake)
+        server.execute("XA COMMIT 'p'")
+        _land(server, sources, lake)
+        _check_current(server, Lake(str(lake)), 4, "nl")
+
+
 def test_random_batches_equal_select_and_survive_kill_9(server: MariaDBServer, tmp_path: Path) -> None:
     rng = random.Random(SEED)
     w = Workload(random.Random(SEED))

@@ -337,6 +337,8 @@ def update_current(
     for key in sorted(set(by_table) | set(earlier_xa)):
         if pk.get(key):
             run.add_sources(key, by_table.get(key, []), earlier_xa.get(key, []), latest.get(key))
+            if run.sources[key]:  # a table the batch applies row changes to has a current state, empty or not:
+                run.get(key).explicit = True  # (else whether it had one would hang on where batches were cut)
     start: dict[str, int | None] = {}  # where each table's next segment starts
     done: set[str] = set()
 
@@ -362,7 +364,7 @@ def update_current(
             continue
         if kind == "truncate":
             run.merge(segments([what], seq))
-            if run.pk.get(what) or lake.has_table(lake.current(what)):
+            if what in run.sets or lake.has_table(lake.current(what)):  # (a table never given rows: none)
                 run.get(what).empty()
             continue
         for src, dst in what:

@@ -25,7 +25,7 @@ from binlake.lake.lake import Lake
 from binlake.lake.names import table_dir
 from binlake.lake.records import Split
 from binlake.lake.tables import HISTORY_DIR, lake_name
-from binlake.schema import SchemaTracker
+from binlake.schema import SchemaTracker, TableSchema
 
 __all__ = [
     "Known",
@@ -123,8 +123,11 @@ class MapLog:
     """The table maps of a batch as the driver's scan meets them (:func:`.statements.scan_statements`), in binlog
     order: one row (the ``tablemaps`` view's, with the lake layout, the columns' names in the table (``names``: a
     NO_LOG map of a layout landed before, with a column renamed since, keeps its landed names in ``lake`` but has
-    the DDL's here) and key) each time a table's layout or names differ from the one before, so the first
-    occurrence of every layout and the last layout of every table are there.
+    the DDL's here) and key) each time a table's layout or names differ from the one before, or a statement gave
+    the table a new definition since (a RENAME to its name, an ALTER, even one that left the same layout: the
+    current state reads the table's rows after such a statement by the maps logged after it,
+    :class:`~binlake.lake.current.MapLayout`), so the first occurrence of every layout and the last layout of
+    every table are there.
 
     Each map's columns are described by :class:`~binlake.columns.ColumnCatalog` (the map's own facts, an earlier
     FULL map of the table in this batch or in the lake's history, the DDL that ``tracker``, the scan's own,
@@ -141,9 +144,10 @@ class MapLog:
         self.enriched: dict[str, tuple[Column, ...]] = {}
         self._catalog = ColumnCatalog(tracker, server, self.known.tables)
         self._tracker = tracker
-        self._last: dict[str, tuple[str, tuple[str, ...] | None]] = {}  # table -> its last map's id and names
-        # id -> (table map, table, map id, the tracker's generation, names by the DDL)
-        self._seen: dict[int, tuple[TableMapEvent, str, str, int, tuple[str, ...] | None]] = {}
+        # table -> its last map's id, names and the table's definition then (:meth:`_definition`)
+        self._last: dict[str, tuple[str, tuple[str, ...] | None, TableSchema | int]] = {}
+        # id -> (table map, table, map id, the tracker's generation, names by the DDL, the table's definition)
+        self._seen: dict[int, tuple[TableMapEvent, str, str, int, tuple[str, ...] | None, TableSchema | int]] = {}
         self._columns: dict[str, tuple[Column, ...]] = {}  # map id -> its columns as described
 
     def __call__(self, split: Split, pos: int, tm: TableMapEvent) -> None:
@@ -152,11 +156,13 @@ class MapLog:
         if seen is None or seen[0] is not tm or seen[3] != generation:
             if len(self._seen) >= 1024:
                 self._seen.clear()
-            seen = self._seen[id(tm)] = (tm, table_dir(tm.schema, tm.table), map_id(tm), generation, self._names(tm))
-        _, key, mid, _, names = seen
-        if self._last.get(key) == (mid, names):
+            key = table_dir(tm.schema, tm.table)
+            seen = self._seen[id(tm)] = (tm, key, map_id(tm), generation, self._names(tm), self._definition(tm))
+        _, key, mid, _, names, definition = seen
+        last = self._last.get(key)
+        if last is not None and last[:2] == (mid, names) and _same_definition(last[2], definition):
             return
-        self._last[key] = (mid, names)
+        self._last[key] = (mid, names, definition)
         cols = self._described(mid, tm)
         tm = tm if cols is tm.columns else replace(tm, columns=cols)
         row = tablemap_rows(split.file, [TableMapRecord(tm, mid, pos, pos, 1)])[0]
@@ -174,6 +180,14 @@ class MapLog:
         ts = self._tracker.table(tm.schema, tm.table)
         return ts.column_names if ts is not None and ts.agrees_with(tm.columns) else None
 
+    def _definition(self, tm: TableMapEvent) -> TableSchema | int:
+        """The table's definition as the tracker holds it where the scan meets ``tm`` (a RENAME or an ALTER puts a
+        new one); of a table the tracker does not know, the tracker's generation (any statement may have moved it)."""
+        if self._tracker is None:
+            return 0
+        ts = self._tracker.table(tm.schema, tm.table)
+        return ts if ts is not None else self._tracker.generation
+
     def _described(self, mid: str, tm: TableMapEvent) -> tuple[Column, ...]:
         """``tm``'s columns, described once per map id (a layout the lake has landed: as it landed)."""
         cols = self._columns.get(mid)
@@ -187,6 +201,12 @@ class MapLog:
             if cols != tm.columns:
                 self.enriched[mid] = cols
         return cols
+
+
+def _same_definition(a: TableSchema | int, b: TableSchema | int) -> bool:
+    """The same definition of a table (:meth:`MapLog._definition`): the very object, as a table renamed away and back
+    has a definition equal to the one before but is a new table to the rows after it."""
+    return a is b if isinstance(a, TableSchema) else a == b
 
 
 def history_row(row: dict[str, Any], layout: Layout, batch: int) -> dict[str, Any]:

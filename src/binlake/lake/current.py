@@ -173,7 +173,9 @@ class _Batch:
     def _take_maps(self, key: str, lo: int | None, hi: int | None) -> None:
         """Add the columns of ``key``'s table maps logged in ``[lo, hi)`` to its current columns: by the table's
         name of each, where the current table has none of that name or one of the same type; else (a type change
-        the DDL did not say: a statement the tracker could not follow) by its change-table name, as today."""
+        the DDL did not say: a statement the tracker could not follow) by its change-table name, as today.  The
+        batch's maps hold a table's map again after each statement that gave the table a new definition (the
+        ingest's scan logs it again), so the maps from a RENAME or an ALTER on describe every row after it."""
         fields = [f for f in self.schemas[key] if f.name not in ("_seq", "_ts")]
         have = {f.name: f.type for f in fields}
         names = self.names.setdefault(key, {})

@@ -223,42 +223,51 @@ class WriterLease:
         told, waited = False, False
         tried: LeaseRecord | None = None
         races = 0
-        while True:  # each turn sleeps; lost races are bounded by _RACES, waiting for a holder by ``wait``
-            dt, held = self._latest()
-            now = time.time()
-            if held is not None and tried is not None and held.holder == tried.holder and dt is not None:
-                self.epoch, self._record = dt.version(), held  # our commit went through though the store said not
-                break
-            if held is None or held.free(now):
-                tried = self._mine(now + self.seconds)
-                try:
-                    if self._put(dt, tried):
-                        break
-                except StoreUnreachable:  # the connection dropped: the commit may have gone through, look again
-                    if races >= _RACES:
-                        raise
-                races += 1  # another writer took it between our read and our commit: look again, after a pause
-                if races > _RACES:
+        try:
+            while True:  # each turn sleeps; lost races are bounded by _RACES, waiting for a holder by ``wait``
+                dt, held = self._latest()
+                now = time.time()
+                if held is not None and tried is not None and held.holder == tried.holder and dt is not None:
+                    self.epoch, self._record = dt.version(), held  # our commit went through though the store said not
+                    break
+                if held is None or held.free(now):
+                    if tried is not None:
+                        _HELD.discard(tried.holder)
+                    tried = self._mine(now + self.seconds)
+                    # held by this process from before the commit: another thread of it reading the record meanwhile
+                    # sees a holder alive, not one a stopped ingest of this process left (LeaseRecord._dead_here)
+                    _HELD.add(tried.holder)
+                    try:
+                        if self._put(dt, tried):
+                            break
+                    except StoreUnreachable:  # the connection dropped: the commit may have gone through, look again
+                        if races >= _RACES:
+                            raise
+                    races += 1  # another writer took it between our read and our commit: look again, after a pause
+                    if races > _RACES:
+                        raise LakeBusy(
+                            f"the lake's writer lease changed hands {_RACES} times in a row while this ingest tried to "
+                            "take it: stopping (another writer takes it and hands it back as fast)",
+                            file=self.lake_uri,
+                        )
+                    time.sleep(min(0.02 * 2**races, 1.0))
+                    continue
+                left = wait - (time.monotonic() - t0)
+                if left <= 0:
+                    after = f" after waiting {wait:.0f} s" if wait > 0 else ""
                     raise LakeBusy(
-                        f"the lake's writer lease changed hands {_RACES} times in a row while this ingest tried to "
-                        "take it: stopping (another writer takes it and hands it back as fast)",
+                        f"another binlake ingest is writing this lake ({held.describe()}){after}: stopping "
+                        "(--wait SECONDS waits for it)",
                         file=self.lake_uri,
                     )
-                time.sleep(min(0.02 * 2**races, 1.0))
-                continue
-            left = wait - (time.monotonic() - t0)
-            if left <= 0:
-                after = f" after waiting {wait:.0f} s" if wait > 0 else ""
-                raise LakeBusy(
-                    f"another binlake ingest is writing this lake ({held.describe()}){after}: stopping "
-                    "(--wait SECONDS waits for it)",
-                    file=self.lake_uri,
-                )
-            if not told and on_wait is not None:
-                on_wait(f"waiting up to {left:.0f} s for another ingest writing this lake ({held.describe()})")
-                told = True
-            waited = True
-            time.sleep(max(0.05, min(left, self.seconds / 6, held.expires - now + 0.05)))
+                if not told and on_wait is not None:
+                    on_wait(f"waiting up to {left:.0f} s for another ingest writing this lake ({held.describe()})")
+                    told = True
+                waited = True
+                time.sleep(max(0.05, min(left, self.seconds / 6, held.expires - now + 0.05)))
+        finally:
+            if tried is not None and (self._record is None or self._record.holder != tried.holder):
+                _HELD.discard(tried.holder)
         self.waited = time.monotonic() - t0 if waited else 0.0
         if self._record is not None:
             _HELD.add(self._record.holder)

@@ -155,8 +155,9 @@ class Batch:
         before = lake.done(batch - 1)
         pending = {x: set(k) for x, k in before.xa_pending.items()}
         xa_layouts = {x: dict(t) for x, t in before.xa_layouts.items()}
-        # each map id's last layout in the batch: a waiting XA transaction's rows of a table come after every ALTER of
-        # it in the batch (the server holds the table's metadata lock until XA COMMIT/ROLLBACK), so their names
+        # each map id's last layout in the batch, kept for the XA transactions left waiting: their rows of a table come
+        # after every ALTER of it in the batch (the server holds the table's metadata lock until XA COMMIT/ROLLBACK),
+        # so the last layout of their map id names the table's columns as their rows do
         by_map = {m.map_id: m for m in sorted(self._layouts, key=lambda m: m.seq) if m.map_id}
         for rep in reports:
             for f in rep.files:

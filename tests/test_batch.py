@@ -204,7 +204,7 @@ def test_every_xa_outcome_of_a_table_decided_in_one_batch_lands(tmp_path: Path) 
         with lake.batch(BatchManifest(1, (), {})) as b:
             b.tables({"d/t": schema}, {"d/t": ["id"]})
             files = write_parquet(rows, lake.changes("d/t"), "d/t")
-            b.add(TaskReport(0, tuple(files), prepared={x1: ("d/t",), x2: ("d/t",)}))
+            b.add(TaskReport(0, tuple(files), prepared={x1: {"d/t": "m"}, x2: {"d/t": "m"}}))
         assert lake.done(1).xa_pending == {x1: ("d/t",), x2: ("d/t",)}
         with lake.batch(BatchManifest(2, (), {}, statements=tuple(xa))) as b:
             b.tables({}, {"d/t": ["id"]})

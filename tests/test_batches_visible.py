@@ -218,8 +218,8 @@ def test_completion_marks_read_old_and_refuse_newer() -> None:
     mark = BatchDone({"X'01'": ("shop/a",)}, {"shop/a/changes": 3, "_events": 1})
     assert BatchDone.from_json(mark.to_json()) == mark
     assert BatchDone.from_json('{"version": 2, "xa_pending": {}}') == BatchDone({}, None)
-    with pytest.raises(BinlogError, match="format version 4"):
-        BatchDone.from_json('{"version": 4, "xa_pending": {}}')
+    with pytest.raises(BinlogError, match="format version 5"):
+        BatchDone.from_json('{"version": 5, "xa_pending": {}}')
 
 
 def test_a_table_compacted_since_its_batch_reads_in_its_compacted_files(

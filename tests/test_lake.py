@@ -67,11 +67,24 @@ def test_records_round_trip_through_json() -> None:
     assert BatchDone.from_json(done.to_json()) == done
     f = DataFile("shop/t", "part-1.parquet", 100, 7, 1234, pa.schema([("a", pa.int64())]).serialize().to_pybytes())
     report = TaskReport(
-        2, (f,), (f,), {"shop/t insert": 7}, (Emptied("shop/", 5),), {"X'01'": ("shop/t",)},
+        2, (f,), (f,), {"shop/t insert": 7}, (Emptied("shop/", 5),), {"X'01'": {"shop/t": "0123456789abcdef"}},
         (SkipRecord("mysql-bin.000042", 10, 20, "CRC32", 1, False, None),), {"shop/t": "abc.arrow"},
     )  # fmt: skip
     assert TaskReport.from_json(report.to_json()) == report
     assert f.arrow_schema.names == ["a"]
+
+
+def test_a_mark_keeps_the_layouts_of_waiting_xa_transactions_and_one_of_version_3_reads() -> None:
+    """Version 4 keeps, per waiting XID and table, the change-table column and the table's name of each column of
+    the rows' table map; a version 3 mark (none kept) reads with none."""
+    done = BatchDone({"X'01'": ("shop/t",)}, {"shop/t/changes": 2}, {"X'01'": {"shop/t": (("id", "id"), ("a", "aa"))}})
+    text = done.to_json()
+    assert BatchDone.from_json(text) == done
+    assert json.loads(text)["version"] == 4
+    assert json.loads(text)["xa_layouts"] == {"X'01'": {"shop/t": [["id", "id"], ["a", "aa"]]}}
+    v3 = {"version": 3, "xa_pending": {"X'01'": ["shop/t"]}, "tables": {"shop/t/changes": 2}}
+    assert BatchDone.from_json(json.dumps(v3)) == BatchDone({"X'01'": ("shop/t",)}, {"shop/t/changes": 2})
+    assert "xa_layouts" not in json.loads(BatchDone({"x": ("shop/t",)}).to_json())
 
 
 def test_a_manifest_carries_its_resume_point_and_one_of_version_2_reads() -> None:

@@ -511,23 +511,38 @@ def _balanced(new_bytes: int, split_bytes: int, cores: int) -> int:
 def _prepared_layouts(lake: Lake, manifest: BatchManifest) -> list[MapLayout]:
     """The layouts of the rows of XA transactions prepared in an earlier batch that ``manifest``'s batch commits, for
     the current state to read their columns by (the batch may log no table map of their tables: an ``XA COMMIT``
-    alone).  No statement changes a table between the ``XA PREPARE`` of rows of it and their ``XA COMMIT`` (the
-    server holds the table's metadata lock, across a restart too), so their layout is the table's before the batch:
-    its current state's columns, each named in the change table as :func:`resolve_layout` names a table map's
-    column (``name__type`` where the change table has the name with another type).  Placed before the batch's
-    own table maps (``seq`` 0).  Not right where a column was renamed while its table map's layout stayed the
-    one landed before (maps that log no names): the change table holds it under its old name
-    (``test_xa_after_a_column_rename_with_maps_without_names``, an xfail)."""
+    alone).  Each is the layout the rows were logged with, as the batch that left the transaction waiting kept it
+    (:attr:`~binlake.lake.records.BatchDone.xa_layouts`): per column its change-table column (a map that logs no
+    names keeps the column it landed in before a ``RENAME COLUMN``) and its name in the table, typed as the change
+    table types that column.  A mark of an older binlake keeps none: then the table's layout before the batch, its
+    current state's columns each named in the change table as :func:`resolve_layout` names a table map's column
+    (no statement changes a table between the ``XA PREPARE`` of rows of it and their ``XA COMMIT``: the server holds
+    the table's metadata lock, across a restart too).  Placed before the batch's own table maps (``seq`` 0)."""
+    before = lake.done(manifest.batch - 1)
     commits = {x for x, rolled_back in manifest.outcomes.items() if not rolled_back}
-    keys = {k for x, ks in lake.done(manifest.batch - 1).xa_pending.items() if x in commits for k in ks}
+    kept: dict[str, set[tuple[tuple[str, str], ...]]] = {}  # table -> the layouts the batch that prepared them kept
+    unkept: set[str] = set()  # tables with rows of a committed transaction whose layout no mark kept
+    for x, keys in before.xa_pending.items():
+        if x in commits:
+            for k in keys:
+                cols = before.xa_layouts.get(x, {}).get(k)
+                if cols is None:
+                    unkept.add(k)
+                else:
+                    kept.setdefault(k, set()).add(cols)
     out: list[MapLayout] = []
-    for key in sorted(keys):
+    for key in sorted(kept.keys() | unkept):
         current, changes = lake.schema_of(lake.current(key)), lake.schema_of(lake.changes(key))
         if current is None or changes is None:  # (no current state yet: it takes the change table's columns)
             continue
-        cols = [(f.name, f.type) for f in current if f.name not in ("_seq", "_ts")]
-        stored = resolve_layout(cols, [f for f in changes if f.name not in META_NAMES])
-        out.append(MapLayout(key, 0, tuple((s, n, t) for (s, t), (n, _) in zip(stored, cols, strict=True))))
+        fields = [f for f in changes if f.name not in META_NAMES]
+        types = {f.name: f.type for f in fields}
+        for cols in sorted(kept.get(key, ())):
+            out.append(MapLayout(key, 0, tuple((s, n, types[s]) for s, n in cols if s in types)))
+        if key in unkept:
+            names = [(f.name, f.type) for f in current if f.name not in ("_seq", "_ts")]
+            stored = resolve_layout(names, fields)
+            out.append(MapLayout(key, 0, tuple((s, n, t) for (s, t), (n, _) in zip(stored, names, strict=True))))
     return out
 
 
@@ -581,7 +596,7 @@ def _run_batch(
             current_pk[key] = [row["names"][i] for i in row["primary_key_index"]]
             seq = file_seq[row["file"]] * SEQ_FILE + row["first_pos"] * SEQ_POS
             columns = tuple((n, name, t) for (n, t), name in zip(layouts[mid], row["names"], strict=True))
-            map_layouts.append(MapLayout(key, seq, columns))
+            map_layouts.append(MapLayout(key, seq, columns, mid))
         map_layouts += _prepared_layouts(lake, manifest)
         full = {k: pa.schema([*v, *(pa.field(n, t) for n, t in META)]) for k, v in schemas.items()}
         renamed_keys(manifest.schema, renames, current_pk, lambda k: lake.has_table(lake.current(k)))

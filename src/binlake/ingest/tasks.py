@@ -339,13 +339,14 @@ def _write_split(
     renamed: set[str],
 ) -> TaskReport:
     writers: dict[str, _TableWriter] = {}
-    seen: dict[int, tuple[TableMapEvent, _Layout]] = {}  # id(table map) -> its layout (the map kept: ids stay unique)
+    # id(table map) -> the map, its layout and map id (the map kept: ids stay unique)
+    seen: dict[int, tuple[TableMapEvent, _Layout, str]] = {}
     by_id: dict[str, _Layout] = {}
     events: list[EventRecord] = []
     event_sink = lake.sink(lake.own(EVENTS_DIR), EVENTS_DIR, EVENTS, ["file", "type"])
     counts: Counter[str] = Counter()
     emptied: list[Emptied] = []
-    prepared: dict[str, set[str]] = defaultdict(set)  # XID without an outcome in the batch -> its tables
+    prepared: dict[str, dict[str, str]] = defaultdict(dict)  # XID without an outcome in the batch -> table -> map id
     skips: list[Skipped] = []
     for rec in decode_split(
         split, tablemaps=False, read=plan.read, schema=plan.tracker(split), skips=skips, remap=plan.enriched, rows=False
@@ -368,13 +369,13 @@ def _write_split(
                         w = writers[key] = _TableWriter(key, sink, schemas[key], pk.get(key), split.file.name)
                         if key in renamed:
                             w.spoil()
-                hit = seen[id(tm)] = (tm, lay)
-            lay = hit[1]
+                hit = seen[id(tm)] = (tm, lay, mid)
+            _, lay, mid = hit
             rolled_back: bool | None = rec.rolled_back
             if rec.xid is not None and not rec.rolled_back:
                 rolled_back = plan.outcomes.get(rec.xid)
                 if rolled_back is None:
-                    prepared[rec.xid].add(lay.key)
+                    prepared[rec.xid][lay.key] = mid
             counts[f"{lay.key} {rec.op}"] += writers[lay.key].add(rec, lay, rolled_back)
         elif isinstance(rec, EventRecord):
             events.append(rec)
@@ -406,7 +407,7 @@ def _write_split(
         (event_file,) if event_file is not None else (),
         dict(counts),
         tuple(emptied),
-        {x: tuple(sorted(k)) for x, k in prepared.items()},
+        {x: dict(sorted(t.items())) for x, t in prepared.items()},
         tuple(_skip_record(s) for s in skips),
         current,
     )

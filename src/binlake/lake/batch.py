@@ -144,22 +144,32 @@ class Batch:
         if self.manifest.rewinds is not None:
             first = self.manifest.rewinds
             self.rewound = self._timed("rewind", lambda: lake.rewind(first))
-            self._finish(lake.done(first - 1).xa_pending, anew=True)
+            before = lake.done(first - 1)
+            self._finish(before.xa_pending, before.xa_layouts, anew=True)
             return
         reports = sorted(self._reports, key=lambda r: r.split)
         by_table: dict[str, list[DataFile]] = defaultdict(list)  # the tasks' change files
         events: list[DataFile] = []
         emptied: list[Emptied] = []
         skips: list[SkipRecord] = []
-        pending = {x: set(k) for x, k in lake.done(batch - 1).xa_pending.items()}
+        before = lake.done(batch - 1)
+        pending = {x: set(k) for x, k in before.xa_pending.items()}
+        xa_layouts = {x: dict(t) for x, t in before.xa_layouts.items()}
+        # each map id's last layout in the batch, kept for the XA transactions left waiting: their rows of a table come
+        # after every ALTER of it in the batch (the server holds the table's metadata lock until XA COMMIT/ROLLBACK),
+        # so the last layout of their map id names the table's columns as their rows do
+        by_map = {m.map_id: m for m in sorted(self._layouts, key=lambda m: m.seq) if m.map_id}
         for rep in reports:
             for f in rep.files:
                 by_table[f.table].append(f)
             events.extend(rep.events)
             emptied.extend(rep.emptied)
             skips.extend(rep.skips)
-            for x, keys in rep.prepared.items():
-                pending.setdefault(x, set()).update(keys)
+            for x, maps in rep.prepared.items():
+                pending.setdefault(x, set()).update(maps)
+                for key, mid in maps.items():
+                    if mid in by_map:
+                        xa_layouts.setdefault(x, {})[key] = tuple((s, n) for s, n, _ in by_map[mid].columns)
         outcomes = self.manifest.outcomes
         resolved = {x: (outcomes[x], keys) for x, keys in pending.items() if x in outcomes}
         pending = {x: keys for x, keys in pending.items() if x not in outcomes}
@@ -208,12 +218,20 @@ class Batch:
         self._timed("current", current)
         if lake.manifest(batch) is None:
             lake.write_manifest(self.manifest)
-        self._finish({x: tuple(sorted(k)) for x, k in pending.items()})
+        self._finish({x: tuple(sorted(k)) for x, k in pending.items()}, xa_layouts)
 
-    def _finish(self, pending: dict[str, tuple[str, ...]], *, anew: bool = False) -> None:
+    def _finish(
+        self,
+        pending: dict[str, tuple[str, ...]],
+        xa_layouts: dict[str, dict[str, tuple[tuple[str, str], ...]]],
+        *,
+        anew: bool = False,
+    ) -> None:
         """The completion mark (the tables' versions: :meth:`~binlake.lake.lake.Lake.versions_after`; ``anew``:
-        read from every table), then the batch's staging files go."""
+        read from every table; the layouts of the XA transactions still waiting), then the batch's staging files
+        go."""
         self.pending = dict(pending)
         tables = self.lake.versions_after(self.batch, None if anew else self._touched)
-        self.lake.write_done(self.batch, BatchDone(self.pending, tables))
+        layouts = {x: t for x, t in xa_layouts.items() if x in self.pending}
+        self.lake.write_done(self.batch, BatchDone(self.pending, tables, layouts))
         self.lake.staging(self.batch).delete_dir()

@@ -105,11 +105,14 @@ def staged_latest(reports: list[TaskReport], by_table: dict[str, list[DataFile]]
 class MapLayout:
     """A table map's layout where the batch met it (``seq``), for table ``key``: per column, its change-table column,
     its name in the table and its lake type.  The current table names its columns as the table does; the change
-    table as :func:`binlake.ingest.layouts.resolve_layout` does (``name__type`` for a column whose type changed)."""
+    table as :func:`binlake.ingest.layouts.resolve_layout` does (``name__type`` for a column whose type changed).
+    ``map_id``: the table map's id (:func:`binlake.ingest.extract.map_id`; empty for a layout made otherwise), for the
+    batch to keep the layout of XA transactions left waiting (:class:`~binlake.lake.records.BatchDone`)."""
 
     key: str
     seq: int
     columns: tuple[tuple[str, str, pa.DataType], ...]
+    map_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -281,18 +281,18 @@ class SkipRecord:
 class TaskReport:
     """What one task wrote for one split, for the driver to commit: each table's Parquet files, the events' file,
     the row changes per ``"db/table op"``, the statements emptying tables, the XA transactions prepared without an
-    outcome in the batch (XID -> their tables), the skips, and per keyed table the staged file of the last change
-    of each key (its path below the batch's staging folder; ``""``: no change of the split counts; absent: the
-    split gives none, see :mod:`binlake.ingest.tasks`)."""
+    outcome in the batch (XID -> their tables -> the map id of the table map their rows of it were logged with), the
+    skips, and per keyed table the staged file of the last change of each key (its path below the batch's staging
+    folder; ``""``: no change of the split counts; absent: the split gives none, see :mod:`binlake.ingest.tasks`)."""
 
-    VERSION = 1
+    VERSION = 2
 
     split: int
     files: tuple[DataFile, ...] = ()
     events: tuple[DataFile, ...] = ()
     counts: dict[str, int] = field(default_factory=dict)
     emptied: tuple[Emptied, ...] = ()
-    prepared: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    prepared: dict[str, dict[str, str]] = field(default_factory=dict)
     skips: tuple[SkipRecord, ...] = ()
     current: dict[str, str] = field(default_factory=dict)
 
@@ -305,7 +305,7 @@ class TaskReport:
                 "events": [f.to_json() for f in self.events],
                 "counts": self.counts,
                 "emptied": [e.to_json() for e in self.emptied],
-                "prepared": {x: list(k) for x, k in self.prepared.items()},
+                "prepared": self.prepared,
                 "skips": [s.to_json() for s in self.skips],
                 "current": self.current,
             }
@@ -321,7 +321,7 @@ class TaskReport:
             tuple(DataFile.from_json(f) for f in v["events"]),
             {k: int(n) for k, n in v["counts"].items()},
             tuple(Emptied.from_json(e) for e in v["emptied"]),
-            {x: tuple(k) for x, k in v["prepared"].items()},
+            {x: {str(k): str(m) for k, m in t.items()} for x, t in v["prepared"].items()},
             tuple(SkipRecord.from_json(s) for s in v["skips"]),
             dict(v["current"]),
         )
@@ -438,31 +438,47 @@ class BatchDone:
     of this batch reads: ``tables``, the Delta version of every table of the lake once the batch was committed (its
     folder below the lake's root, ``db/t/changes``, ``_events`` ... -> version; :meth:`binlake.lake.lake.Lake.
     snapshot`).  ``tables`` is ``None`` in a mark of version 2 and older (binlake before it), and a reader then
-    finds the versions in the tables' logs."""
+    finds the versions in the tables' logs.
 
-    VERSION = 3
-    READS = (2, 3)  # the versions with a version field this binlake reads (binlake 0.1's marks have none)
+    ``xa_layouts``: for a waiting XA transaction, per table, the layout its rows were logged with: per column of that
+    table map, its change-table column and its name in the table (``[[stored, name], ...]``).  The batch that commits
+    the transaction alone logs no table map of it, and a column renamed since the layout landed (maps that log no
+    names) is still under its landed name in the change table.  Version 4 on; empty in older marks (their waiting
+    transactions are read by the table's columns, as binlake before it did)."""
+
+    VERSION = 4
+    READS = (2, 3, 4)  # the versions with a version field this binlake reads (binlake 0.1's marks have none)
 
     xa_pending: dict[str, tuple[str, ...]] = field(default_factory=dict)
     tables: dict[str, int] | None = None
+    xa_layouts: dict[str, dict[str, tuple[tuple[str, str], ...]]] = field(default_factory=dict)
 
     def to_json(self) -> str:
         pending = {x: sorted(k) for x, k in sorted(self.xa_pending.items())}
         out: dict[str, Any] = {"version": self.VERSION, "xa_pending": pending}
         if self.tables is not None:
             out["tables"] = dict(sorted(self.tables.items()))
+        if self.xa_layouts:
+            out["xa_layouts"] = {
+                x: {k: [list(c) for c in cols] for k, cols in sorted(t.items())}
+                for x, t in sorted(self.xa_layouts.items())
+            }
         return json.dumps(out)
 
     @classmethod
     def from_json(cls, text: str, where: str | None = None) -> BatchDone:
-        """Read a mark; one of version 2 (no ``tables``) or of binlake 0.1 (no version; empty, or only
-        ``xa_pending``) reads too."""
+        """Read a mark; one of version 3 (no ``xa_layouts``), version 2 (no ``tables`` either) or of binlake 0.1 (no
+        version; empty, or only ``xa_pending``) reads too."""
         v = json.loads(text) if text.strip() else {}
         if "version" in v and v["version"] not in cls.READS:
             check_version("this batch's completion mark", v["version"], cls.VERSION, where)
         tables = v.get("tables")
+        layouts = {
+            x: {str(k): tuple((str(s), str(n)) for s, n in cols) for k, cols in t.items()}
+            for x, t in v.get("xa_layouts", {}).items()
+        }
         return cls({x: tuple(k) for x, k in v.get("xa_pending", {}).items()},
-                   None if tables is None else {str(k): int(n) for k, n in tables.items()})  # fmt: skip
+                   None if tables is None else {str(k): int(n) for k, n in tables.items()}, layouts)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

@@ -317,7 +317,8 @@ def test_a_bucket_that_refuses_writes_is_an_error_at_once() -> None:
                                 "bucket does not exist")  # fmt: skip
 
 
-def test_racing_writers_one_wins(root: str) -> None:
+def _race(root: str) -> list[str]:
+    """Four threads racing for the lease of ``root`` at once: what each got (``won``, ``busy``)."""
     results: list[str] = []
     barrier = threading.Barrier(4)
 
@@ -339,7 +340,11 @@ def test_racing_writers_one_wins(root: str) -> None:
         t.start()
     for t in threads:
         t.join()
-    assert sorted(results) == ["busy", "busy", "busy", "won"]
+    return sorted(results)
+
+
+def test_racing_writers_one_wins(root: str) -> None:
+    assert _race(root) == ["busy", "busy", "busy", "won"]
 
 
 def test_racing_threads_of_one_process_one_wins_however_slow_its_commit(
@@ -359,28 +364,7 @@ def test_racing_threads_of_one_process_one_wins_however_slow_its_commit(
         return done
 
     monkeypatch.setattr(lease_mod.WriterLease, "_put", slow_put)
-    results: list[str] = []
-    barrier = threading.Barrier(4)
-
-    def one() -> None:
-        lease = WriterLease(locate(str(tmp_path / "lake")), seconds=30)
-        barrier.wait()
-        try:
-            lease.acquire()
-            results.append("won")
-            deadline = time.monotonic() + 60
-            while len(results) < 4 and time.monotonic() < deadline:
-                time.sleep(0.05)
-            lease.release()
-        except LakeBusy:
-            results.append("busy")
-
-    threads = [threading.Thread(target=one) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert sorted(results) == ["busy", "busy", "busy", "won"]
+    assert _race(str(tmp_path / "lake")) == ["busy", "busy", "busy", "won"]
 
 
 def test_writers_never_both_commit_a_batch(root: str) -> None:

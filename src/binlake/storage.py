@@ -662,8 +662,11 @@ class _PiecesReader(io.RawIOBase):
                 self._close_piece()
                 self._open = (i, piece.location.open_input())
             f = self._open[1]
-            f.seek(self._pos - piece.offset)
-            data = bytes(f.read(min(stop, piece.end) - self._pos))
+            try:  # (an object shorter than its listing: pyarrow's "Cannot seek past end of file")
+                f.seek(self._pos - piece.offset)
+                data = bytes(f.read(min(stop, piece.end) - self._pos))
+            except OSError as e:
+                raise store_error("storage error", e, piece.location.uri) from e
             if not data:
                 raise StorageError(
                     f"a piece of the copy ends before its listed size ({piece.size})", file=piece.location.uri

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -153,3 +154,52 @@ def test_a_folder_of_whole_copies_and_segments_reads_as_one(s3_env: str) -> None
             assert stream.read() == body
             stream.seek(990)
             assert stream.read(20) == body[990:1010]  # a range across two pieces
+
+
+def _example() -> tuple[bytes, bytes]:
+    """examples/example-bin.000001's FORMAT_DESCRIPTION (its in-use flag set, as a mirror writes it while the file
+    grows) and the events after it."""
+    data = (Path(__file__).parents[2] / "examples" / "example-bin.000001").read_bytes()
+    size = int.from_bytes(data[4 + 9 : 4 + 13], "little")  # the event header's event_size (log_event.h)
+    fde = bytearray(data[4 : 4 + size])
+    fde[17] |= LOG_EVENT_BINLOG_IN_USE_F  # the header's flags (log_event.h: LOG_EVENT_BINLOG_IN_USE_F)
+    return bytes(fde), data[4 + size :]
+
+
+def test_a_sync_between_the_magic_and_the_format_description(s3_env: str) -> None:
+    """A sync (the live ingest asks for one before each batch) that comes while a new copy holds the magic alone
+    uploads nothing: segment 0 is the magic with the FORMAT_DESCRIPTION, and the copy's in-use flag is cleared when
+    it is complete.  (A segment 0 of the magic alone made the clearing read past its end: the following ingest
+    stopped with pyarrow's "Cannot seek past end of file" as Spark's failure.)"""
+    from binlake.replication.mirror import _Copy
+
+    fde, rest = _example()
+    loc = locate(f"{s3_env}/binlogs") / "example-bin.000001"
+    copy = _Copy(loc, existing=False)
+    copy.flush(durable=True)  # the magic alone: nothing to upload
+    assert binlog_pieces(loc.parent, loc.name) == []
+    copy.write(fde)
+    copy.flush(durable=True)
+    copy.write(rest)
+    copy.close(complete=True)
+    pieces = binlog_pieces(loc.parent, loc.name)
+    assert [p.offset for p in pieces] == [0, 4 + len(fde)]
+    with SegmentedFile(loc.parent, loc.name).open() as f:
+        assert f.read() == (Path(__file__).parents[2] / "examples" / "example-bin.000001").read_bytes()
+
+
+def test_a_segment_0_of_the_magic_alone_is_cleared_in_its_next_segment(s3_env: str) -> None:
+    """A copy binlake 0.1's mirror left with a segment 0 of the magic alone (a sync came between the magic and the
+    FORMAT_DESCRIPTION), its FORMAT_DESCRIPTION at the start of segment 4: a restarted mirror that finds it complete
+    clears the flag there, and leaves segment 0 as it is."""
+    from binlake.replication.mirror import _recover
+
+    fde, rest = _example()
+    folder = locate(f"{s3_env}/binlogs")
+    (folder / f"example-bin.000001{PART}" / segment_name(0)).write_bytes(MAGIC)
+    (folder / f"example-bin.000001{PART}" / segment_name(4)).write_bytes(fde + rest)
+    whole = MAGIC + fde + rest
+    assert _recover(folder / "example-bin.000001") == len(whole)  # the example ends with its ROTATE
+    with SegmentedFile(folder, "example-bin.000001").open() as f:
+        assert f.read() == (Path(__file__).parents[2] / "examples" / "example-bin.000001").read_bytes()
+    assert (folder / f"example-bin.000001{PART}" / segment_name(0)).read_bytes() == MAGIC

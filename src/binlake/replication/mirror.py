@@ -70,7 +70,17 @@ from binlake.replication.client import ReplicationClient
 from binlake.replication.options import ConnectionOptions
 from binlake.replication.position import StartAt
 from binlake.replication.stream import StreamEvent
-from binlake.storage import PART, Location, SegmentedFile, binlog_copies, binlog_pieces, locate, segment_name
+from binlake.storage import (
+    PART,
+    Location,
+    Piece,
+    SegmentedFile,
+    StorageError,
+    binlog_copies,
+    binlog_pieces,
+    locate,
+    segment_name,
+)
 
 __all__ = [
     "UPLOAD_EVERY",
@@ -166,21 +176,25 @@ def _recover(loc: Location) -> int:
         log.warning("%s: cutting a partial event at %d off (%d bytes)", loc, end, last.end - end)
         last.location.write_bytes(last.location.read_bytes()[: end - last.offset])
     if len(table) > 0 and table.codes[-1] in _FILE_ENDS:
-        _clear_stored_in_use(pieces[0].location)
+        _clear_stored_in_use(pieces)
     return end
 
 
-def _clear_stored_in_use(first: Location) -> None:
-    """Clear the in-use flag of a copy in an object store: in its first piece (segment 0 holds the magic and the
-    FORMAT_DESCRIPTION alone, a few hundred bytes; a whole object a mirror wrote before segments is rewritten
-    once)."""
-    with first.open_input() as f:
-        f.seek(_FDE_FLAGS_AT)
-        flags = bytes(f.read(1))
-    if flags and flags[0] & LOG_EVENT_BINLOG_IN_USE_F:
-        data = bytearray(first.read_bytes())
-        data[_FDE_FLAGS_AT] &= ~LOG_EVENT_BINLOG_IN_USE_F
-        first.write_bytes(bytes(data))
+def _clear_stored_in_use(pieces: list[Piece]) -> None:
+    """Clear the in-use flag of a copy in an object store, held by ``pieces``: in the piece holding the
+    FORMAT_DESCRIPTION's flags (segment 0, the magic and the FORMAT_DESCRIPTION alone, a few hundred bytes; a whole
+    object a mirror wrote before segments, rewritten once; segment 4 after a segment 0 of the magic alone, which
+    binlake 0.1's mirror wrote when a sync came between the two).  A copy that ends before the flags has none."""
+    piece = next((p for p in pieces if p.offset <= _FDE_FLAGS_AT < p.end), None)
+    if piece is None:
+        return
+    data = bytearray(piece.location.read_bytes())
+    at = _FDE_FLAGS_AT - piece.offset
+    if len(data) <= at:
+        raise StorageError(f"a piece of the copy ends before its listed size ({piece.size})", file=piece.location.uri)
+    if data[at] & LOG_EVENT_BINLOG_IN_USE_F:
+        data[at] &= ~LOG_EVENT_BINLOG_IN_USE_F
+        piece.location.write_bytes(bytes(data))
 
 
 def _set_in_use(path: Path, in_use: bool) -> None:
@@ -222,7 +236,6 @@ class _Copy:
             self._out = tempfile.TemporaryFile(prefix="binlake-mirror-")  # noqa: SIM115 (closed by close())
             pieces = binlog_pieces(loc.parent, loc.name) if existing else []
             self.size = pieces[-1].end if pieces else 0
-            self._first = pieces[0].location if pieces else self._segment(0)
         self._sent = self.size  # (object store) the bytes before it are uploaded; the spool holds the rest
         if self.size == 0:
             self.write(MAGIC)
@@ -255,7 +268,8 @@ class _Copy:
             out.flush()
             if durable:
                 os.fsync(out.fileno())
-        elif self.size > self._sent and (durable or time.monotonic() - self._flushed > UPLOAD_EVERY):
+        elif 0 < self._sent < self.size and (durable or time.monotonic() - self._flushed > UPLOAD_EVERY):
+            # (never segment 0 before the FORMAT_DESCRIPTION: :meth:`write` puts it with it)
             self._upload()
         else:
             return
@@ -280,8 +294,8 @@ class _Copy:
             else:
                 if self.size > self._sent:
                     self._upload()
-                if complete:
-                    _clear_stored_in_use(self._first)  # after every byte: a complete copy is a whole one
+                if complete:  # after every byte: a complete copy is a whole one
+                    _clear_stored_in_use(binlog_pieces(self.loc.parent, self.loc.name))
         finally:
             out.close()
 

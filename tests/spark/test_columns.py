@@ -21,8 +21,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from binlake.ingest.arrow import SEQ, _converter, to_lake  # noqa: E402
 from binlake.ingest.statements import SEQ_FILE, SEQ_POS  # noqa: E402
-from binlake.lake import merge as current_module  # noqa: E402
-from binlake.lake.merge import last_of_keys, merge_current  # noqa: E402
+from binlake.lake.merge import latest_changes, merge_current  # noqa: E402
 from binlake.lake.tables import seq_array  # noqa: E402
 from binlake.values.row import ABSENT  # noqa: E402
 
@@ -115,23 +114,26 @@ def test_merge_gives_the_last_change_of_each_key_whatever_the_order_of_the_rows(
 
 @settings(max_examples=300, deadline=None)
 @given(
-    st.lists(st.integers(-(2**63), 2**63 - 1) | st.integers(0, 5), max_size=60),
-    st.sampled_from(["int64", "decimal"]),
+    st.lists(st.tuples(st.integers(-(2**63), 2**63 - 1) | st.integers(0, 5), st.integers(0, 3)), max_size=60),
+    st.sampled_from(["int64", "decimal", "two columns"]),
 )
-def test_last_of_keys_by_bucket_and_by_one_group_by(keys: list[int], kind: str) -> None:
-    """The driver groups a large integer key in buckets, one thread each: the same rows as one group_by, the last
-    row of each key (BIGINT UNSIGNED keys, decimal(20,0) in the lake, grouped as 64-bit ints either way)."""
+def test_latest_changes_is_the_last_row_of_each_key_sorted(rows: list[tuple[int, int]], kind: str) -> None:
+    """The decode tasks' reduction: the last row of each key in table (binlog) order, sorted by the key, whatever
+    the key's type (BIGINT UNSIGNED keys, decimal(20,0) in the lake, sorted as 64-bit integers) or width."""
     if kind == "decimal":
-        keys = [abs(k) for k in keys]  # up to 2**63: uint64 after the narrowing
-    table = pa.table({"k": pa.array(keys, pa.int64() if kind == "int64" else pa.decimal128(20, 0))})
-    expected = sorted({k: i for i, k in enumerate(keys)}.values())
-    assert sorted(last_of_keys(table, ["k"], use_threads=False).tolist()) == expected
-    old = current_module._BUCKET_ROWS
-    current_module._BUCKET_ROWS = 1  # every table is "large"
-    try:
-        assert sorted(last_of_keys(table, ["k"]).tolist()) == expected
-    finally:
-        current_module._BUCKET_ROWS = old
+        rows = [(abs(k), b) for k, b in rows]  # up to 2**63: uint64 after the narrowing
+    ks = [k for k, _ in rows]
+    columns: dict[str, Any] = {"k": pa.array(ks, pa.int64() if kind == "int64" else pa.decimal128(20, 0))}
+    pk = ["k"]
+    if kind == "two columns":
+        columns = {"k": pa.array([k % 3 for k in ks], pa.int64()), "b": [b for _, b in rows]}
+        pk = ["k", "b"]
+    table = pa.table({**columns, "i": list(range(len(rows)))})
+    model: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for r in table.to_pylist():
+        model[tuple(r[c] for c in pk)] = r
+    expected = [model[key] for key in sorted(model)]
+    assert latest_changes(table, pk).to_pylist() == expected
 
 
 # -- the columnar builder and the tuple path, mixed within one table -----------------------------------------------

@@ -45,7 +45,7 @@ from binlake.ingest.progress import profiled
 from binlake.ingest.statements import SEQ_FILE, SEQ_POS, ReadSpec, tracker_at
 from binlake.lake.current import database_key, keys_of
 from binlake.lake.delta import ParquetSink
-from binlake.lake.files import ROW_GROUP_ROWS, sort_keys
+from binlake.lake.files import stats_columns
 from binlake.lake.lake import Lake
 from binlake.lake.merge import counted_changes, latest_changes
 from binlake.lake.names import table_dir
@@ -68,6 +68,11 @@ FLUSH_ROWS = 65536  # rows of one table (or events) per row group
 # last reduction) to one row per key: once per split for splits of the default size (keys rarely repeat within a
 # row group, so reducing each one did the work twice), and a bound on the memory of larger ones
 LATEST_ROWS = 1 << 20
+#: Rows per row group of a staged file of last changes: a merge task reads the row groups its key range overlaps,
+#: so smaller groups read fewer rows of other ranges (a fifth of the keys from 8 staged files of 34 K rows each:
+#: 0.098 s with groups of 64 K rows, 0.065 s with 16 K, 0.052 s with 8 K; footers grow, with statistics of the key
+#: and ``_seq`` only).
+STAGED_GROUP_ROWS = 1 << 14
 
 
 @dataclass(frozen=True)
@@ -277,12 +282,13 @@ class _TableWriter:
             return None
         if not self.latest or not any(t.num_rows for t in self.latest):
             return ""
-        table = latest_changes(pa.concat_tables(self.latest), self.pk).sort_by(sort_keys(self.pk))
+        table = latest_changes(pa.concat_tables(self.latest), self.pk)  # sorted by the key
         name = f"{uuid.uuid4().hex}.parquet"
         staged = lake.staging(batch) / name
         try:
-            with staged.open_output() as sink:
-                pq.write_table(table, sink, row_group_size=ROW_GROUP_ROWS, compression="lz4", use_dictionary=False)
+            with staged.open_output() as sink:  # (statistics where a merge task prunes: a third of the writing)
+                pq.write_table(table, sink, row_group_size=STAGED_GROUP_ROWS, compression="lz4", use_dictionary=False,
+                               write_statistics=stats_columns(table.schema, self.pk))  # fmt: skip
         except OSError as e:  # a full disk, one gone read-only
             raise store_error("cannot write", e, staged.uri) from None
         return name

@@ -76,8 +76,16 @@ def sort_keys(pk: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def is_sorted(rows: pa.Table, pk: Sequence[str]) -> bool:
-    """Are ``rows`` in ascending order of the key ``pk`` (each key once)?"""
+    """Are ``rows`` in ascending order of the key ``pk`` (each key once, none null)?
+
+    >>> is_sorted(pa.table({"a": [1, 1, 2], "b": ["x", "y", "a"]}), ["a", "b"])
+    True
+    >>> [is_sorted(pa.table({"a": a}), ["a"]) for a in ([1, 1], [2, 1], [1, None])]
+    [False, False, False]
+    """
     n = rows.num_rows
+    if any(rows[c].null_count for c in pk):
+        return False
     if n < 2:
         return True
     later: pa.Array | None = None  # per adjacent pair: is the second row after the first, on the columns so far

@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from binlake.coltypes import Column
 from binlake.events.table_map import TableMapEvent
@@ -45,9 +44,8 @@ from binlake.ingest.progress import profiled
 from binlake.ingest.statements import SEQ_FILE, SEQ_POS, ReadSpec, tracker_at
 from binlake.lake.current import database_key, keys_of
 from binlake.lake.delta import ParquetSink
-from binlake.lake.files import stats_columns
 from binlake.lake.lake import Lake
-from binlake.lake.merge import counted_changes, latest_changes
+from binlake.lake.merge import STAGED, counted_changes, latest_changes, write_staged
 from binlake.lake.names import table_dir
 from binlake.lake.records import DataFile, Emptied, SkipRecord, Split, Statement, TaskReport
 from binlake.lake.tables import EVENTS, EVENTS_DIR, META_DICTIONARY, META_NAMES, meta_columns, seq_array
@@ -68,10 +66,9 @@ FLUSH_ROWS = 65536  # rows of one table (or events) per row group
 # last reduction) to one row per key: once per split for splits of the default size (keys rarely repeat within a
 # row group, so reducing each one did the work twice), and a bound on the memory of larger ones
 LATEST_ROWS = 1 << 20
-#: Rows per row group of a staged file of last changes: a merge task reads the row groups its key range overlaps,
-#: so smaller groups read fewer rows of other ranges (a fifth of the keys from 8 staged files of 34 K rows each:
-#: 0.098 s with groups of 64 K rows, 0.065 s with 16 K, 0.052 s with 8 K; footers grow, with statistics of the key
-#: and ``_seq`` only).
+#: Rows per record batch of a staged file of last changes: a merge task reads the batches its key range overlaps,
+#: so smaller ones read fewer rows of other ranges (a fifth of the keys from 8 staged Parquet files of 34 K rows
+#: each: 0.098 s with groups of 64 K rows, 0.065 s with 16 K, 0.052 s with 8 K).
 STAGED_GROUP_ROWS = 1 << 14
 
 
@@ -274,21 +271,19 @@ class _TableWriter:
         self.latest = None
 
     def current_file(self, lake: Lake, batch: int) -> str | None:
-        """Write the last change of each key (:meth:`flush` first) as a Parquet file in the batch's staging folder,
-        sorted by the key in small row groups (a merge task of a key range reads only the row groups of its
-        range); its name there, ``""`` when no row counts, ``None`` when the split gives none (see the class
-        docstring)."""
+        """Write the last change of each key (:meth:`flush` first) as a staged file in the batch's staging folder
+        (:func:`~binlake.lake.merge.write_staged`: sorted by the key in small record batches, of which a merge task
+        of a key range reads its range's); its name there, ``""`` when no row counts, ``None`` when the split gives
+        none (see the class docstring)."""
         if self.latest is None or self.pk is None:
             return None
         if not self.latest or not any(t.num_rows for t in self.latest):
             return ""
         table = latest_changes(pa.concat_tables(self.latest), self.pk)  # sorted by the key
-        name = f"{uuid.uuid4().hex}.parquet"
+        name = f"{uuid.uuid4().hex}{STAGED}"
         staged = lake.staging(batch) / name
         try:
-            with staged.open_output() as sink:  # (statistics where a merge task prunes: a third of the writing)
-                pq.write_table(table, sink, row_group_size=STAGED_GROUP_ROWS, compression="lz4", use_dictionary=False,
-                               write_statistics=stats_columns(table.schema, self.pk))  # fmt: skip
+            write_staged(table, staged, self.pk, STAGED_GROUP_ROWS)
         except OSError as e:  # a full disk, one gone read-only
             raise store_error("cannot write", e, staged.uri) from None
         return name

@@ -3,10 +3,11 @@
 A :class:`MergeTask` names a table, a range of its first key column ``[lo, hi)``, a segment of the batch
 (``_seq`` in ``[seq_lo, seq_hi)``: the changes between two statements that empty or move tables), the files
 holding the batch's change rows (:class:`Source`: the decode tasks' staged last change of each key, sorted by the
-key so a range reads only its row groups, or a split's change files) and the table's files that may hold keys of
-the range (:class:`~binlake.lake.fileset.LiveFile`).  The task
+key in record batches so a range reads only its own (:func:`write_staged`), or a split's change files) and the
+table's files that may hold keys of the range (:class:`~binlake.lake.fileset.LiveFile`).  The task
 
-1. reads the range's change rows of the segment (row groups pruned by their statistics);
+1. reads the range's change rows of the segment (record batches and row groups pruned by their first keys and
+   statistics);
 2. finds the live rows of the keys they touch (:func:`lookup`): in each file whose key bounds hold a key, the row
    groups whose Parquet statistics hold it, their key columns only (the whole rows too where a partial
    MINIMAL/NOBLOB image needs the old values);
@@ -78,6 +79,7 @@ __all__ = [
     "plan_ranges",
     "read_changes",
     "rows_at",
+    "write_staged",
 ]
 
 #: Change rows per range task of a large batch (a task holds its range's rows, their new rows and the key columns
@@ -89,9 +91,9 @@ _SAMPLES = 64  # key values taken from each
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """A Parquet file of change rows: ``counted`` ones are the rows current state applies already (a decode task's
-    staged last change of each key); the others are a change file's rows (those not rolled back are applied).
-    ``rows``, ``sorted`` (by the key), ``partial`` (some image lacks columns): from its footer."""
+    """A file of change rows: ``counted`` ones are the rows current state applies already (a decode task's staged
+    last change of each key, :func:`write_staged`); the others are a change file's rows (those not rolled back are
+    applied).  ``rows``, ``sorted`` (by the key), ``partial`` (some image lacks columns): from its footer."""
 
     uri: str
     counted: bool
@@ -108,9 +110,73 @@ class Source:
         return cls(str(v["uri"]), bool(v["counted"]), int(v["rows"]), bool(v["sorted"]), bool(v["partial"]))
 
 
+# -- a decode task's staged last changes --------------------------------------------------------------------------
+
+STAGED = ".arrow"
+"""The suffix of a staged file of last changes (:func:`write_staged`)."""
+_STAGED_META = b"binlake.staged"  # its schema's metadata: JSON {"key": pk[0], "firsts": its first per batch, "rows"}
+
+
+def write_staged(rows: pa.Table, loc: Location, pk: Sequence[str], batch_rows: int) -> None:
+    """``rows`` (one per key, sorted by ``pk``: :func:`latest_changes`) as the staged file ``loc``: Arrow IPC,
+    LZ4, record batches of ``batch_rows`` rows, the first ``pk[0]`` of each batch and its rows in the schema's
+    metadata (a merge task reads the batches of its key range, :func:`plan_ranges` cuts ranges at them).  Against
+    the Parquet it replaced (LZ4, statistics of the key), on 269 K staged rows of the 1 GiB benchmark: written in
+    0.047 s, not 0.093, read in 0.013 s, not 0.027, of the same size (the file lives until its batch is done)."""
+    batches = [b for b in rows.to_batches(batch_rows) if b.num_rows]
+    firsts = pa.concat_arrays([b.column(pk[0]).slice(0, 1) for b in batches]) if batches else rows[pk[0]].chunk(0)
+    meta = json.dumps({"key": pk[0], "firsts": encode_values(firsts), "rows": [b.num_rows for b in batches]})
+    schema = rows.schema.with_metadata({**(rows.schema.metadata or {}), _STAGED_META: meta.encode()})
+    options = pa.ipc.IpcWriteOptions(compression="lz4")
+    with loc.open_output() as sink, pa.ipc.new_file(sink, schema, options=options) as w:
+        for b in batches:
+            w.write_batch(b)
+
+
+def _staged_batches(reader: Any) -> tuple[list[Any], list[int]]:
+    """The first key and the rows of each record batch of a staged file (its reader)."""
+    meta = json.loads((reader.schema.metadata or {})[_STAGED_META])
+    return decode_values(meta["firsts"]).to_pylist(), [int(n) for n in meta["rows"]]
+
+
+def _staged_rows(loc: Location, types: pa.Schema, filter: pads.Expression | None, bounds: tuple[Any, Any]) -> pa.Table:
+    """:func:`change_rows` of a staged file: its record batches whose keys may fall in ``bounds`` (``[lo, hi)`` of
+    the first key column; a batch's keys run from its first to the next one's first), the rows of the two at the
+    ends that fall outside dropped, then ``filter`` (of other columns than the key's)."""
+    lo, hi = bounds
+    with loc.open_input() as f:
+        reader = pa.ipc.open_file(f)
+        key = json.loads(reader.schema.metadata[_STAGED_META])["key"]
+        firsts, _ = _staged_batches(reader)
+        n = len(firsts)
+        picked = []
+        for i in range(n):
+            after = firsts[i + 1] if i + 1 < n else None  # the batch's keys are at most this (None: unknown)
+            if (hi is not None and firsts[i] >= hi) or (lo is not None and after is not None and after < lo):
+                continue
+            batch = reader.get_batch(i)
+            if (lo is not None and firsts[i] < lo) or (hi is not None and (after is None or after >= hi)):
+                column = batch.column(key)
+                keep = None if lo is None else pc.greater_equal(column, pa.scalar(lo, column.type))
+                if hi is not None:
+                    below = pc.less(column, pa.scalar(hi, column.type))
+                    keep = below if keep is None else pc.and_(keep, below)
+                batch = batch.filter(keep)
+            picked.append(batch)
+        rows = pa.Table.from_batches(picked, schema=reader.schema)
+    schema = pa.schema([f for f in types if f.name in rows.column_names])
+    rows = rows.select(schema.names).cast(schema)
+    return rows if filter is None else rows.filter(filter)
+
+
 def describe_source(loc: Location, *, counted: bool, sorted: bool) -> Source:
     """The :class:`Source` at ``loc``, from its footer: a partial image is a row whose ``_absent`` list holds a name,
-    so its leaf column has a min/max statistic in some row group (no statistics: assumed partial)."""
+    so its leaf column has a min/max statistic in some row group (no statistics: assumed partial).  A staged file
+    (:func:`write_staged`) is sorted and whole: the tasks stage none for partial images."""
+    if loc.name.endswith(STAGED):
+        with loc.open_input() as f:
+            _, rows = _staged_batches(pa.ipc.open_file(f))
+        return Source(loc.uri, counted, sum(rows), True, False)
     with loc.open_input() as f:
         meta = pq.ParquetFile(f).metadata
     partial = False
@@ -383,13 +449,13 @@ def _last_of_runs(rows: pa.Table, pk: list[str]) -> np.ndarray[Any, Any]:
 # -- reading the changes ------------------------------------------------------------------------------------------
 
 
-def _filter(task: MergeTask) -> pads.Expression | None:
-    """The change rows of the task's range and segment, by the change files' column names."""
+def _filter(task: MergeTask, *, keys: bool = True) -> pads.Expression | None:
+    """The change rows of the task's range (``keys``) and segment, by the change files' column names."""
     stored = {cur: name for name, cur in task.names}
     first = task.schema.field(task.pk[0])
     first = first.with_name(stored.get(first.name, first.name))
     parts: list[pads.Expression] = []
-    lo, hi = task.bounds
+    lo, hi = task.bounds if keys else (None, None)
     if lo is not None:
         parts.append(pc.field(first.name) >= pa.scalar(lo, first.type))
     if hi is not None:
@@ -405,10 +471,15 @@ def _filter(task: MergeTask) -> pads.Expression | None:
     return out
 
 
-def change_rows(loc: Location, types: pa.Schema, filter: pads.Expression | None) -> pa.Table:
+def change_rows(
+    loc: Location, types: pa.Schema, filter: pads.Expression | None, bounds: tuple[Any, Any] = (None, None)
+) -> pa.Table:
     """The rows of the Parquet file at ``loc`` that ``filter`` keeps, with those of its columns ``types`` names, as
     ``types`` types them.  Row groups are pruned by their statistics, but in a file whose columns have other types
-    (string views, in a file delta-rs rewrote) the rows are filtered once read and cast."""
+    (string views, in a file delta-rs rewrote) the rows are filtered once read and cast.  A staged file
+    (:func:`write_staged`) is read by its record batches whose first key column may fall in ``bounds``."""
+    if loc.name.endswith(STAGED):
+        return _staged_rows(loc, types, filter, bounds)
     have = pq.read_schema(loc.path, filesystem=loc.fs)
     schema = pa.schema([f for f in types if f.name in have.names])
     if all(have.field(f.name).type == f.type for f in schema):
@@ -427,14 +498,14 @@ def read_changes(task: MergeTask) -> pa.Table:
     fields = [f.with_name(stored.get(f.name, f.name)) for f in task.schema]
     types = pa.schema([*fields, pa.field("_op", meta["_op"]), pa.field("_absent", meta["_absent"]),
                        pa.field("_rolled_back", meta["_rolled_back"])])  # fmt: skip
-    where = _filter(task)
+    where, rest = _filter(task), _filter(task, keys=False)
     parts = []
     for s in task.sources:
-        expr = where
+        expr = rest if s.uri.endswith(STAGED) else where  # (a staged file is read by its key range itself)
         if not s.counted:  # not rolled back, not waiting for an XA outcome (null)
             counted = pc.field("_rolled_back") == pa.scalar(False)
             expr = counted if expr is None else expr & counted
-        rows = change_rows(Location(s.uri), types, expr)
+        rows = change_rows(Location(s.uri), types, expr, task.bounds)
         parts.append(rows.drop_columns(["_rolled_back"]) if "_rolled_back" in rows.column_names else rows)
     if not parts:
         return pa.table({"_seq": pa.array([], SEQ)})
@@ -602,6 +673,11 @@ def plan_ranges(sources: Sequence[Source], first: pa.Field, target: int = RANGE_
     points: list[tuple[Any, float]] = []
     for s in sources:
         loc = Location(s.uri)
+        if loc.name.endswith(STAGED):
+            with loc.open_input() as f:
+                firsts, counts = _staged_batches(pa.ipc.open_file(f))
+            points += [(v, float(n)) for v, n in zip(firsts, counts, strict=True) if v is not None]
+            continue
         with loc.open_input() as f:
             pf = pq.ParquetFile(f)
             meta = pf.metadata

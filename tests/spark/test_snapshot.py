@@ -465,8 +465,9 @@ def test_ingest_host_snapshots_an_empty_lake_then_streams(seeded: MariaDBServer,
 
 def test_a_table_an_alter_left_null_is_read_again(seeded: MariaDBServer, tmp_path: Path) -> None:
     """An ALTER TABLE the lake cannot mirror exactly (DOUBLE to text: the server's ``%g``-like text) leaves NULL in
-    the current state, and the ingest's summary says so and how to read the table again; ``--snapshot DB.TABLE``
-    then makes it equal SELECT cell by cell.  (Last in this file: its table stays on the module's server.)"""
+    the current state: with ``--no-reread`` the ingest's report says so and how to read the table again, and
+    ``--snapshot DB.TABLE`` then makes it equal SELECT cell by cell; by default the ingest reads the table again
+    itself before its next batch, and says so.  (Last in this file: its table stays on the module's server.)"""
     server, lake, pw = seeded, tmp_path / "lake", _password_file(tmp_path)
     server.execute(
         "CREATE DATABASE conv; CREATE TABLE conv.t (id INT PRIMARY KEY, f DOUBLE, n VARCHAR(10));"
@@ -476,12 +477,22 @@ def test_a_table_an_alter_left_null_is_read_again(seeded: MariaDBServer, tmp_pat
     assert rc == 0, out[-3000:]
     assert _compare_keyed(server, lake, "conv", "t", ["id"])[1] == []
     server.execute("ALTER TABLE conv.t MODIFY f VARCHAR(40); INSERT INTO conv.t VALUES (5, '2.25', 'e')")
-    rc, out = _run_host(server, lake, pw)
+    rc, out = _run_host(server, lake, pw, "--no-reread")
     assert rc == 0, out[-3000:]
     assert "converted in a way binlake does not mirror, set NULL" in out and "--snapshot DB.TABLE" in out, out
+    assert "read again" not in out, out
     n, wrong = _compare_keyed(server, lake, "conv", "t", ["id"])
     assert sorted(w[3] for w in wrong) == [(1,), (2,), (4,)], wrong  # f of the rows before the ALTER (id 3: NULL)
     rc, out = _run_host(server, lake, pw, "--snapshot", "conv.t")
     assert rc == 0, out[-3000:]
     n, wrong = _compare_keyed(server, lake, "conv", "t", ["id"])
     assert wrong == [] and n == 5 * 3
+    server.execute(
+        "ALTER TABLE conv.t ADD d DOUBLE DEFAULT 0.1; ALTER TABLE conv.t MODIFY d VARCHAR(40);"
+        "INSERT INTO conv.t VALUES (6, '7', 'g', '0.5')"
+    )
+    rc, out = _run_host(server, lake, pw)
+    assert rc == 0, out[-3000:]
+    assert "set NULL" in out and "read again from the server, so their current state equals it: conv.t" in out, out
+    n, wrong = _compare_keyed(server, lake, "conv", "t", ["id"])
+    assert wrong == [] and n == 6 * 4

@@ -54,6 +54,7 @@ __all__ = [
     "parse_datetime",
     "parse_gtids",
     "parse_ops",
+    "table_glob",
 ]
 
 OPS = ("insert", "update", "delete", "statement")
@@ -138,6 +139,17 @@ class ChangeFilter:
         if self.include_gtids is not None and gtid not in self.include_gtids:
             return False
         return self.exclude_gtids is None or gtid not in self.exclude_gtids
+
+
+def table_glob(db: str, table: str) -> str:
+    """A ``--tables`` glob (:meth:`ChangeFilter.wants_table`) that matches ``db.table`` alone: fnmatch's special
+    characters in brackets.
+
+    >>> only = ChangeFilter(tables=(table_glob("shop", "a*?"),))
+    >>> only.wants_table("shop", "a*?"), only.wants_table("shop", "ab?"), only.wants_table("shop", "a*b")
+    (True, False, False)
+    """
+    return "".join(f"[{c}]" if c in "*?[" else c for c in f"{db}.{table}")
 
 
 def parse_datetime(text: str) -> int:

@@ -113,6 +113,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="an empty lake takes no snapshot: its stream starts at --from or --from-start",
     )
+    live.add_argument(
+        "--no-reread",
+        action="store_true",
+        help="after an ALTER TABLE whose conversion binlake does not mirror (its values set NULL in current state, "
+        "as the batch's report says), do not read the table again from the server (by default it is, before the "
+        "next batch, as --snapshot DB.TABLE does)",
+    )
     where = live.add_mutually_exclusive_group()
     where.add_argument(
         "--from-start",
@@ -302,9 +309,10 @@ def _live(args: argparse.Namespace, spark: Future[Any], cores: int | None, watch
     sizes = BinlogSizes(options)
     watch.poll_server(sizes, sizes.close)
     read = ReadSpec(decode_options(args), decryptor_of(args), args.on_error)
-    first, again = _snapshots(args, runner, progress)
+    first, again, reread = _snapshots(args, runner, progress)
     result = live_ingest(runner, options, args.lake, start=start, from_start=args.from_start, snapshot=first,
-                         snapshot_again=again, check=_snapshot_check(args), follow=args.follow,
+                         snapshot_again=again, reread=None if args.no_reread else reread,
+                         check=_snapshot_check(args), follow=args.follow,
                          interval=args.interval, batch_bytes=args.batch_mib << 20 if args.batch_mib else None,
                          split_bytes=args.split_mb << 20, progress=progress, read=read, cores=cores,
                          wait=args.wait, lease_seconds=args.lease_seconds, on_batch=batch_done,
@@ -368,9 +376,14 @@ def _snapshot_check(args: argparse.Namespace) -> Callable[[Lake, ConnectionOptio
 
 def _snapshots(
     args: argparse.Namespace, runner: SparkRunner, progress: Progress
-) -> tuple[Snapshot | None, Callable[[Lake, ConnectionOptions], object] | None]:
+) -> tuple[
+    Snapshot | None,
+    Callable[[Lake, ConnectionOptions], object] | None,
+    Callable[[Lake, ConnectionOptions, list[str]], object],
+]:
     """The live ingest's snapshot hooks the options ask for: an empty lake's first snapshot (unless
-    ``--no-snapshot``), and ``--snapshot TABLES`` taken again; their chunks are Spark tasks."""
+    ``--no-snapshot``), ``--snapshot TABLES`` taken again, and tables read again after an ALTER TABLE left values
+    NULL (``live_ingest``'s ``reread``); their chunks are Spark tasks."""
     from binlake.errors import ReplicationError
     from binlake.replication.options import PASSWORD_ENV
     from binlake.snapshot import SnapshotSpec, snapshot_held
@@ -391,9 +404,12 @@ def _snapshots(
     def again(lake: Lake, options: ConnectionOptions) -> None:
         snapshot_held(options, lake, spec(options, _globs(args.snapshot), again=True))
 
+    def reread(lake: Lake, options: ConnectionOptions, tables: list[str]) -> None:
+        snapshot_held(options, lake, spec(options, tables, again=True))
+
     if args.snapshot is not None:
-        return None, again
-    return (None if args.no_snapshot else first), None
+        return None, again, reread
+    return (None if args.no_snapshot else first), None, reread
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -42,12 +42,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from binlake.binlogs import list_binlogs
+from binlake.changes.filters import table_glob
 from binlake.errors import BinlogError, ReplicationError
 from binlake.ingest.plan import DEFAULT_SPLIT_BYTES
 from binlake.ingest.progress import Progress
 from binlake.ingest.run import IngestResult, ingest_held
 from binlake.ingest.statements import ReadSpec
 from binlake.lake.lake import BINLOGS_DIR, Lake
+from binlake.lake.names import decode_name
 from binlake.lake.runner import Runner
 from binlake.metrics import NO_METRICS, Metrics
 from binlake.replication.client import connected
@@ -115,6 +117,7 @@ def live_ingest(
     from_start: bool = False,
     snapshot: Snapshot | None = None,
     snapshot_again: Callable[[Lake, ConnectionOptions], object] | None = None,
+    reread: Callable[[Lake, ConnectionOptions, list[str]], object] | None = None,
     check: Callable[[Lake, ConnectionOptions], None] | None = None,
     follow: bool = False,
     interval: float = DEFAULT_INTERVAL,
@@ -136,6 +139,13 @@ def live_ingest(
     leaves it; otherwise this is an error saying so.  ``snapshot_again``: called with the lease held, before the
     mirror starts, on a lake the stream already writes (``binlake ingest --snapshot TABLES``: chosen tables
     snapshotted again, the stream then going on from the lake's resume point); an empty lake given it is an error.
+    ``reread``: called with the lease held after a batch in which an ALTER TABLE left values NULL in a table's
+    current state (a conversion binlake does not mirror, :class:`~binlake.lake.current.Unconverted`), with those
+    tables as ``--tables`` globs: they are snapshotted again, as ``snapshot_again`` does, so the current state
+    equals the server's before the next batch (the result's :attr:`~binlake.ingest.run.IngestResult.reread` says
+    so); where it cannot be (a privilege, a password typed at the prompt), the batch's report says why and the
+    values stay NULL until ``--snapshot DB.TABLE``.
+
     Before the lake is touched (its writer lease included) the user's privileges to stream are asked
     (:func:`~binlake.replication.privileges.require_replication`), then ``check`` (the snapshot's:
     :func:`binlake.snapshot.check_snapshot`): a refusal names what is missing and leaves the lake as it was.
@@ -189,6 +199,8 @@ def live_ingest(
                     point = ResumePoint(files[0].name, 4)
                 r = ingest_held(runner, files, lake, split_bytes=split_bytes, progress=progress, read=read, cores=cores,
                                 start=point, definitions=definitions, maintain_every=maintain_every)  # fmt: skip
+                if reread is not None and r.unconverted:
+                    _read_again(lake, options, reread, r, progress)
                 result.add(r)
                 if r.batches:
                     tell_batches(metrics, r, binlogs)
@@ -203,6 +215,27 @@ def live_ingest(
         raise failed[0]
     result.seconds = time.monotonic() - t0
     return result
+
+
+def _read_again(
+    lake: Lake,
+    options: ConnectionOptions,
+    reread: Callable[[Lake, ConnectionOptions, list[str]], object],
+    r: IngestResult,
+    progress: Progress,
+) -> None:
+    """Snapshot again the tables of ``r`` in which an ALTER TABLE left values NULL (``live_ingest``'s ``reread``);
+    record them in ``r.reread``, or, where the server refuses or the snapshot cannot run, leave them as they are and
+    say why (the ingest goes on: those values stay NULL, as the report says)."""
+    tables = [tuple(decode_name(p) for p in key.split("/", 1)) for key in sorted({u.key for u in r.unconverted})]
+    names = [f"{db}.{table}" for db, table in tables]
+    progress.log(f"an ALTER TABLE left values NULL: reading {', '.join(names)} again from the server")
+    try:
+        reread(lake, options, [table_glob(db, table) for db, table in tables])
+    except ReplicationError as e:
+        progress.log(f"  cannot read them again ({e}); `binlake ingest --host ... --snapshot DB.TABLE` can")
+        return
+    r.reread = names
 
 
 def tell_batches(metrics: Metrics, r: IngestResult, binlogs: Location | None = None) -> None:

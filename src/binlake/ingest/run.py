@@ -61,7 +61,7 @@ from binlake.ingest.statements import (
 )
 from binlake.ingest.tails import inside, last_whole, plainly_outside
 from binlake.ingest.tasks import TaskPlan, write_task
-from binlake.lake.current import MapLayout
+from binlake.lake.current import MapLayout, Unconverted
 from binlake.lake.lake import Lake
 from binlake.lake.maintain import after_batch
 from binlake.lake.names import decode_name, table_dir
@@ -96,7 +96,8 @@ class IngestResult:
     skips: list[SkipRecord] = field(default_factory=list)  # what --on-error skip-* skipped
     xa_pending: int = 0  # XA transactions prepared and not yet committed or rolled back
     renames: int = 0
-    unconverted: list[str] = field(default_factory=list)  # values an ALTER TABLE left NULL in current state
+    unconverted: list[Unconverted] = field(default_factory=list)  # values an ALTER TABLE left NULL in current state
+    reread: list[str] = field(default_factory=list)  # tables (DB.TABLE) a live ingest then read again from the server
     seconds: float = 0.0
     waited: float = 0.0  # seconds spent waiting for another ingest writing the lake
     resume: ResumePoint | None = None  # where the stream goes on after the last batch (live lakes)
@@ -147,7 +148,12 @@ def warnings(result: IngestResult) -> list[str]:
     if result.unconverted:
         lines.append("  current state: values ALTER TABLE converted in a way binlake does not mirror, set NULL:")
         lines.extend(f"    {u}" for u in result.unconverted)
-        lines.append("    (from a server: `binlake ingest --host ... --snapshot DB.TABLE` reads such a table again)")
+        if not result.reread:
+            lines.append(
+                "    (from a server: `binlake ingest --host ... --snapshot DB.TABLE` reads such a table again)"
+            )
+    if result.reread:
+        lines.append(f"  read again from the server, so their current state equals it: {', '.join(result.reread)}")
     if result.skips:
         lost = sum(s.events_lost for s in result.skips)
         lines.append(f"  {len(result.skips)} damaged stretch(es) skipped ({lost} events lost), listed in _skips:")

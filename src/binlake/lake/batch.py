@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from binlake.lake.alter import Alteration
-from binlake.lake.current import MapLayout, replace_current, staged_latest, update_current
+from binlake.lake.current import MapLayout, Unconverted, replace_current, staged_latest, update_current
 from binlake.lake.records import BatchDone, BatchManifest, DataFile, Emptied, SkipRecord, TaskReport
 from binlake.lake.runner import InProcessRunner, Runner
 from binlake.lake.tables import EVENTS, EVENTS_DIR, HISTORY, HISTORY_DIR, OWN_TABLES, SKIPS, SKIPS_DIR
@@ -99,7 +99,7 @@ class Batch:
         self._alterations: list[Alteration] = []
         self.pending: dict[str, tuple[str, ...]] = {}  # after the commit: XID -> tables, still waiting
         self._touched: set[Location] = set()  # every table a step of the commit may have committed to
-        self.unconverted: list[str] = []  # after the commit: values an ALTER left NULL, one line per column
+        self.unconverted: list[Unconverted] = []  # after the commit: values an ALTER left NULL, one per column
         self.rewound = 0  # after the commit of a rewinding batch: the tables it took back
 
     # -- what the batch produced ---------------------------------------------------------------------------------

@@ -62,12 +62,30 @@ if TYPE_CHECKING:
 __all__ = [
     "LOCAL_ROWS",
     "MapLayout",
+    "Unconverted",
     "database_key",
     "keys_of",
     "replace_current",
     "staged_latest",
     "update_current",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class Unconverted:
+    """Values an ALTER TABLE left NULL in a table's current state (:mod:`binlake.lake.alter`): ``count`` values of
+    column ``column`` of table ``key`` (``db/table``) after ``query``, and ``why`` there is no exact conversion.  Its
+    text is the line the ingest's report and the table's commit say."""
+
+    key: str
+    column: str
+    count: int
+    query: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.key}.{self.column}: {self.count} value(s) set NULL after {self.query!r} ({self.why})"
+
 
 #: A batch of at most this many change rows (of the tables a merge step touches) merges in this process, one task
 #: per table: a Spark job would cost more than the merge.
@@ -150,7 +168,7 @@ class _Batch:
         for key, alters in self.alterations.items():  # the key before the batch's first ALTER (``pk``: after its last)
             self.pk[key] = list(alters[0].pk_before)
         self.names: dict[str, dict[str, str]] = {}  # per table: change column -> current column, where they differ
-        self.unconverted: list[str] = []  # what the alterations could not convert exactly (module alter)
+        self.unconverted: list[Unconverted] = []  # what the alterations could not convert exactly (module alter)
 
     def get(self, key: str) -> FileSet:
         if key not in self.sets:
@@ -226,7 +244,7 @@ class _Batch:
             notes = {c.name: c.note for c in a.columns}
             for name, n in sorted(failed.items()):
                 why = notes.get(name) or "no exact conversion to its new type"
-                self.unconverted.append(f"{a.key}.{name}: {n} value(s) set NULL after {a.query!r} ({why})")
+                self.unconverted.append(Unconverted(a.key, name, n, a.query, why))
         self.pk[a.key] = list(a.pk)
         self.schemas[a.key] = pa.schema([*a.schema, pa.field("_seq", SEQ), pa.field("_ts", UTC_TS)])
         self.names[a.key] = {}
@@ -312,7 +330,7 @@ class _Batch:
     def commit(self) -> None:
         layout = self.lake.settings().current_layout
         for key, fs in sorted(self.sets.items()):
-            notes = [u for u in self.unconverted if u.startswith(f"{key}.")]
+            notes = [str(u) for u in self.unconverted if u.key == key]
             fs.commit(self.schema(key), self.pk.get(key) or [], batch=self.batch, fence=self.lake.check, layout=layout,
                       runner=self.runner, note="; ".join(notes) or None)  # fmt: skip
 
@@ -330,7 +348,7 @@ def update_current(
     runner: Runner | None = None,
     layouts: Sequence[MapLayout] = (),
     alterations: Sequence[Alteration] = (),
-) -> tuple[list[str], list[str]]:
+) -> tuple[list[str], list[Unconverted]]:
     """Apply this batch to the current-state tables (module docstring): each table's changes in ``_seq`` order,
     cut where a statement empties a table (``emptied``), moves it (``renames``) or alters its columns
     (``alterations``, :mod:`binlake.lake.alter`); ``latest``: the tables the tasks reduced to the last change of

@@ -86,7 +86,7 @@ def test_a_live_ingest_keeps_the_password_out_of_output_lake_and_plans(spark: An
                               env={**env, "BINLAKE_PASSWORD": PASSWORD}, capture_output=True, text=True)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     output = done.stdout + done.stderr
-    assert "ingested 1 batches" in output and len(output) > 1000 and PASSWORD not in output
+    assert "ingested 1 batch from" in output and len(output) > 1000 and PASSWORD not in output
     secret = PASSWORD.encode()
     objects = [p for p in lake.rglob("*") if p.is_file()]
     assert any(p.suffix == ".parquet" for p in objects) and any(p.parent.name == "_binlogs" for p in objects)

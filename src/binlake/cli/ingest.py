@@ -318,7 +318,8 @@ def _live(args: argparse.Namespace, spark: Future[Any], cores: int | None, watch
                          wait=args.wait, lease_seconds=args.lease_seconds, on_batch=batch_done,
                          metrics=watch.metrics, maintain_every=args.maintain_every)  # fmt: skip
     where = f", going on at {result.resume.file}:{result.resume.position}" if result.resume else ""
-    print(f"ingested {result.batches} batches from {args.host}: {result.mirrored} bytes mirrored, {result.events}"
+    batches = "1 batch" if result.batches == 1 else f"{result.batches} batches"
+    print(f"ingested {batches} from {args.host}: {result.mirrored} bytes mirrored, {result.events}"
           f" events, {sum(result.changes.values())} row changes in {result.seconds:.1f} s{where}")  # fmt: skip
     return 0
 

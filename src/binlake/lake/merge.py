@@ -124,7 +124,8 @@ def write_staged(rows: pa.Table, loc: Location, pk: Sequence[str], batch_rows: i
     the Parquet it replaced (LZ4, statistics of the key), on 269 K staged rows of the 1 GiB benchmark: written in
     0.047 s, not 0.093, read in 0.013 s, not 0.027, of the same size (the file lives until its batch is done)."""
     batches = [b for b in rows.to_batches(batch_rows) if b.num_rows]
-    firsts = pa.concat_arrays([b.column(pk[0]).slice(0, 1) for b in batches]) if batches else rows[pk[0]].chunk(0)
+    first = rows.schema.field(pk[0]).type
+    firsts = pa.concat_arrays([b.column(pk[0]).slice(0, 1) for b in batches]) if batches else pa.array([], first)
     meta = json.dumps({"key": pk[0], "firsts": encode_values(firsts), "rows": [b.num_rows for b in batches]})
     schema = rows.schema.with_metadata({**(rows.schema.metadata or {}), _STAGED_META: meta.encode()})
     options = pa.ipc.IpcWriteOptions(compression="lz4")
@@ -133,10 +134,10 @@ def write_staged(rows: pa.Table, loc: Location, pk: Sequence[str], batch_rows: i
             w.write_batch(b)
 
 
-def _staged_batches(reader: Any) -> tuple[list[Any], list[int]]:
-    """The first key and the rows of each record batch of a staged file (its reader)."""
+def _staged_batches(reader: Any) -> tuple[str, list[Any], list[int]]:
+    """The first key column of a staged file (its reader), and the first key and the rows of each record batch."""
     meta = json.loads((reader.schema.metadata or {})[_STAGED_META])
-    return decode_values(meta["firsts"]).to_pylist(), [int(n) for n in meta["rows"]]
+    return str(meta["key"]), decode_values(meta["firsts"]).to_pylist(), [int(n) for n in meta["rows"]]
 
 
 def _staged_rows(loc: Location, types: pa.Schema, filter: pads.Expression | None, bounds: tuple[Any, Any]) -> pa.Table:
@@ -146,8 +147,7 @@ def _staged_rows(loc: Location, types: pa.Schema, filter: pads.Expression | None
     lo, hi = bounds
     with loc.open_input() as f:
         reader = pa.ipc.open_file(f)
-        key = json.loads(reader.schema.metadata[_STAGED_META])["key"]
-        firsts, _ = _staged_batches(reader)
+        key, firsts, _ = _staged_batches(reader)
         n = len(firsts)
         picked = []
         for i in range(n):
@@ -175,7 +175,7 @@ def describe_source(loc: Location, *, counted: bool, sorted: bool) -> Source:
     (:func:`write_staged`) is sorted and whole: the tasks stage none for partial images."""
     if loc.name.endswith(STAGED):
         with loc.open_input() as f:
-            _, rows = _staged_batches(pa.ipc.open_file(f))
+            _, _, rows = _staged_batches(pa.ipc.open_file(f))
         return Source(loc.uri, counted, sum(rows), True, False)
     with loc.open_input() as f:
         meta = pq.ParquetFile(f).metadata
@@ -675,7 +675,7 @@ def plan_ranges(sources: Sequence[Source], first: pa.Field, target: int = RANGE_
         loc = Location(s.uri)
         if loc.name.endswith(STAGED):
             with loc.open_input() as f:
-                firsts, counts = _staged_batches(pa.ipc.open_file(f))
+                _, firsts, counts = _staged_batches(pa.ipc.open_file(f))
             points += [(v, float(n)) for v, n in zip(firsts, counts, strict=True) if v is not None]
             continue
         with loc.open_input() as f:

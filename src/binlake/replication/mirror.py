@@ -75,7 +75,6 @@ from binlake.storage import (
     Location,
     Piece,
     SegmentedFile,
-    StorageError,
     binlog_copies,
     binlog_pieces,
     locate,
@@ -176,24 +175,25 @@ def _recover(loc: Location) -> int:
         log.warning("%s: cutting a partial event at %d off (%d bytes)", loc, end, last.end - end)
         last.location.write_bytes(last.location.read_bytes()[: end - last.offset])
     if len(table) > 0 and table.codes[-1] in _FILE_ENDS:
-        _clear_stored_in_use(pieces)
+        _clear_stored_in_use(loc, pieces)
     return end
 
 
-def _clear_stored_in_use(pieces: list[Piece]) -> None:
-    """Clear the in-use flag of a copy in an object store, held by ``pieces``: in the piece holding the
-    FORMAT_DESCRIPTION's flags (segment 0, the magic and the FORMAT_DESCRIPTION alone, a few hundred bytes; a whole
-    object a mirror wrote before segments, rewritten once; segment 4 after a segment 0 of the magic alone, which
-    binlake 0.1's mirror wrote when a sync came between the two).  A copy that ends before the flags has none."""
+def _clear_stored_in_use(loc: Location, pieces: list[Piece]) -> None:
+    """Clear the in-use flag of the copy ``loc`` in an object store, held by ``pieces``: the flags' byte read
+    through the copy's reader (one ranged request), and where it is set the piece holding it rewritten (segment 0,
+    the magic and the FORMAT_DESCRIPTION alone, a few hundred bytes; a whole object a mirror wrote before segments,
+    once; segment 4 after a segment 0 of the magic alone, which binlake 0.1's mirror wrote when a sync came between
+    the two).  A copy that ends before the flags has none."""
     piece = next((p for p in pieces if p.offset <= _FDE_FLAGS_AT < p.end), None)
     if piece is None:
         return
-    data = bytearray(piece.location.read_bytes())
-    at = _FDE_FLAGS_AT - piece.offset
-    if len(data) <= at:
-        raise StorageError(f"a piece of the copy ends before its listed size ({piece.size})", file=piece.location.uri)
-    if data[at] & LOG_EVENT_BINLOG_IN_USE_F:
-        data[at] &= ~LOG_EVENT_BINLOG_IN_USE_F
+    with SegmentedFile(loc.parent, loc.name, pieces).open() as f:
+        f.seek(_FDE_FLAGS_AT)
+        flags = f.read(1)
+    if flags[0] & LOG_EVENT_BINLOG_IN_USE_F:
+        data = bytearray(piece.location.read_bytes())
+        data[_FDE_FLAGS_AT - piece.offset] &= ~LOG_EVENT_BINLOG_IN_USE_F
         piece.location.write_bytes(bytes(data))
 
 
@@ -295,7 +295,7 @@ class _Copy:
                 if self.size > self._sent:
                     self._upload()
                 if complete:  # after every byte: a complete copy is a whole one
-                    _clear_stored_in_use(binlog_pieces(self.loc.parent, self.loc.name))
+                    _clear_stored_in_use(self.loc, binlog_pieces(self.loc.parent, self.loc.name))
         finally:
             out.close()
 

@@ -80,3 +80,16 @@ def test_an_unsorted_source_beside_it(tmp_path: Path) -> None:
     assert change_rows(locate(tmp_path) / "xa.parquet", pa.schema([pa.field("id", pa.int64())]), None)[
         "id"
     ].to_pylist() == [5, 1]
+
+
+def test_a_local_staged_file_is_read_in_place(tmp_path: Path) -> None:
+    """On a local disk the file is uncompressed (a merge task maps it and reads it without a copy): it is at least
+    as large as its rows in memory, and the rows read stay whole after the file is closed and removed (the batch
+    ends by removing its staging folder)."""
+    rows = pa.table({"a": list(range(20_000)), "v": ["the same words again and again"] * 20_000})
+    loc = locate(tmp_path) / f"one{STAGED}"
+    write_staged(rows, loc, ["a"], 4096)
+    assert (tmp_path / f"one{STAGED}").stat().st_size >= rows.nbytes  # LZ4 would make these words a few KB
+    got = change_rows(loc, rows.schema, None, (5_000, None))
+    (tmp_path / f"one{STAGED}").unlink()
+    assert got.to_pylist() == rows.slice(5_000).to_pylist()

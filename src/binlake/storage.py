@@ -304,6 +304,15 @@ class Location:
         """A seekable binary file (pyarrow ``RandomAccessFile``) reading this location."""
         return _call(self, lambda: self.fs.open_input_file(self.path))
 
+    def open_mapped(self) -> Any:
+        """:meth:`open_input`, but a local file is mapped into memory: Arrow reads its uncompressed buffers without
+        a copy (they stay valid after the file is closed, or removed)."""
+        if self.is_local:
+            import pyarrow as pa
+
+            return _call(self, lambda: pa.memory_map(self.path))
+        return self.open_input()
+
     def open_output(self) -> Any:
         """A binary output stream writing this file (its folders created first on a local disk)."""
         if self.is_local:

@@ -7,6 +7,7 @@ the full size)."""
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import random
 import signal
@@ -255,6 +256,45 @@ def test_compact_merges_a_change_tables_mid_size_files_once(lake: Lake, monkeypa
     m.maintain(lake, only=["compact"])
     snap = deltalog.read_snapshot(loc)
     assert snap is not None and merged in snap.files and len(snap.files) == 2
+
+
+def test_a_retention_past_a_week_keeps_its_tombstones_in_checkpoints(lake: Lake) -> None:
+    """delta-rs' checkpoints leave out the ``remove`` actions older than the table's
+    ``delta.deletedFileRetentionDuration`` (a week unless set); with a lake retention of 30 days the checkpoint step
+    raises it on every table first (once: a second run commits nothing; a shorter retention never lowers it), so a
+    file removed 10 days ago is still a tombstone after a checkpoint and time travel to before its removal reads."""
+    model = _play(lake, 12)
+    loc = lake.current(key_of("t1"))
+    old_version = deltalog.read_snapshot(loc).version  # type: ignore[union-attr]
+    old_rows = lake_delta.read_table(loc, version=old_version)
+    m.maintain(lake, only=["compact"])  # replaces the table's files: tombstones
+    ten_days_ago = int((time.time() - 10 * 86400) * 1000)
+    for commit in sorted((Path(loc.uri) / "_delta_log").glob("*.json")):  # (the compaction as if 10 days old)
+        lines = [json.loads(line) for line in commit.read_text().splitlines()]
+        if any("remove" in a for a in lines):
+            for a in lines:
+                if "remove" in a:
+                    a["remove"]["deletionTimestamp"] = ten_days_ago
+            commit.write_text("".join(json.dumps(a) + "\n" for a in lines))
+    removed = set(deltalog.read_snapshot(loc).tombstones)  # type: ignore[union-attr]
+    assert removed
+    month = 30 * 86400.0
+    report = m.maintain(lake, only=["checkpoint"], retention=month)
+    tables = list(lake.table_locations())
+    assert report.properties == len(tables)
+    for _, _, t in tables:
+        config = deltalog.read_snapshot(t).metadata["configuration"]  # type: ignore[union-attr]
+        assert m.interval_seconds(config[m.TOMBSTONE_RETENTION]) == month
+    newest = deltalog.read_snapshot(loc).version  # type: ignore[union-attr]
+    deltalog.delta_table(loc, newest).create_checkpoint()
+    assert max(deltalog.log_files(loc).checkpoints) == newest
+    assert removed <= set(deltalog.read_snapshot(loc).tombstones)  # type: ignore[union-attr]
+    assert m.maintain(lake, only=["checkpoint"], retention=month).properties == 0
+    assert m.maintain(lake, only=["checkpoint"], retention=HOUR).properties == 0
+    assert deltalog.read_snapshot(loc).version == newest  # type: ignore[union-attr]
+    assert m.maintain(lake, only=["vacuum"], retention=month).vacuumed == 0
+    assert lake_delta.read_table(loc, version=old_version).equals(old_rows)  # type: ignore[union-attr]
+    _check(lake, model, _changes(lake))
 
 
 def test_checkpoint_and_log_cleanup(lake: Lake) -> None:

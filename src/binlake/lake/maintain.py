@@ -24,9 +24,11 @@ The steps (:data:`STEPS`; each one can be run alone):
     (delta-rs' full vacuum deletes live ones), files of crashed attempts.  Staging folders of finished batches go
     whatever their age, and the snapshot records of finished batches older than the retention.
 ``checkpoint``
-    A Delta checkpoint of every table :data:`CHECKPOINT_EVERY` commits or more past its last one (delta-rs writes
-    it: checkpoints keep deletion vector descriptors), then the log files before the newest checkpoint whose commit
-    is older than the retention go (every version within the retention stays readable).
+    A table's ``delta.deletedFileRetentionDuration`` raised to the retention where it is shorter (how long delta-rs'
+    checkpoints keep tombstones: :func:`_keep_tombstones`); a Delta checkpoint of every table
+    :data:`CHECKPOINT_EVERY` commits or more past its last one (delta-rs writes it: checkpoints keep deletion vector
+    descriptors), then the log files before the newest checkpoint whose commit is older than the retention go (every
+    version within the retention stays readable).
 ``batches``
     The manifests and completion marks of finished batches older than the retention (the last batch's never), when
     there are :data:`FOLD_BATCHES` of them or more, folded into one record
@@ -67,6 +69,8 @@ Example::
 from __future__ import annotations
 
 import json
+import math
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -100,8 +104,10 @@ __all__ = [
     "SMALL_BYTES",
     "SMALL_ROWS",
     "STEPS",
+    "TOMBSTONE_RETENTION",
     "MaintainReport",
     "after_batch",
+    "interval_seconds",
     "maintain",
     "parse_duration",
 ]
@@ -164,6 +170,7 @@ class MaintainReport:
     vacuumed_bytes: int = 0
     records: int = 0  # staging and snapshot record folders removed
     checkpoints: int = 0
+    properties: int = 0  # tables whose tombstones' retention was raised to the lake's
     logs: int = 0
     logs_bytes: int = 0
     binlogs: int = 0
@@ -186,7 +193,12 @@ class MaintainReport:
             "vacuum": f"vacuum: {self.vacuumed} files {would}deleted ({_size(self.vacuumed_bytes)} freed), "
             f"{self.records} finished batches' staging and snapshot records",
             "checkpoint": f"checkpoint: {self.checkpoints} checkpoints {would}written, {self.logs} log files "
-            f"{would}deleted ({_size(self.logs_bytes)})",
+            f"{would}deleted ({_size(self.logs_bytes)})"
+            + (
+                f"; {self.properties} tables {would}set to keep tombstones as long as the retention"
+                if self.properties
+                else ""
+            ),
             "batches": f"batches: {self.folded} finished batches' records {would}folded into one",
             "binlogs": f"binlogs: {self.binlogs} landed binlog copies {would}deleted ({_size(self.binlogs_bytes)})"
             + (f"; {self.segments} segments {would}merged into {self.segments_into}" if self.segments else ""),
@@ -236,6 +248,7 @@ def maintain(
             _rearrange(lake, name, kind, loc, steps, report, left)
     if "checkpoint" in steps:
         for _, _, loc in tables:
+            _keep_tombstones(loc, keep, lake.check, report)
             _checkpoint(loc, horizon_ns(), report)
     if "vacuum" in steps:
         horizon = horizon_ns()
@@ -426,6 +439,59 @@ def _records(lake: Lake, last: int, horizon_ns: int, report: MaintainReport) -> 
 
 
 # -- checkpoints and the log ----------------------------------------------------------------------------------
+
+
+#: Delta's table property for how long a checkpoint keeps the ``remove`` actions of files no longer in the table.
+TOMBSTONE_RETENTION = "delta.deletedFileRetentionDuration"
+_DEFAULT_TOMBSTONES = 7 * 86400.0  # the protocol's default, a week
+_INTERVAL_UNITS: dict[str, float] = {"nanosecond": 1e-9, "microsecond": 1e-6, "millisecond": 1e-3, "second": 1.0,
+                                      "minute": 60.0, "hour": 3600.0, "day": 86400.0, "week": 604800.0}  # fmt: skip
+
+
+def interval_seconds(text: str | None) -> float | None:
+    """The seconds of a Delta interval property (``interval 7 days``, ``2592000 seconds``); ``None`` when unset or
+    not of that form.
+
+    >>> [interval_seconds(t) for t in ("interval 7 days", "interval 1 week", "36 hours", "soon", None)]
+    [604800.0, 604800.0, 129600.0, None, None]
+    """
+    if text is None:
+        return None
+    m = re.fullmatch(r"\s*(?:interval\s+)?(\d+)\s*([a-z]+?)s?\s*", text.lower())
+    if m is None or m.group(2) not in _INTERVAL_UNITS:
+        return None
+    return int(m.group(1)) * _INTERVAL_UNITS[m.group(2)]
+
+
+def _keep_tombstones(table: Location, keep: float, fence: Callable[[], None], report: MaintainReport) -> None:
+    """Raise the table's :data:`TOMBSTONE_RETENTION` to the lake's retention ``keep`` (seconds) where it is
+    shorter (unset: Delta's week): delta-rs' checkpoints leave out the ``remove`` actions older than it, and to
+    the vacuum a removed file without its tombstone is a leftover, deleted once older than the retention, so time
+    travel within a retention of 30 days needs tombstones kept 30 days.  Never lowered (a
+    checkpoint keeping more tombstones is larger, not wrong)."""
+    snap = deltalog.read_snapshot(table)
+    if snap is None:
+        return
+    now = interval_seconds((snap.metadata.get("configuration") or {}).get(TOMBSTONE_RETENTION))
+    if keep <= (now if now is not None else _DEFAULT_TOMBSTONES):
+        return
+    report.properties += 1
+    if report.dry_run:
+        return
+
+    value = f"interval {math.ceil(keep)} seconds"
+
+    def plan(snap: deltalog.Snapshot) -> list[deltalog.Action] | None:
+        meta = dict(snap.metadata)
+        config = dict(meta.get("configuration") or {})
+        have = interval_seconds(config.get(TOMBSTONE_RETENTION))
+        if have is not None and have >= keep:
+            return None
+        meta["configuration"] = {**config, TOMBSTONE_RETENTION: value}
+        return [{"metaData": meta}]
+
+    deltalog.commit(table, plan, fence=fence, operation="SET TBLPROPERTIES",
+                    parameters={"properties": json.dumps({TOMBSTONE_RETENTION: value})})  # fmt: skip
 
 
 def _checkpoint(table: Location, horizon_ns: int, report: MaintainReport) -> None:

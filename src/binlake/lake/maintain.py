@@ -467,13 +467,13 @@ def _keep_tombstones(table: Location, keep: float, fence: Callable[[], None], re
     """Raise the table's :data:`TOMBSTONE_RETENTION` to the lake's retention ``keep`` (seconds) where it is
     shorter (unset: Delta's week): delta-rs' checkpoints leave out the ``remove`` actions older than it, and to
     the vacuum a removed file without its tombstone is a leftover, deleted once older than the retention, so time
-    travel within a retention of 30 days needs tombstones kept 30 days.  Never lowered (a
-    checkpoint keeping more tombstones is larger, not wrong)."""
+    travel within a retention of 30 days needs tombstones kept 30 days.  Never lowered (a checkpoint keeping more
+    tombstones is larger, not wrong)."""
     snap = deltalog.read_snapshot(table)
     if snap is None:
         return
-    now = interval_seconds((snap.metadata.get("configuration") or {}).get(TOMBSTONE_RETENTION))
-    if keep <= (now if now is not None else _DEFAULT_TOMBSTONES):
+    set_to = interval_seconds((snap.metadata.get("configuration") or {}).get(TOMBSTONE_RETENTION))
+    if keep <= (set_to if set_to is not None else _DEFAULT_TOMBSTONES):
         return
     report.properties += 1
     if report.dry_run:

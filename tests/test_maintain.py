@@ -261,8 +261,9 @@ def test_compact_merges_a_change_tables_mid_size_files_once(lake: Lake, monkeypa
 def test_a_retention_past_a_week_keeps_its_tombstones_in_checkpoints(lake: Lake) -> None:
     """delta-rs' checkpoints leave out the ``remove`` actions older than the table's
     ``delta.deletedFileRetentionDuration`` (a week unless set); with a lake retention of 30 days the checkpoint step
-    raises it on every table first (once: a second run commits nothing; a shorter retention never lowers it), so a
-    file removed 10 days ago is still a tombstone after a checkpoint and time travel to before its removal reads."""
+    raises it on every table first (once: a second run commits nothing; a shorter retention never lowers it; a
+    vacuum run alone raises it too, the table's other settings kept), so a file removed 10 days ago is still a
+    tombstone after a checkpoint and time travel to before its removal reads."""
     model = _play(lake, 12)
     loc = lake.current(key_of("t1"))
     old_version = deltalog.read_snapshot(loc).version  # type: ignore[union-attr]
@@ -292,6 +293,11 @@ def test_a_retention_past_a_week_keeps_its_tombstones_in_checkpoints(lake: Lake)
     assert m.maintain(lake, only=["checkpoint"], retention=month).properties == 0
     assert m.maintain(lake, only=["checkpoint"], retention=HOUR).properties == 0
     assert deltalog.read_snapshot(loc).version == newest  # type: ignore[union-attr]
+    other = lake.changes(key_of("t2"))
+    config = dict(deltalog.read_snapshot(other).metadata["configuration"])  # type: ignore[union-attr]
+    assert m.maintain(lake, only=["vacuum"], retention=2 * month).properties == len(tables)  # a vacuum alone too
+    config[m.TOMBSTONE_RETENTION] = f"interval {int(2 * month)} seconds"
+    assert deltalog.read_snapshot(other).metadata["configuration"] == config  # type: ignore[union-attr]
     assert m.maintain(lake, only=["vacuum"], retention=month).vacuumed == 0
     assert lake_delta.read_table(loc, version=old_version).equals(old_rows)  # type: ignore[union-attr]
     _check(lake, model, _changes(lake))

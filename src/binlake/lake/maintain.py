@@ -25,10 +25,10 @@ The steps (:data:`STEPS`; each one can be run alone):
     whatever their age, and the snapshot records of finished batches older than the retention.
 ``checkpoint``
     A table's ``delta.deletedFileRetentionDuration`` raised to the retention where it is shorter (how long delta-rs'
-    checkpoints keep tombstones: :func:`_keep_tombstones`); a Delta checkpoint of every table
-    :data:`CHECKPOINT_EVERY` commits or more past its last one (delta-rs writes it: checkpoints keep deletion vector
-    descriptors), then the log files before the newest checkpoint whose commit is older than the retention go (every
-    version within the retention stays readable).
+    checkpoints keep tombstones: :func:`_keep_tombstones`; a ``vacuum`` run alone does it too); a Delta checkpoint
+    of every table :data:`CHECKPOINT_EVERY` commits or more past its last one (delta-rs writes it: checkpoints keep
+    deletion vector descriptors), then the log files before the newest checkpoint whose commit is older than the
+    retention go (every version within the retention stays readable).
 ``batches``
     The manifests and completion marks of finished batches older than the retention (the last batch's never), when
     there are :data:`FOLD_BATCHES` of them or more, folded into one record
@@ -184,6 +184,7 @@ class MaintainReport:
         if self.unfinished is not None:
             return [f"batch {self.unfinished} is unfinished: nothing done (the next ingest finishes it first)"]
         would = "would be " if self.dry_run else ""
+        kept = f"; {self.properties} tables {would}set to keep tombstones as long as the retention"
         out = {
             "compact": f"compact: {self.merged} small files {would}merged into {self.merged_into} "
             f"({_size(self.merged_bytes)}) in {len(self.tables)} tables"
@@ -191,14 +192,10 @@ class MaintainReport:
             + (f"; {self.gathered} tables' deletion vectors {would}gathered into one file" if self.gathered else ""),
             "purge": f"purge: {self.purged} files {would}rewritten without their {self.purged_rows} deleted rows",
             "vacuum": f"vacuum: {self.vacuumed} files {would}deleted ({_size(self.vacuumed_bytes)} freed), "
-            f"{self.records} finished batches' staging and snapshot records",
+            f"{self.records} finished batches' staging and snapshot records"
+            + (kept if self.properties and "checkpoint" not in set(steps) else ""),
             "checkpoint": f"checkpoint: {self.checkpoints} checkpoints {would}written, {self.logs} log files "
-            f"{would}deleted ({_size(self.logs_bytes)})"
-            + (
-                f"; {self.properties} tables {would}set to keep tombstones as long as the retention"
-                if self.properties
-                else ""
-            ),
+            f"{would}deleted ({_size(self.logs_bytes)})" + (kept if self.properties else ""),
             "batches": f"batches: {self.folded} finished batches' records {would}folded into one",
             "binlogs": f"binlogs: {self.binlogs} landed binlog copies {would}deleted ({_size(self.binlogs_bytes)})"
             + (f"; {self.segments} segments {would}merged into {self.segments_into}" if self.segments else ""),
@@ -246,9 +243,11 @@ def maintain(
     if steps & {"compact", "purge"}:
         for name, kind, loc in tables:
             _rearrange(lake, name, kind, loc, steps, report, left)
-    if "checkpoint" in steps:
+    if steps & {"checkpoint", "vacuum"}:  # (before either: a vacuum trusts the checkpoints' tombstones)
         for _, _, loc in tables:
             _keep_tombstones(loc, keep, lake.check, report)
+    if "checkpoint" in steps:
+        for _, _, loc in tables:
             _checkpoint(loc, horizon_ns(), report)
     if "vacuum" in steps:
         horizon = horizon_ns()

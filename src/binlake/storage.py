@@ -33,6 +33,7 @@ import time
 import urllib.parse
 import uuid
 from bisect import bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
@@ -57,6 +58,7 @@ __all__ = [
     "segment_name",
     "store_error",
     "store_reason",
+    "writing",
 ]
 
 
@@ -90,6 +92,16 @@ def store_error(what: str, e: BaseException, file: str) -> StorageError:
         else StorageError
     )
     return cls(f"{what}: {store_reason(e)}", file=file)
+
+
+@contextlib.contextmanager
+def writing(loc: Location) -> Iterator[None]:
+    """The block writing the file at ``loc``: pyarrow's (or the system's) error of a file that cannot be written (a
+    full disk, one gone read-only, a store that refuses) raised as :func:`store_error`'s error naming it."""
+    try:
+        yield
+    except OSError as e:
+        raise store_error("cannot write", e, loc.uri) from None
 
 
 def store_reason(e: BaseException) -> str:

@@ -51,7 +51,7 @@ from binlake.lake.records import DataFile, Emptied, SkipRecord, Split, Statement
 from binlake.lake.tables import EVENTS, EVENTS_DIR, META_DICTIONARY, META_NAMES, meta_columns, seq_array
 from binlake.recovery import Skipped
 from binlake.schema import SchemaTracker
-from binlake.storage import store_error
+from binlake.storage import writing
 from binlake.wire import bits_lsb_first
 
 if TYPE_CHECKING:
@@ -282,10 +282,8 @@ class _TableWriter:
         table = latest_changes(pa.concat_tables(self.latest), self.pk)  # sorted by the key
         name = f"{uuid.uuid4().hex}{STAGED}"
         staged = lake.staging(batch) / name
-        try:
+        with writing(staged):  # a full disk, one gone read-only
             write_staged(table, staged, self.pk, STAGED_GROUP_ROWS)
-        except OSError as e:  # a full disk, one gone read-only
-            raise store_error("cannot write", e, staged.uri) from None
         return name
 
 

@@ -21,9 +21,8 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
@@ -35,7 +34,7 @@ from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Tra
 from binlake.lake import deltalog
 from binlake.lake.deltalog import delta_table
 from binlake.lake.records import DataFile
-from binlake.storage import Location, StoreUnreachable, store_error
+from binlake.storage import Location, StoreUnreachable, store_error, writing
 
 __all__ = [
     "APP_ID",
@@ -78,7 +77,7 @@ class ParquetSink:
         self._writer: pq.ParquetWriter | None = None
 
     def write(self, table: pa.Table) -> None:
-        with self._writing():
+        with writing(self.table / self.name):
             if self._writer is None:
                 self._stream = (self.table / self.name).open_output()
                 self._writer = pq.ParquetWriter(
@@ -91,22 +90,13 @@ class ParquetSink:
         """Finish the file; what to commit (``None`` when nothing was written)."""
         if self._writer is None:
             return None
-        with self._writing():
+        with writing(self.table / self.name):
             self._writer.close()
             self._writer = None
             size = self._stream.tell()
             self._stream.close()
         schema = self.schema.serialize().to_pybytes()
         return DataFile(self.key, self.name, size, self.rows, int(time.time() * 1000), schema)
-
-    @contextmanager
-    def _writing(self) -> Iterator[None]:
-        """pyarrow's error of a file that cannot be written (a full disk, one gone read-only) as the
-        :class:`~binlake.storage.StorageError` naming it."""
-        try:
-            yield
-        except OSError as e:
-            raise store_error("cannot write", e, (self.table / self.name).uri) from None
 
 
 def write_parquet(

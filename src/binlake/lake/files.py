@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from binlake.lake.records import DataFile
-from binlake.storage import Location
+from binlake.storage import Location, writing
 
 __all__ = [
     "FILE_ROWS",
@@ -271,10 +271,11 @@ class CurrentSink:
 
     def _flush(self, n: int) -> None:
         table = pa.concat_tables(self._buffer)
-        if self._writer is None:
-            self._stream = (self.table / self.name).open_output()
-            self._writer = pq.ParquetWriter(self._stream, self.schema, compression="zstd", use_dictionary=False)
-        self._writer.write_table(table.slice(0, n), row_group_size=n)
+        with writing(self.table / self.name):
+            if self._writer is None:
+                self._stream = (self.table / self.name).open_output()
+                self._writer = pq.ParquetWriter(self._stream, self.schema, compression="zstd", use_dictionary=False)
+            self._writer.write_table(table.slice(0, n), row_group_size=n)
         rest = table.slice(n)
         self._buffer, self._buffered = ([rest] if rest.num_rows else []), rest.num_rows
 
@@ -284,11 +285,12 @@ class CurrentSink:
             self._flush(self._buffered)
         if self._writer is None:
             return None
-        self._writer.close()
-        meta = self._writer.writer.metadata
-        self._writer = None
-        size = self._stream.tell()
-        self._stream.close()
+        with writing(self.table / self.name):
+            self._writer.close()
+            meta = self._writer.writer.metadata
+            self._writer = None
+            size = self._stream.tell()
+            self._stream.close()
         stats = delta_stats(meta, self.schema, stats_columns(self.schema, self.pk))
         schema = self.schema.serialize().to_pybytes()
         return DataFile(self.key, self.name, size, self.rows, int(time.time() * 1000), schema, stats)

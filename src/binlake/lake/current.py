@@ -55,6 +55,7 @@ from binlake.lake.names import table_dir
 from binlake.lake.records import DataFile, Emptied, Statement, TaskReport
 from binlake.lake.runner import InProcessRunner, Runner
 from binlake.lake.tables import META_NAMES, SEQ, UTC_TS
+from binlake.storage import writing
 
 if TYPE_CHECKING:
     from binlake.lake.lake import Lake  # (the lake imports this module: lake.batch commits through it)
@@ -290,7 +291,7 @@ class _Batch:
         if rows is None or not rows.num_rows:
             return None
         out = self.lake.staging(self.batch) / f"xa-{uuid.uuid4().hex}.parquet"
-        with out.open_output() as sink:
+        with writing(out), out.open_output() as sink:
             pq.write_table(rows, sink, compression="zstd")
         return out
 

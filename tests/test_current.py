@@ -339,6 +339,29 @@ def test_a_lookup_reads_the_candidate_row_groups_only(tmp_path: Path, monkeypatc
     assert found.rows is not None and found.rows["v"].to_pylist() == ["54321", "54322"]
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    have=st.lists(st.integers(-(2**40), 2**40), max_size=60),
+    want=st.lists(st.integers(-(2**40), 2**40), max_size=20, unique=True),
+    ordered=st.booleans(),
+    shared=st.integers(0, 10),
+)
+def test_a_row_group_matches_its_keys_sorted_or_not(
+    have: list[int], want: list[int], ordered: bool, shared: int
+) -> None:
+    """The rows of a row group holding a batch's keys: binary search on a strictly increasing integer key column,
+    hashing on any other (out of order, repeated); the same indexes as a plain membership test, whichever path."""
+    if ordered:
+        have = sorted(set(have))
+    want = list(dict.fromkeys([*want, *have[:shared]]))  # some of the keys present
+    part = pa.table({"id": pa.array(have, pa.int64())})
+    got = merge._matches(part, pa.table({"id": pa.array(want, pa.int64())}), ["id"])
+    assert got.tolist() == [i for i, k in enumerate(have) if k in set(want)]
+    narrow = pa.table({"id": pa.array([k % 1000 for k in have], pa.int32())})  # cast to the keys' type
+    got = merge._matches(narrow, pa.table({"id": pa.array(sorted({k % 1000 for k in want}), pa.int64())}), ["id"])
+    assert got.tolist() == [i for i, k in enumerate(have) if k % 1000 in {w % 1000 for w in want}]
+
+
 def test_a_small_batch_writes_what_it_changed(tmp_path: Path) -> None:
     """A 10-change batch into a table of 200,000 rows in files of 50,000: one new file of its rows, a deletion
     vector on each file that held one of them, nothing else written."""

@@ -22,7 +22,6 @@ import os
 import time
 import uuid
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa
@@ -31,7 +30,7 @@ from deltalake import DeltaTable, Field, Schema
 from deltalake.exceptions import DeltaError
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction, create_table_with_add_actions
 
-from binlake.lake import deltalog
+from binlake.lake import deltalog, parallel
 from binlake.lake.deltalog import delta_table
 from binlake.lake.records import DataFile
 from binlake.storage import Location, StoreUnreachable, store_error, writing
@@ -116,10 +115,7 @@ def write_parquet(
         assert done is not None
         return done
 
-    if len(slices) <= 1:
-        return [one(p) for p in slices]
-    with ThreadPoolExecutor(len(slices)) as pool:
-        return list(pool.map(one, slices))
+    return parallel.each(one, slices)
 
 
 def _commit(batch: int, app_id: str = APP_ID) -> CommitProperties:
@@ -317,7 +313,6 @@ def read_table(loc: Location, version: int | None = None, columns: Sequence[str]
     def one(path: str) -> list[pa.RecordBatch]:
         return list(deltalog.scan_file(loc, path, schema, snap.deletion_vector(path), columns))
 
-    with ThreadPoolExecutor(max(1, min(8, len(snap.files)))) as pool:
-        batches = [b for part in pool.map(one, snap.files) for b in part]
+    batches = [b for part in parallel.each(one, list(snap.files)) for b in part]
     wanted = pa.schema([schema.field(c) for c in columns]) if columns is not None else schema
     return pa.Table.from_batches(batches, schema=wanted)

@@ -32,7 +32,6 @@ import time
 import urllib.parse
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -43,6 +42,7 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
 from binlake.lake import dv as dvs
+from binlake.lake import parallel
 from binlake.lake.records import DataFile, LakeFormatError
 from binlake.storage import Entry, Location, StorageError, locate
 
@@ -267,11 +267,7 @@ def read_snapshot(table: Location, version: int | None = None) -> Snapshot | Non
 def _read_all(files: list[Location]) -> Iterator[bytes]:
     """The bytes of ``files``, in order: read side by side when there are several (an object store's latency per
     request), in this thread for a few (a thread pool costs more than it saves there)."""
-    if len(files) <= 4:
-        yield from (f.read_bytes() for f in files)
-        return
-    with ThreadPoolExecutor(min(8, len(files))) as pool:
-        yield from pool.map(lambda loc: loc.read_bytes(), files)
+    yield from parallel.each(Location.read_bytes, files, inline=4)
 
 
 def snapshot_before(table: Location, app_id: str, batch: int) -> Snapshot | None:

@@ -37,14 +37,13 @@ import time
 import urllib.parse
 import uuid
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Literal, TypeGuard
 
 import numpy as np
 import pyarrow as pa
 
-from binlake.lake import delta, deltalog
+from binlake.lake import delta, deltalog, parallel
 from binlake.lake import dv as dvs
 from binlake.lake.files import FILE_ROWS, ROW_GROUP_ROWS, CurrentSink, key_bounds, write_sorted
 from binlake.lake.records import DataFile, LakeFormatError, check_version
@@ -297,8 +296,7 @@ class FileSet:
             return LiveFile(self.table.uri, name, f.rows, f.size, int(time.time() * 1000), f.stats, None,
                             lost if lost.size else None)  # fmt: skip
 
-        with ThreadPoolExecutor(max(1, min(8, len(away)))) as pool:
-            copies = list(pool.map(copy, away))
+        copies = parallel.each(copy, away)
         for f, c in zip(away, copies, strict=True):
             del self.files[f.id]
             self.files[c.id] = c

@@ -50,7 +50,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -58,7 +57,7 @@ from typing import Any, TypeVar
 import pyarrow as pa
 
 from binlake.errors import BinlogError
-from binlake.lake import delta, deltalog
+from binlake.lake import delta, deltalog, parallel
 from binlake.lake.batch import Batch, Timer
 from binlake.lake.lease import LeaseLost, WriterLease
 from binlake.lake.names import decode_name
@@ -430,10 +429,7 @@ class Lake:
 def _each(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
     """``fn`` of each of ``items`` (a table's log to list or read), side by side in threads: an object store's
     latency per request, not their number, is what a lake of many tables waits for."""
-    if len(items) <= 1:
-        return [fn(i) for i in items]
-    with ThreadPoolExecutor(min(8, len(items))) as pool:
-        return list(pool.map(fn, items))
+    return parallel.each(fn, items)
 
 
 def _describe(name: str, kind: str, loc: Location, version: int | None) -> LakeTable:

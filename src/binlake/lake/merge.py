@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, ClassVar
@@ -47,7 +46,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from binlake.lake import deltalog
+from binlake.lake import deltalog, parallel
 from binlake.lake import dv as dvs
 from binlake.lake.files import (
     FILE_ROWS,
@@ -609,11 +608,7 @@ def lookup(
     def one(job: tuple[LiveFile, pa.Table]) -> tuple[dvs.Rows | None, list[pa.Table]]:
         return _lookup_file(job[0], _Keys(job[1], pk), schema, pk, rows)
 
-    if len(todo) > 1:
-        with ThreadPoolExecutor(min(8, len(todo))) as pool:
-            done = list(pool.map(one, todo))
-    else:
-        done = [one(job) for job in todo]
+    done = parallel.each(one, todo)
     positions = {f.id: p for (f, _), (p, _) in zip(todo, done, strict=True) if p is not None}
     out = None
     if rows:

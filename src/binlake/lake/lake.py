@@ -49,10 +49,10 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import pyarrow as pa
 
@@ -69,8 +69,6 @@ from binlake.storage import Entry, Location, locate
 __all__ = ["BINLOGS_DIR", "Lake", "LakeSnapshot", "LakeTable"]
 
 KINDS = ("changes", "current")
-T = TypeVar("T")
-R = TypeVar("R")
 _PLAN = re.compile(r"^\d{10}\.json$")
 _FOLD = re.compile(r"^(\d{10})-(\d{10})\.fold$")
 BINLOGS_DIR = "_binlogs"
@@ -243,7 +241,7 @@ class Lake:
             raise BinlogError(f"no complete batch {batch} in this lake: {have}", file=self.root.uri)
         apps = (delta.APP_ID, delta.XA_APP_ID)
         recorded = self._recorded(batch)
-        settled = _each(lambda k: deltalog.same_content_to(self.root / k, recorded[k], apps), sorted(recorded))
+        settled = parallel.each(lambda k: deltalog.same_content_to(self.root / k, recorded[k], apps), sorted(recorded))
         return LakeSnapshot(batch, dict(zip(sorted(recorded), settled, strict=True)))
 
     def _recorded(self, batch: int) -> dict[str, int]:
@@ -254,7 +252,7 @@ class Lake:
         if tables is None:
             apps = (delta.APP_ID, delta.XA_APP_ID)
             locs = [loc for _, _, loc in self.table_locations()]
-            found = _each(lambda loc: deltalog.version_before(loc, batch + 1, apps), locs)
+            found = parallel.each(lambda loc: deltalog.version_before(loc, batch + 1, apps), locs)
             tables = {loc.relative_to(self.root): v for loc, v in zip(locs, found, strict=True) if v is not None}
         return tables
 
@@ -269,7 +267,7 @@ class Lake:
         else:
             found.update(self._recorded(batch - 1))
             locs = sorted(touched, key=lambda loc: loc.uri)
-        newest = _each(deltalog.newest_version, locs)
+        newest = parallel.each(deltalog.newest_version, locs)
         found.update(zip((loc.relative_to(self.root) for loc in locs), newest, strict=True))
         return {k: v for k, v in sorted(found.items()) if v is not None}
 
@@ -412,7 +410,7 @@ class Lake:
             raise BinlogError("no lake here", file=self.root.uri)
         at = snapshot or LakeSnapshot(None, {})
         wanted = [t for t in self.table_locations() if at.batch is None or t[2].relative_to(self.root) in at.versions]
-        out = _each(lambda t: _describe(*t, at.version(self, t[2])), wanted)
+        out = parallel.each(lambda t: _describe(*t, at.version(self, t[2])), wanted)
         return sorted((t for t in out if t.kind in KINDS), key=lambda t: (t.name, t.kind)) + [
             t for t in out if t.kind not in KINDS
         ]
@@ -424,12 +422,6 @@ class Lake:
         hits = [t for t in (self.tables() if tables is None else tables) if t.name == name and kind in ("", t.kind)]
         hits.sort(key=lambda t: t.kind != "current")  # the current state first, when there is one
         return hits[0] if hits else None
-
-
-def _each(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
-    """``fn`` of each of ``items`` (a table's log to list or read), side by side in threads: an object store's
-    latency per request, not their number, is what a lake of many tables waits for."""
-    return parallel.each(fn, items)
 
 
 def _describe(name: str, kind: str, loc: Location, version: int | None) -> LakeTable:

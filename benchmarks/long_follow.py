@@ -18,7 +18,7 @@ slice times, and the process' peak RSS.  The run's bounded version is tests/test
 
 Example::
 
-    python benchmarks/long_follow.py                                   # 5 M rows, 500 batches of 10: ~30 min
+    python benchmarks/long_follow.py                                   # 5 M rows, 500 batches of 10: ~4 min
     python benchmarks/long_follow.py --rows 200000 --batches 100 --json follow.json
 """
 

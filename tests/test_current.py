@@ -37,7 +37,7 @@ from tests.lakemodel import COLUMNS, SCHEMA, TABLES, Batch, Model, generate, key
 
 from binlake.lake import Lake, current, deltalog, merge
 from binlake.lake import delta as lake_delta
-from binlake.lake.files import CurrentSink, delta_stats, is_sorted, key_bounds, write_sorted
+from binlake.lake.files import CurrentSink, delta_stats, is_sorted, key_bounds, sorted_by, write_sorted
 from binlake.lake.fileset import FileSet, LiveFile, RewriteResult, RewriteTask
 from binlake.lake.merge import MergeResult, MergeTask, Source, lookup
 from binlake.lake.records import DataFile, LakeFormatError, LakeSettings
@@ -308,19 +308,19 @@ def test_a_batch_that_died_after_some_commits_is_finished_by_its_rerun(tmp_path:
 # -- what a lookup reads ---------------------------------------------------------------------------------------------
 
 
-def test_a_lookup_reads_the_candidate_row_groups_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Ten files of 10,000 sorted rows in row groups of 1,000: one key opens one file (its key statistics) and reads
-    the key column of one row group; a file without statistics is opened, and its row groups pruned by their own."""
-    loc = locate(tmp_path / "t")
-    schema = pa.schema([("id", pa.int64()), ("v", pa.string()), ("_seq", pa.decimal128(38, 0))])
+def _sorted_files(loc: Any, schema: pa.Schema, step: int) -> list[DataFile]:
+    """Ten files of 10,000 rows sorted by ``id`` (``0, step, 2 * step, ...``) in row groups of 1,000."""
     files = []
     for f in range(10):
-        ids = np.arange(f * 10_000, (f + 1) * 10_000)
+        ids = np.arange(f * 10_000, (f + 1) * 10_000) * step
         rows = pa.table(
             {"id": ids, "v": [str(i) for i in ids], "_seq": pa.array([Decimal(1)] * len(ids), schema[2].type)}
         )
         files += write_sorted(rows, loc, "t", ["id"], row_group_rows=1000)
-    live = [LiveFile.new(loc, f) for f in files]
+    return files
+
+
+def _counting_reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, tuple[str, ...]]]:
     reads: list[tuple[int, tuple[str, ...]]] = []
     real = pq.ParquetFile.read_row_group
 
@@ -329,14 +329,83 @@ def test_a_lookup_reads_the_candidate_row_groups_only(tmp_path: Path, monkeypatc
         return real(self, i, columns=columns, **k)
 
     monkeypatch.setattr(pq.ParquetFile, "read_row_group", counted)
-    found = lookup(live, pa.table({"id": pa.array([54_321], pa.int64())}), schema, ["id"])
+    return reads
+
+
+def test_a_lookup_reads_the_candidate_row_groups_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ten files of 10,000 sorted rows (even keys) in row groups of 1,000: one key opens one file (its key
+    statistics) and reads the key column of one row group; a file without statistics is opened, and its row groups
+    pruned by their own."""
+    loc = locate(tmp_path / "t")
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string()), ("_seq", pa.decimal128(38, 0))])
+    files = _sorted_files(loc, schema, 2)
+    live = [LiveFile.new(loc, f) for f in files]
+    reads = _counting_reads(monkeypatch)
+    found = lookup(live, pa.table({"id": pa.array([108_642], pa.int64())}), schema, ["id"])
     assert reads == [(4, ("id",))]
     assert {k[1]: v.tolist() for k, v in found.positions.items()} == {files[5].path: [4321]}
     reads.clear()
     bare = [LiveFile(f.home, f.path, f.rows, f.size, f.mtime_ms) for f in live]  # no statistics in the log
-    found = lookup(bare, pa.table({"id": pa.array([54_321, 54_322], pa.int64())}), schema, ["id"], rows=True)
+    found = lookup(bare, pa.table({"id": pa.array([108_642, 108_644], pa.int64())}), schema, ["id"], rows=True)
     assert reads == [(4, ("id", "v", "_seq"))]
-    assert found.rows is not None and found.rows["v"].to_pylist() == ["54321", "54322"]
+    assert found.rows is not None and found.rows["v"].to_pylist() == ["108642", "108644"]
+
+
+def test_dense_integer_keys_are_found_without_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An AUTO_INCREMENT-like key (every integer of a row group's range there, the file marked sorted by the sink):
+    positions come from the row group's statistics, no row group read; whole rows are still read; a row group with
+    a hole, and a sorted file without binlake's mark, are read as before."""
+    loc = locate(tmp_path / "t")
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string()), ("_seq", pa.decimal128(38, 0))])
+    files = _sorted_files(loc, schema, 1)
+    live = [LiveFile.new(loc, f) for f in files]
+    reads = _counting_reads(monkeypatch)
+    want = pa.table({"id": pa.array([54_321, 54_999, 55_000, 99_999, 100_000], pa.int64())})
+    found = lookup(live, want, schema, ["id"])
+    assert reads == []
+    assert {k[1]: v.tolist() for k, v in found.positions.items()} == {
+        files[5].path: [4321, 4999, 5000],
+        files[9].path: [9999],
+    }
+    found = lookup(live, want, schema, ["id"], rows=True)
+    assert found.rows is not None and found.rows["v"].to_pylist() == ["54321", "54999", "55000", "99999"]
+    assert len(reads) == 3
+    reads.clear()
+    holed = pa.table({"id": pa.array([0, 1, 2, 4, 6, 7], pa.int64()), "v": list("abcdef"),
+                      "_seq": pa.array([Decimal(1)] * 6, schema[2].type)})  # fmt: skip
+    (hole,) = write_sorted(holed, locate(tmp_path / "h"), "h", ["id"], row_group_rows=3)
+    found = lookup([LiveFile.new(locate(tmp_path / "h"), hole)], pa.table({"id": pa.array([1, 6])}), schema, ["id"])
+    assert reads == [(1, ("id",))]  # 0-2 is whole; 4, 6, 7: three rows in a range of four
+    assert next(iter(found.positions.values())).tolist() == [1, 4]
+    reads.clear()
+    pq.write_table(holed.slice(0, 3), str(tmp_path / "plain.parquet"))  # sorted, dense, no mark
+    plain = LiveFile(locate(tmp_path).uri, "plain.parquet", 3, (tmp_path / "plain.parquet").stat().st_size, 0)
+    found = lookup([plain], pa.table({"id": pa.array([2])}), schema, ["id"])
+    assert reads == [(0, ("id",))] and next(iter(found.positions.values())).tolist() == [2]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    gaps=st.lists(st.sampled_from([1, 1, 1, 1, 2, 5]), min_size=1, max_size=80),
+    picks=st.lists(st.integers(0, 500), max_size=25),
+    group=st.integers(1, 9),
+)
+def test_a_lookup_finds_the_positions_a_scan_finds(
+    tmp_path: Path, gaps: list[int], picks: list[int], group: int
+) -> None:
+    """Keys mostly consecutive, with holes, in row groups of 1-9 rows: the positions a lookup gives (from the
+    statistics where a row group is whole, read elsewhere) are those of a plain scan of the file, for keys present
+    and absent."""
+    ids = np.cumsum(gaps)
+    schema = pa.schema([("id", pa.int64()), ("_seq", pa.decimal128(38, 0))])
+    rows = pa.table({"id": ids, "_seq": pa.array([Decimal(1)] * len(ids), schema[1].type)})
+    loc = locate(Path(tempfile.mkdtemp(dir=tmp_path)))
+    (f,) = write_sorted(rows, loc, "t", ["id"], row_group_rows=group)
+    want = sorted(set(picks))
+    found = lookup([LiveFile.new(loc, f)], pa.table({"id": pa.array(want, pa.int64())}), schema, ["id"])
+    expected = [i for i, k in enumerate(ids.tolist()) if k in set(want)]
+    got = next(iter(found.positions.values())).tolist() if found.positions else []
+    assert got == expected
 
 
 @settings(max_examples=300, deadline=None)
@@ -452,6 +521,9 @@ def test_sortedness_and_sinks(tmp_path: Path) -> None:
     assert done is not None and done.rows == 4
     meta = pq.read_metadata(str(tmp_path / done.path))
     assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [2, 2]
+    assert sorted_by(meta) is None  # out of order: no promise a lookup would trust
+    (ordered,) = write_sorted(t, locate(tmp_path), "t", ["a", "b"])
+    assert sorted_by(pq.read_metadata(str(tmp_path / ordered.path))) == ["a", "b"]
     assert delta_stats(meta, t.schema, ["a", "b"]) == done.stats
     assert (
         done.stats

@@ -75,6 +75,19 @@ def sort_keys(pk: Sequence[str]) -> list[tuple[str, str]]:
     return [(c, "ascending") for c in pk]
 
 
+SORTED_KEY = "binlake.sorted_by"
+"""A current-state file's Parquet metadata key: present when the file's rows are in ascending order of the key it
+names (its columns, comma-separated), each key once, none null (:attr:`CurrentSink.in_order`).  A lookup trusts it
+(:func:`sorted_by`); files without it (a lake of the binlake before) are searched as they are."""
+
+
+def sorted_by(meta: pq.FileMetaData) -> list[str] | None:
+    """The key a current-state file declares its rows sorted by, each key once (:data:`SORTED_KEY`); ``None``: no
+    such promise."""
+    value = (meta.metadata or {}).get(SORTED_KEY.encode())
+    return value.decode().split(",") if value else None
+
+
 def key_encodings(schema: pa.Schema, pk: Sequence[str]) -> dict[str, str]:
     """The Parquet encodings of a current-state file's integer key columns: ``DELTA_BINARY_PACKED`` (the format's
     encoding for sorted integers, read by every reader of the lake: pyarrow, arrow-rs in deltalake, polars, DuckDB,
@@ -302,6 +315,8 @@ class CurrentSink:
         if self._writer is None:
             return None
         with writing(self.table / self.name):
+            if self.in_order:
+                self._writer.add_key_value_metadata({SORTED_KEY: ",".join(self.pk)})
             self._writer.close()
             meta = self._writer.writer.metadata
             self._writer = None

@@ -55,6 +55,7 @@ from binlake.lake.files import (
     encode_values,
     is_sorted,
     key_bounds,
+    sorted_by,
     write_sorted,
 )
 from binlake.lake.fileset import LiveFile
@@ -632,6 +633,11 @@ def _lookup_file(
             return None, found
         column = next((i for i in range(meta.num_columns) if meta.schema.column(i).path == pk[0]), None)
         read = [n for n in (schema.names if rows else pk) if n in names]
+        # positions only, of an integer key the file declares sorted, each key once: a row group holding as many
+        # rows as there are integers from its least key to its greatest holds each of them (an AUTO_INCREMENT
+        # table's), key k at row k - least, found without reading it
+        dense = not rows and len(pk) == 1 and sorted_by(meta) == list(pk)
+        dense = dense and pa.types.is_integer(pf.schema_arrow.field(pk[0]).type)
         lost: dvs.Rows | None = None
         offset = 0
         for g in range(meta.num_row_groups):
@@ -640,6 +646,9 @@ def _lookup_file(
             s = group.column(column).statistics if column is not None else None
             ks = keys.between(s.min, s.max) if s is not None and s.has_min_max else keys.table
             if not ks.num_rows:
+                continue
+            if dense and s is not None and s.has_min_max and s.max - s.min + 1 == group.num_rows:
+                hits.append(ks[pk[0]].to_numpy().astype(np.int64) - s.min + start)
                 continue
             part = pf.read_row_group(g, columns=read)
             idx = _matches(part, ks, pk)

@@ -17,6 +17,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,15 @@ from tests.lakemodel import COLUMNS, SCHEMA, TABLES, Batch, Model, generate, key
 
 from binlake.lake import Lake, current, deltalog, merge
 from binlake.lake import delta as lake_delta
-from binlake.lake.files import CurrentSink, delta_stats, is_sorted, key_bounds, sorted_by, write_sorted
+from binlake.lake.files import (
+    CurrentSink,
+    delta_stats,
+    is_sorted,
+    key_bounds,
+    sorted_by,
+    sorted_tags,
+    write_sorted,
+)
 from binlake.lake.fileset import FileSet, LiveFile, RewriteResult, RewriteTask
 from binlake.lake.merge import MergeResult, MergeTask, Source, lookup
 from binlake.lake.records import DataFile, LakeFormatError, LakeSettings
@@ -352,17 +361,21 @@ def test_a_lookup_reads_the_candidate_row_groups_only(tmp_path: Path, monkeypatc
 
 
 def test_dense_integer_keys_are_found_without_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """An AUTO_INCREMENT-like key (every integer of a row group's range there, the file marked sorted by the sink):
-    positions come from the row group's statistics, no row group read; whole rows are still read; a row group with
-    a hole, and a sorted file without binlake's mark, are read as before."""
+    """An AUTO_INCREMENT-like key (every integer of a file's range there, the file's tags saying it is sorted by
+    the key): positions come from its statistics in the log, no file opened; whole rows are still read; in a file
+    with a hole, a row group without one is not read; a sorted file without binlake's tag, or with another key's,
+    is read as before."""
     loc = locate(tmp_path / "t")
     schema = pa.schema([("id", pa.int64()), ("v", pa.string()), ("_seq", pa.decimal128(38, 0))])
     files = _sorted_files(loc, schema, 1)
     live = [LiveFile.new(loc, f) for f in files]
     reads = _counting_reads(monkeypatch)
+    opened: list[str] = []
+    real = merge._lookup_file
+    monkeypatch.setattr(merge, "_lookup_file", lambda f, *a: opened.append(f.path) or real(f, *a))
     want = pa.table({"id": pa.array([54_321, 54_999, 55_000, 99_999, 100_000], pa.int64())})
     found = lookup(live, want, schema, ["id"])
-    assert reads == []
+    assert reads == [] and opened == []
     assert {k[1]: v.tolist() for k, v in found.positions.items()} == {
         files[5].path: [4321, 4999, 5000],
         files[9].path: [9999],
@@ -382,6 +395,10 @@ def test_dense_integer_keys_are_found_without_reading(tmp_path: Path, monkeypatc
     plain = LiveFile(locate(tmp_path).uri, "plain.parquet", 3, (tmp_path / "plain.parquet").stat().st_size, 0)
     found = lookup([plain], pa.table({"id": pa.array([2])}), schema, ["id"])
     assert reads == [(0, ("id",))] and next(iter(found.positions.values())).tolist() == [2]
+    reads.clear()
+    other = replace(live[0], tags=sorted_tags(["v"]))
+    found = lookup([other], pa.table({"id": pa.array([5], pa.int64())}), schema, ["id"])
+    assert reads == [(0, ("id",))] and next(iter(found.positions.values())).tolist() == [5]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -389,21 +406,27 @@ def test_dense_integer_keys_are_found_without_reading(tmp_path: Path, monkeypatc
     gaps=st.lists(st.sampled_from([1, 1, 1, 1, 2, 5]), min_size=1, max_size=80),
     picks=st.lists(st.integers(0, 500), max_size=25),
     group=st.integers(1, 9),
+    unsigned=st.booleans(),
 )
 def test_a_lookup_finds_the_positions_a_scan_finds(
-    tmp_path: Path, gaps: list[int], picks: list[int], group: int
+    tmp_path: Path, gaps: list[int], picks: list[int], group: int, unsigned: bool
 ) -> None:
-    """Keys mostly consecutive, with holes, in row groups of 1-9 rows: the positions a lookup gives (from the
-    statistics where a row group is whole, read elsewhere) are those of a plain scan of the file, for keys present
-    and absent."""
-    ids = np.cumsum(gaps)
-    schema = pa.schema([("id", pa.int64()), ("_seq", pa.decimal128(38, 0))])
-    rows = pa.table({"id": ids, "_seq": pa.array([Decimal(1)] * len(ids), schema[1].type)})
+    """Keys mostly consecutive, with holes, in row groups of 1-9 rows, an INT key or a BIGINT UNSIGNED one
+    (``decimal(20, 0)``) up to 2**64 - 1: the positions a lookup gives (from the log's statistics where the file
+    is whole, the row groups' where a row group is, read elsewhere) are those of a plain scan of the file, for keys
+    present and absent."""
+    ids = np.cumsum(gaps).tolist()
+    base = 2**64 - 1 - ids[-1] if unsigned else 0
+    key = pa.decimal128(20, 0) if unsigned else pa.int64()
+    schema = pa.schema([("id", key), ("_seq", pa.decimal128(38, 0))])
+    rows = pa.table(
+        {"id": pa.array([base + i for i in ids], key), "_seq": pa.array([Decimal(1)] * len(ids), schema[1].type)}
+    )
     loc = locate(Path(tempfile.mkdtemp(dir=tmp_path)))
     (f,) = write_sorted(rows, loc, "t", ["id"], row_group_rows=group)
     want = sorted(set(picks))
-    found = lookup([LiveFile.new(loc, f)], pa.table({"id": pa.array(want, pa.int64())}), schema, ["id"])
-    expected = [i for i, k in enumerate(ids.tolist()) if k in set(want)]
+    found = lookup([LiveFile.new(loc, f)], pa.table({"id": pa.array([base + k for k in want], key)}), schema, ["id"])
+    expected = [i for i, k in enumerate(ids) if k in set(want)]
     got = next(iter(found.positions.values())).tolist() if found.positions else []
     assert got == expected
 
@@ -431,9 +454,14 @@ def test_a_row_group_matches_its_keys_sorted_or_not(
     assert got.tolist() == [i for i, k in enumerate(have) if k % 1000 in {w % 1000 for w in want}]
 
 
-def test_a_small_batch_writes_what_it_changed(tmp_path: Path) -> None:
+def test_a_small_batch_writes_what_it_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A 10-change batch into a table of 200,000 rows in files of 50,000: one new file of its rows, a deletion
-    vector on each file that held one of them, nothing else written."""
+    vector on each file that held one of them, nothing else written; keys 0 to 199,999 (every integer of each
+    file's bounds, its tags saying it is sorted) are found without opening a file; the tags stay with each file
+    through its new deletion vector and a checkpoint."""
+    opened: list[str] = []
+    real = merge._lookup_file
+    monkeypatch.setattr(merge, "_lookup_file", lambda f, *a: opened.append(f.path) or real(f, *a))
     with _lake() as lake:
         key = key_of("t1")
         n = 200_000
@@ -464,6 +492,11 @@ def test_a_small_batch_writes_what_it_changed(tmp_path: Path) -> None:
         dvs = {p: a["deletionVector"]["cardinality"] for p, a in snap.files.items() if a.get("deletionVector")}
         assert sorted(dvs.values()) == [1, 1, 2, 2]  # keys 5 and 7; 60,000 and 60,001; 120,000; 199,999
         assert lake_rows(lake, "t1", ["k1"]) == model.rows("t1")
+        assert opened == []
+        assert [a.get("tags") for a in snap.files.values()] == [sorted_tags(["k1"])] * 5
+        DeltaTable(lake.current(key).delta_uri).create_checkpoint()
+        again = deltalog.read_snapshot(lake.current(key))
+        assert again is not None and [sorted_by(a.get("tags")) for a in again.files.values()] == [["k1"]] * 5
 
 
 # -- statistics -----------------------------------------------------------------------------------------------------
@@ -521,9 +554,10 @@ def test_sortedness_and_sinks(tmp_path: Path) -> None:
     assert done is not None and done.rows == 4
     meta = pq.read_metadata(str(tmp_path / done.path))
     assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [2, 2]
-    assert sorted_by(meta) is None  # out of order: no promise a lookup would trust
+    assert done.tags is None  # out of order: no promise a lookup would trust
     (ordered,) = write_sorted(t, locate(tmp_path), "t", ["a", "b"])
-    assert sorted_by(pq.read_metadata(str(tmp_path / ordered.path))) == ["a", "b"]
+    assert ordered.tags == {"binlake.sortedBy": '["a", "b"]'} and sorted_by(ordered.tags) == ["a", "b"]
+    assert DataFile.from_json(ordered.to_json()) == ordered
     assert delta_stats(meta, t.schema, ["a", "b"]) == done.stats
     assert (
         done.stats

@@ -10,6 +10,7 @@ import json
 import os
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -198,6 +199,50 @@ def test_a_batch_commits_once_with_its_dvs(root: str) -> None:
     _same(_ids(loc), expected)
     mine = read_table(loc)
     assert mine is not None and sorted(mine.filter(pa.compute.field("id") >= 5000)["b"].to_pylist()) == ["x", "y"]
+
+
+def _first_batch(new: list[Any]) -> Any:
+    def plan(snap: deltalog.Snapshot) -> list[deltalog.Action] | None:
+        if snap.txns.get("binlake-ingest", -1) >= 1:
+            return None
+        actions = deltalog.table_actions(snap) + [deltalog.new_file(f) for f in new]
+        return [*actions, deltalog.txn("binlake-ingest", 1)]
+
+    return plan
+
+
+def test_a_table_is_created_with_its_first_files(root: str) -> None:
+    """binlake's own version 0 (``commit(create=...)``): the protocol delta-rs would pick (reader 1 / writer 2;
+    3 / 7 with ``timestampNtz`` for a DATETIME column), the metadata, the files with their tags and the batch in
+    one commit, read by delta-rs; a writer that finds the table made meanwhile plans on it, and the batch is there
+    once."""
+    for name, schema in (("plain", pa.schema([("id", pa.int64())])),
+                         ("ntz", pa.schema([("id", pa.int64()), ("d", pa.timestamp("us"))]))):  # fmt: skip
+        loc = locate(root) / name
+        rows = (
+            pa.table({"id": pa.array([1, 2], pa.int64())})
+            .append_column("d", pa.array([None, None], pa.timestamp("us")))
+            .select(schema.names)
+        )
+        new = [replace(f, tags={"binlake.sortedBy": '["id"]'}) for f in write_parquet(rows, loc, "")]
+
+        plan = _first_batch(new)
+        assert deltalog.commit(loc, plan, fence=lambda: None, create=schema) == 0
+        assert deltalog.commit(loc, plan, fence=lambda: None, create=schema) is None
+        lines = [json.loads(line) for line in (loc / "_delta_log" / f"{0:020d}.json").read_bytes().splitlines()]
+        assert [next(iter(a)) for a in lines] == ["commitInfo", "protocol", "metaData", "add", "txn"]
+        assert lines[3]["add"]["tags"] == {"binlake.sortedBy": '["id"]'}
+        dt = DeltaTable(loc.delta_uri, storage_options=loc.delta_options())
+        assert dt.version() == 0 and dt.transaction_version("binlake-ingest") == 1
+        assert pa.schema(dt.schema().to_arrow()) == schema
+        protocol = dt.protocol()
+        want = (1, 2) if name == "plain" else (3, 7)
+        assert (protocol.min_reader_version, protocol.min_writer_version) == want
+        if name == "ntz":
+            assert protocol.reader_features == ["timestampNtz"]
+        _same(_ids(loc), [1, 2])
+    with pytest.raises(StorageError, match="no Delta table"):
+        deltalog.commit(locate(root) / "none", lambda snap: [], fence=lambda: None)
 
 
 def test_a_lost_race_is_planned_again(tmp_path: Path) -> None:

@@ -41,7 +41,6 @@ __all__ = [
     "ParquetSink",
     "add_columns",
     "commit_files",
-    "create_table",
     "delta_table",
     "is_table",
     "read_table",
@@ -163,12 +162,6 @@ def add_columns(loc: Location, schema: pa.Schema) -> bool:
     """Add the columns of ``schema`` the table at ``loc`` lacks, in a commit of their own (delta-rs upgrades the
     protocol a new column's type needs: ``timestampNtz``); whether it added any."""
     return _evolve(delta_table(loc), schema)
-
-
-def create_table(loc: Location, schema: pa.Schema) -> None:
-    """An empty Delta table of ``schema`` at ``loc`` (delta-rs picks the protocol the columns need), carrying no
-    batch: the batch's commit follows (binlake's own, when it has deletion vectors)."""
-    DeltaTable.create(loc.delta_uri, Schema.from_arrow(schema), mode="ignore", storage_options=loc.delta_options())
 
 
 def commit_files(

@@ -130,6 +130,17 @@ class Snapshot:
 
         return pa.schema(Schema.from_json(self.metadata["schemaString"]).to_arrow())
 
+    @classmethod
+    def new(cls, table: Location, schema: pa.Schema) -> Snapshot:
+        """The table ``table`` about to be created with ``schema``'s columns, as :func:`commit` plans its version 0
+        on (version -1): a new table id, no file, Delta's first protocol (reader 1, writer 2: what delta-rs'
+        ``DeltaTable.create`` picks where no column needs a feature; :func:`table_actions` raises it as the columns
+        and deletion vectors need)."""
+        meta = {"id": str(uuid.uuid4()), "format": {"provider": "parquet", "options": {}},
+                "schemaString": json.dumps({"type": "struct", "fields": _delta_fields(schema)}, separators=(",", ":")),
+                "partitionColumns": [], "configuration": {}, "createdTime": _now_ms()}  # fmt: skip
+        return cls(table, -1, {"minReaderVersion": 1, "minWriterVersion": 2}, meta, {}, {})
+
     @property
     def features(self) -> tuple[frozenset[str], frozenset[str]]:
         """(reader, writer) features the table supports, explicit or implied by legacy protocol versions."""
@@ -509,8 +520,11 @@ def table_actions(
 
 def new_file(f: DataFile) -> Action:
     """The ``add`` of a new data file (:class:`~binlake.lake.records.DataFile`, written beside the table)."""
-    return {"add": {"path": urllib.parse.quote(f.path), "partitionValues": {}, "size": f.size,
-                    "modificationTime": f.mtime_ms, "dataChange": True, "stats": f.delta_stats()}}  # fmt: skip
+    add = {"path": urllib.parse.quote(f.path), "partitionValues": {}, "size": f.size, "modificationTime": f.mtime_ms,
+           "dataChange": True, "stats": f.delta_stats()}  # fmt: skip
+    if f.tags:
+        add["tags"] = dict(f.tags)
+    return {"add": add}
 
 
 def txn(app_id: str, version: int) -> Action:
@@ -600,13 +614,18 @@ def commit(
     fence: Callable[[], None],
     operation: str = "WRITE",
     parameters: Mapping[str, str] | None = None,
+    create: pa.Schema | None = None,
 ) -> int | None:
     """Commit the actions ``plan`` makes of the table's newest snapshot as its next version; that version, or
     ``None`` when ``plan`` says there is nothing to commit (returns ``None``).  ``fence`` is called just before the
     commit file is written (``Lake.check``).  A commit another writer's beat is planned again on the new snapshot,
-    up to a bound, with backoff."""
+    up to a bound, with backoff.  Where there is no table, ``create`` (its columns) makes the commit its version 0,
+    with its protocol and metadata (:meth:`Snapshot.new`, as ``plan``'s :func:`table_actions` left them): the table
+    and its first files in one commit."""
     for attempt in range(_ATTEMPTS):
         snap = read_snapshot(table)
+        if snap is None and create is not None:
+            snap = Snapshot.new(table, create)
         if snap is None:
             raise StorageError("no Delta table here", file=table.uri)
         snap.check(write=True)
@@ -614,8 +633,14 @@ def commit(
         if actions is None:
             return None
         info = {"timestamp": _now_ms(), "operation": operation, "operationParameters": dict(parameters or {}),
-                "readVersion": snap.version, "engineInfo": _engine(), "txnId": str(uuid.uuid4()),
+                "engineInfo": _engine(), "txnId": str(uuid.uuid4()),
                 "isBlindAppend": not any("remove" in a for a in actions)}  # fmt: skip
+        if snap.version < 0:  # the protocol, then the metadata, as plan's table_actions left them
+            given = {k: a for a in actions for k in a if k in ("protocol", "metaData")}
+            first = [given.get(k, {k: v}) for k, v in (("protocol", snap.protocol), ("metaData", snap.metadata))]
+            actions = [*first, *(a for a in actions if not given.keys() & a.keys())]
+        else:
+            info["readVersion"] = snap.version
         body = "".join(json.dumps(a, separators=(",", ":")) + "\n" for a in [{"commitInfo": info}, *actions])
         version = snap.version + 1
         fence()
@@ -636,7 +661,7 @@ def _checkpoint_if_due(table: Location, version: int, snap: Snapshot) -> None:
     """A checkpoint of ``version`` by delta-rs when it is a multiple of the table's checkpoint interval."""
     config = snap.metadata.get("configuration") or {}
     interval = int(config.get("delta.checkpointInterval") or _CHECKPOINT_INTERVAL)
-    if version % interval == 0:
+    if version and version % interval == 0:
         delta_table(table, version).create_checkpoint()
 
 

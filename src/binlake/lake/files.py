@@ -29,7 +29,7 @@ import datetime as dt
 import json
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -50,6 +50,8 @@ __all__ = [
     "is_sorted",
     "key_bounds",
     "sort_keys",
+    "sorted_by",
+    "sorted_tags",
     "stats_columns",
     "write_sorted",
 ]
@@ -75,17 +77,37 @@ def sort_keys(pk: Sequence[str]) -> list[tuple[str, str]]:
     return [(c, "ascending") for c in pk]
 
 
-SORTED_KEY = "binlake.sorted_by"
-"""A current-state file's Parquet metadata key: present when the file's rows are in ascending order of the key it
-names (its columns, comma-separated), each key once, none null (:attr:`CurrentSink.in_order`).  A lookup trusts it
-(:func:`sorted_by`); files without it (a lake of the binlake before) are searched as they are."""
+SORTED_KEY = "binlake.sortedBy"
+"""The tag of a current-state file's ``add`` action (Delta's ``tags``, metadata about a data file) present when
+the file's rows are in ascending order of the key it names (its columns, a JSON list), each key once, none null
+(:attr:`CurrentSink.in_order`): what Iceberg says with a data file's ``sort_order_id``.  A lookup trusts it
+(:func:`sorted_by`): in such a file an integer key whose bounds hold as many integers as the file rows is found at
+row ``key - least`` without opening the file.  Files without it (a lake of an older binlake, a file of another
+writer) are searched as they are."""
 
 
-def sorted_by(meta: pq.FileMetaData) -> list[str] | None:
-    """The key a current-state file declares its rows sorted by, each key once (:data:`SORTED_KEY`); ``None``: no
-    such promise."""
-    value = (meta.metadata or {}).get(SORTED_KEY.encode())
-    return value.decode().split(",") if value else None
+def sorted_tags(pk: Sequence[str]) -> dict[str, str]:
+    """The tags of a current-state file sorted by the key ``pk`` (:data:`SORTED_KEY`).
+
+    >>> sorted_tags(["id", "a,b"])
+    {'binlake.sortedBy': '["id", "a,b"]'}
+    """
+    return {SORTED_KEY: json.dumps(list(pk))}
+
+
+def sorted_by(tags: Mapping[str, str | None] | None) -> list[str] | None:
+    """The key a current-state file's ``add`` action ``tags`` say its rows are sorted by, each key once
+    (:data:`SORTED_KEY`); ``None``: no such promise.
+
+    >>> sorted_by(sorted_tags(["id"])), sorted_by(None), sorted_by({SORTED_KEY: "id"})
+    (['id'], None, None)
+    """
+    value = (tags or {}).get(SORTED_KEY)
+    try:
+        key = json.loads(value) if value else None
+    except ValueError:
+        return None
+    return [str(c) for c in key] if isinstance(key, list) and key else None
 
 
 def key_encodings(schema: pa.Schema, pk: Sequence[str]) -> dict[str, str]:
@@ -315,8 +337,6 @@ class CurrentSink:
         if self._writer is None:
             return None
         with writing(self.table / self.name):
-            if self.in_order:
-                self._writer.add_key_value_metadata({SORTED_KEY: ",".join(self.pk)})
             self._writer.close()
             meta = self._writer.writer.metadata
             self._writer = None
@@ -324,7 +344,8 @@ class CurrentSink:
             self._stream.close()
         stats = delta_stats(meta, self.schema, stats_columns(self.schema, self.pk))
         schema = self.schema.serialize().to_pybytes()
-        return DataFile(self.key, self.name, size, self.rows, int(time.time() * 1000), schema, stats)
+        tags = sorted_tags(self.pk) if self.in_order else None
+        return DataFile(self.key, self.name, size, self.rows, int(time.time() * 1000), schema, stats, tags)
 
 
 def write_sorted(

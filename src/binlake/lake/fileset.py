@@ -45,7 +45,7 @@ import pyarrow as pa
 
 from binlake.lake import delta, deltalog, parallel
 from binlake.lake import dv as dvs
-from binlake.lake.files import FILE_ROWS, ROW_GROUP_ROWS, CurrentSink, key_bounds, write_sorted
+from binlake.lake.files import FILE_ROWS, ROW_GROUP_ROWS, CurrentSink, key_bounds, sorted_by, write_sorted
 from binlake.lake.records import DataFile, LakeFormatError, check_version
 from binlake.lake.runner import Runner
 from binlake.storage import Location
@@ -61,8 +61,8 @@ class LiveFile:
     """A data file of a table as a batch sees it: ``home``, the table folder whose log named it (``path`` is
     relative to it, URL-encoded as in the log, or absolute), its ``rows`` (deleted ones included), ``size``,
     ``mtime_ms``, Delta ``stats`` (JSON text), the deletion vector descriptor ``dv`` committed with it (JSON
-    object, relative to ``home``), and ``deleted``: the row positions this batch deleted that ``dv`` does not hold.
-    A record of the tasks (:meth:`to_json`)."""
+    object, relative to ``home``), ``deleted``: the row positions this batch deleted that ``dv`` does not hold, and
+    the ``add`` action's ``tags`` (:func:`~binlake.lake.files.sorted_by`).  A record of the tasks (:meth:`to_json`)."""
 
     VERSION: ClassVar[int] = 1
 
@@ -74,6 +74,7 @@ class LiveFile:
     stats: str | None = None
     dv: dict[str, Any] | None = None
     deleted: dvs.Rows | None = field(default=None, compare=False)
+    tags: dict[str, str] | None = None
 
     @property
     def id(self) -> tuple[str, str]:
@@ -88,6 +89,11 @@ class LiveFile:
         """Has this batch deleted rows of it?"""
         return self.deleted is not None and bool(self.deleted.size)
 
+    @property
+    def sorted_by(self) -> list[str] | None:
+        """The key the file's rows are in ascending order of, each key once (``None``: no such promise)."""
+        return sorted_by(self.tags)
+
     def deleted_rows(self) -> dvs.Rows:
         """Every row of the file the set no longer holds: its deletion vector's and this batch's."""
         committed = (
@@ -97,30 +103,30 @@ class LiveFile:
 
     def add_action(self) -> dict[str, Any]:
         """The body of the ``add`` action of this file as a new file of its table (no deletion vector)."""
-        return {"path": self.path, "partitionValues": {}, "size": self.size, "modificationTime": self.mtime_ms,
-                "dataChange": True, "stats": self.stats or json.dumps({"numRecords": self.rows})}  # fmt: skip
-
-    def data_file(self, key: str, schema: pa.Schema) -> DataFile:
-        stats = self.stats or json.dumps({"numRecords": self.rows})
-        return DataFile(key, urllib.parse.unquote(self.path), self.size, self.rows, self.mtime_ms,
-                        schema.serialize().to_pybytes(), stats)  # fmt: skip
+        add = {"path": self.path, "partitionValues": {}, "size": self.size, "modificationTime": self.mtime_ms,
+               "dataChange": True, "stats": self.stats or json.dumps({"numRecords": self.rows})}  # fmt: skip
+        if self.tags:
+            add["tags"] = dict(self.tags)
+        return add
 
     @classmethod
     def new(cls, table: Location, f: DataFile) -> LiveFile:
         """The file ``f`` a task wrote in the table folder ``table``."""
-        return cls(table.uri, urllib.parse.quote(f.path), f.rows, f.size, f.mtime_ms, f.stats)
+        return cls(table.uri, urllib.parse.quote(f.path), f.rows, f.size, f.mtime_ms, f.stats, tags=f.tags)
 
     def to_json(self) -> str:
         return json.dumps({"version": self.VERSION, "home": self.home, "path": self.path, "rows": self.rows,
                            "size": self.size, "mtime_ms": self.mtime_ms, "stats": self.stats, "dv": self.dv,
-                           "deleted": None if self.deleted is None else dvs.rows_to_text(self.deleted)})  # fmt: skip
+                           "deleted": None if self.deleted is None else dvs.rows_to_text(self.deleted),
+                           "tags": self.tags})  # fmt: skip
 
     @classmethod
     def from_json(cls, text: str) -> LiveFile:
         v = json.loads(text)
         check_version("a live file record (of a task)", v.get("version"), cls.VERSION)
+        deleted = None if v["deleted"] is None else dvs.rows_from_text(v["deleted"])
         return cls(str(v["home"]), str(v["path"]), int(v["rows"]), int(v["size"]), int(v["mtime_ms"]), v["stats"],
-                   v["dv"], None if v["deleted"] is None else dvs.rows_from_text(v["deleted"]))  # fmt: skip
+                   v["dv"], deleted, v.get("tags"))  # fmt: skip
 
 
 class FileSet:
@@ -137,7 +143,7 @@ class FileSet:
             for path, add in base.files.items():
                 mtime = int(add.get("modificationTime") or 0)
                 f = LiveFile(table.uri, path, base.num_records(path), int(add["size"]), mtime, add.get("stats"),
-                             add.get("deletionVector"))  # fmt: skip
+                             add.get("deletionVector"), tags=add.get("tags"))  # fmt: skip
                 self.files[f.id] = f
 
     @classmethod
@@ -234,11 +240,6 @@ class FileSet:
         self._copy_here()
         entries = list(self.files.values())
         needs_dv = any(f.touched for f in entries) or (gather and any(in_file(f.dv) for f in entries))
-        if now is None:
-            if not needs_dv:  # created with its files and the batch in one commit (delta-rs picks the protocol)
-                files = [f.data_file(self.key, schema) for f in entries]
-                return 0 if delta.commit_files(self.table, files, schema, batch) else None
-            delta.create_table(self.table, schema)
         retyped = now is not None and deltalog.reshaped(now, schema)
         if now is not None and not retyped and any(n not in now.schema.names for n in schema.names):
             delta.add_columns(self.table, schema)
@@ -275,7 +276,8 @@ class FileSet:
 
         operation = "MERGE" if data_change else "OPTIMIZE"
         parameters = {"batch": str(batch), **({"unconverted": note} if note else {})}
-        return deltalog.commit(self.table, plan, fence=fence, operation=operation, parameters=parameters)
+        return deltalog.commit(self.table, plan, fence=fence, operation=operation, parameters=parameters,
+                               create=schema)  # fmt: skip
 
     def _rewrite(self, schema: pa.Schema, pk: Sequence[str], runner: Runner) -> None:
         """Copy-on-write: each file that lost rows (or holds a deletion vector of another table) written again in
@@ -294,7 +296,7 @@ class FileSet:
             f.location.copy_to(self.table / name)
             lost = f.deleted_rows()
             return LiveFile(self.table.uri, name, f.rows, f.size, int(time.time() * 1000), f.stats, None,
-                            lost if lost.size else None)  # fmt: skip
+                            lost if lost.size else None, f.tags)  # fmt: skip
 
         copies = parallel.each(copy, away)
         for f, c in zip(away, copies, strict=True):

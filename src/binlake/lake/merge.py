@@ -55,7 +55,6 @@ from binlake.lake.files import (
     encode_values,
     is_sorted,
     key_bounds,
-    sorted_by,
     write_sorted,
 )
 from binlake.lake.fileset import LiveFile
@@ -594,16 +593,23 @@ def lookup(
     files: Sequence[LiveFile], keys: pa.Table, schema: pa.Schema, pk: Sequence[str], *, rows: bool = False
 ) -> Found:
     """The rows of ``files`` holding ``keys`` (distinct, the ``pk`` columns): each file whose key bounds may hold
-    one is opened, and in it only the row groups whose statistics of the first key column hold one are read, their
-    key columns only (every column of ``schema``, live rows only, with ``rows``).  Files are read side by side in
+    one is opened (but for positions only in a file that holds every integer key of its bounds: :func:`_dense`),
+    and in it only the row groups whose statistics of the first key column hold one are read, their key columns
+    only (every column of ``schema``, live rows only, with ``rows``).  Files are read side by side in
     threads (Parquet decodes without the GIL; an object store's latency per request)."""
     first = schema.field(pk[0])
     index = _Keys(keys, pk)
     todo: list[tuple[LiveFile, pa.Table]] = []
+    positions: dict[tuple[str, str], dvs.Rows] = {}
     for f in files:
         b = key_bounds(f.stats, first)
-        mine = index.between(*((b[0].as_py(), b[1].as_py()) if b is not None else (None, None)))
-        if mine.num_rows:
+        lo, hi = (b[0].as_py(), b[1].as_py()) if b is not None else (None, None)
+        mine = index.between(lo, hi)
+        if not mine.num_rows:
+            continue
+        if not rows and _dense(f, pk, first, lo, hi):
+            positions[f.id] = _offsets(mine[pk[0]], lo)
+        else:
             todo.append((f, mine))
 
     def one(job: tuple[LiveFile, pa.Table]) -> tuple[dvs.Rows | None, list[pa.Table]]:
@@ -615,12 +621,38 @@ def lookup(
     few = sum(k.num_rows for _, k in todo) < 8 * len(todo)
     local = all(f.location.is_local for f, _ in todo)
     done = parallel.each(one, todo, inline=len(todo) if few and local else 1)
-    positions = {f.id: p for (f, _), (p, _) in zip(todo, done, strict=True) if p is not None}
+    positions.update({f.id: p for (f, _), (p, _) in zip(todo, done, strict=True) if p is not None})
     out = None
     if rows:
         found = [t for _, part in done for t in part]
         out = pa.concat_tables(found) if found else schema.empty_table()
     return Found(positions, out)
+
+
+def _whole(t: pa.DataType) -> bool:
+    """Is ``t`` a type of whole numbers: an integer, or a decimal of scale 0 (a BIGINT UNSIGNED key's
+    ``decimal(20, 0)``)?"""
+    return bool(pa.types.is_integer(t) or (pa.types.is_decimal(t) and t.scale == 0))
+
+
+def _offsets(keys: pa.ChunkedArray | pa.Array, least: Any) -> dvs.Rows:
+    """The rows of whole-number ``keys`` in a run of consecutive keys from ``least``: ``key - least``.
+
+    >>> _offsets(pa.array([3, 7]), 3).tolist(), _offsets(pa.array([2**64 - 1], pa.decimal128(20, 0)), 2**64 - 2)
+    ([0, 4], array([1], dtype=uint64))
+    """
+    out: dvs.Rows = pc.subtract(keys, pa.scalar(least, keys.type)).cast(pa.uint64()).to_numpy()
+    return out
+
+
+def _dense(f: LiveFile, pk: Sequence[str], first: pa.Field, lo: Any, hi: Any) -> bool:
+    """Does ``f`` hold every whole number of its key bounds ``[lo, hi]`` once, in order, key ``k`` at row
+    ``k - lo``?  So it does when its ``add`` action's tags say it is sorted by the one whole-number key column ``pk``
+    (each key once) and its statistics bound as many keys as it has rows (deleted ones included: positions are the
+    file's): a table loaded from an AUTO_INCREMENT key, whatever its later updates and deletes marked.  Its lookup
+    reads no byte of the file, nor its footer."""
+    return (len(pk) == 1 and _whole(first.type) and lo is not None and hi is not None
+            and hi - lo + 1 == f.rows and f.sorted_by == list(pk))  # fmt: skip
 
 
 def _lookup_file(
@@ -638,11 +670,11 @@ def _lookup_file(
             return None, found
         column = next((i for i in range(meta.num_columns) if meta.schema.column(i).path == pk[0]), None)
         read = [n for n in (schema.names if rows else pk) if n in names]
-        # positions only, of an integer key the file declares sorted, each key once: a row group holding as many
-        # rows as there are integers from its least key to its greatest holds each of them (an AUTO_INCREMENT
-        # table's), key k at row k - least, found without reading it
-        dense = not rows and len(pk) == 1 and sorted_by(meta) == list(pk)
-        dense = dense and pa.types.is_integer(pf.schema_arrow.field(pk[0]).type)
+        # positions only, of an integer key the file's tags declare sorted, each key once: a row group holding as
+        # many rows as there are integers from its least key to its greatest holds each of them, key k at row
+        # k - least, found without reading it (the file as a whole: _dense)
+        dense = not rows and len(pk) == 1 and f.sorted_by == list(pk)
+        dense = dense and _whole(pf.schema_arrow.field(pk[0]).type)
         lost: dvs.Rows | None = None
         offset = 0
         for g in range(meta.num_row_groups):
@@ -653,7 +685,7 @@ def _lookup_file(
             if not ks.num_rows:
                 continue
             if dense and s is not None and s.has_min_max and s.max - s.min + 1 == group.num_rows:
-                hits.append(ks[pk[0]].to_numpy().astype(np.int64) - s.min + start)
+                hits.append(_offsets(ks[pk[0]], s.min).astype(np.int64) + start)
                 continue
             part = pf.read_row_group(g, columns=read)
             idx = _matches(part, ks, pk)

@@ -202,8 +202,10 @@ class DataFile:
     """A Parquet file written by a task or the driver, not yet part of any table: ``table`` is the lake table's key
     (``db/table``, or ``_events``), ``path`` relative to the table's folder, ``schema`` the serialized Arrow schema
     of the file, ``stats`` its Delta statistics (the JSON text of an ``add`` action's ``stats``: a current-state
-    file's key and ``_seq`` bounds, :func:`binlake.lake.files.delta_stats`; ``None``: only its row count is known).
-    A record without ``stats`` (an older binlake's) reads as ``None``."""
+    file's key and ``_seq`` bounds, :func:`binlake.lake.files.delta_stats`; ``None``: only its row count is known),
+    ``tags`` the ``add`` action's tags (a current-state file's promise that its rows are sorted by the key:
+    :func:`binlake.lake.files.sorted_by`).  A record without ``stats`` or ``tags`` (an older binlake's) reads as
+    ``None``."""
 
     table: str
     path: str
@@ -212,6 +214,7 @@ class DataFile:
     mtime_ms: int
     schema: bytes
     stats: str | None = None
+    tags: dict[str, str] | None = None
 
     @property
     def arrow_schema(self) -> Any:
@@ -224,13 +227,16 @@ class DataFile:
                "mtime_ms": self.mtime_ms, "schema": self.schema.hex()}  # fmt: skip
         if self.stats is not None:
             out["stats"] = self.stats
+        if self.tags:
+            out["tags"] = dict(self.tags)
         return out
 
     @classmethod
     def from_json(cls, v: dict[str, Any]) -> DataFile:
-        stats = v.get("stats")
+        stats, tags = v.get("stats"), v.get("tags")
         return cls(v["table"], v["path"], int(v["size"]), int(v["rows"]), int(v["mtime_ms"]),
-                   bytes.fromhex(v["schema"]), None if stats is None else str(stats))  # fmt: skip
+                   bytes.fromhex(v["schema"]), None if stats is None else str(stats),
+                   {str(k): str(t) for k, t in tags.items()} if tags else None)  # fmt: skip
 
     def delta_stats(self) -> str:
         """The ``stats`` of the file's ``add`` action: :attr:`stats`, or its row count alone."""

@@ -341,6 +341,14 @@ def _counting_reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, tuple[st
     return reads
 
 
+def _counting_opens(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths of the files a lookup opens, as it opens them."""
+    opened: list[str] = []
+    real = merge._lookup_file
+    monkeypatch.setattr(merge, "_lookup_file", lambda f, *a: opened.append(f.path) or real(f, *a))
+    return opened
+
+
 def test_a_lookup_reads_the_candidate_row_groups_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Ten files of 10,000 sorted rows (even keys) in row groups of 1,000: one key opens one file (its key
     statistics) and reads the key column of one row group; a file without statistics is opened, and its row groups
@@ -370,9 +378,7 @@ def test_dense_integer_keys_are_found_without_reading(tmp_path: Path, monkeypatc
     files = _sorted_files(loc, schema, 1)
     live = [LiveFile.new(loc, f) for f in files]
     reads = _counting_reads(monkeypatch)
-    opened: list[str] = []
-    real = merge._lookup_file
-    monkeypatch.setattr(merge, "_lookup_file", lambda f, *a: opened.append(f.path) or real(f, *a))
+    opened = _counting_opens(monkeypatch)
     want = pa.table({"id": pa.array([54_321, 54_999, 55_000, 99_999, 100_000], pa.int64())})
     found = lookup(live, want, schema, ["id"])
     assert reads == [] and opened == []
@@ -459,9 +465,7 @@ def test_a_small_batch_writes_what_it_changed(tmp_path: Path, monkeypatch: pytes
     vector on each file that held one of them, nothing else written; keys 0 to 199,999 (every integer of each
     file's bounds, its tags saying it is sorted) are found without opening a file; the tags stay with each file
     through its new deletion vector and a checkpoint."""
-    opened: list[str] = []
-    real = merge._lookup_file
-    monkeypatch.setattr(merge, "_lookup_file", lambda f, *a: opened.append(f.path) or real(f, *a))
+    opened = _counting_opens(monkeypatch)
     with _lake() as lake:
         key = key_of("t1")
         n = 200_000

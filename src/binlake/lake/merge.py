@@ -593,9 +593,9 @@ def lookup(
     files: Sequence[LiveFile], keys: pa.Table, schema: pa.Schema, pk: Sequence[str], *, rows: bool = False
 ) -> Found:
     """The rows of ``files`` holding ``keys`` (distinct, the ``pk`` columns): each file whose key bounds may hold
-    one is opened (but for positions only in a file that holds every integer key of its bounds: :func:`_dense`),
-    and in it only the row groups whose statistics of the first key column hold one are read, their key columns
-    only (every column of ``schema``, live rows only, with ``rows``).  Files are read side by side in
+    one is opened (but for positions only in a file that holds every whole-number key of its bounds:
+    :func:`_by_position`), and in it only the row groups whose statistics of the first key column hold one are read,
+    their key columns only (every column of ``schema``, live rows only, with ``rows``).  Files are read side by side in
     threads (Parquet decodes without the GIL; an object store's latency per request)."""
     first = schema.field(pk[0])
     index = _Keys(keys, pk)
@@ -607,7 +607,7 @@ def lookup(
         mine = index.between(lo, hi)
         if not mine.num_rows:
             continue
-        if not rows and _dense(f, pk, first, lo, hi):
+        if not rows and _by_position(f, pk, first.type) and _spans(lo, hi, f.rows):
             positions[f.id] = _offsets(mine[pk[0]], lo)
         else:
             todo.append((f, mine))
@@ -645,14 +645,21 @@ def _offsets(keys: pa.ChunkedArray | pa.Array, least: Any) -> dvs.Rows:
     return out
 
 
-def _dense(f: LiveFile, pk: Sequence[str], first: pa.Field, lo: Any, hi: Any) -> bool:
-    """Does ``f`` hold every whole number of its key bounds ``[lo, hi]`` once, in order, key ``k`` at row
-    ``k - lo``?  So it does when its ``add`` action's tags say it is sorted by the one whole-number key column ``pk``
-    (each key once) and its statistics bound as many keys as it has rows (deleted ones included: positions are the
-    file's): a table loaded from an AUTO_INCREMENT key, whatever its later updates and deletes marked.  Its lookup
-    reads no byte of the file, nor its footer."""
-    return (len(pk) == 1 and _whole(first.type) and lo is not None and hi is not None
-            and hi - lo + 1 == f.rows and f.sorted_by == list(pk))  # fmt: skip
+def _by_position(f: LiveFile, pk: Sequence[str], key: pa.DataType) -> bool:
+    """Do ``f``'s ``add`` action's tags say its rows are sorted by the one whole-number key column ``pk``, each key
+    once?  Then a run of its rows whose key bounds :func:`_spans` its row count holds key ``k`` at ``k - least``:
+    the whole file (an AUTO_INCREMENT table's as loaded, whatever later batches marked deleted: positions are the
+    file's), found from the log without opening it, or a row group, found without reading it."""
+    return len(pk) == 1 and _whole(key) and f.sorted_by == list(pk)
+
+
+def _spans(least: Any, greatest: Any, rows: int) -> bool:
+    """Do the key bounds ``[least, greatest]`` (``None``: unknown) hold as many whole numbers as ``rows``?
+
+    >>> _spans(5, 9, 5), _spans(5, 9, 4), _spans(None, 9, 5)
+    (True, False, False)
+    """
+    return least is not None and greatest is not None and greatest - least + 1 == rows
 
 
 def _lookup_file(
@@ -670,11 +677,8 @@ def _lookup_file(
             return None, found
         column = next((i for i in range(meta.num_columns) if meta.schema.column(i).path == pk[0]), None)
         read = [n for n in (schema.names if rows else pk) if n in names]
-        # positions only, of an integer key the file's tags declare sorted, each key once: a row group holding as
-        # many rows as there are integers from its least key to its greatest holds each of them, key k at row
-        # k - least, found without reading it (the file as a whole: _dense)
-        dense = not rows and len(pk) == 1 and f.sorted_by == list(pk)
-        dense = dense and _whole(pf.schema_arrow.field(pk[0]).type)
+        # positions only: a row group of a file keyed by position that spans its rows is not read
+        dense = not rows and _by_position(f, pk, pf.schema_arrow.field(pk[0]).type)
         lost: dvs.Rows | None = None
         offset = 0
         for g in range(meta.num_row_groups):
@@ -684,7 +688,7 @@ def _lookup_file(
             ks = keys.between(s.min, s.max) if s is not None and s.has_min_max else keys.table
             if not ks.num_rows:
                 continue
-            if dense and s is not None and s.has_min_max and s.max - s.min + 1 == group.num_rows:
+            if dense and s is not None and s.has_min_max and _spans(s.min, s.max, group.num_rows):
                 hits.append(_offsets(ks[pk[0]], s.min).astype(np.int64) + start)
                 continue
             part = pf.read_row_group(g, columns=read)
